@@ -1,0 +1,237 @@
+"""`curate`: the one entry point. Thin: parse flags, run a flow, print its summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+# Offline-friendly Prefect defaults, set before Prefect is imported (a user's own values win).
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+import typer  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Curate human-preference data into versioned preference datasets.")
+eval_app = typer.Typer(no_args_is_help=True, help="Evaluation sets whose prompts are kept out of training data.")
+app.add_typer(eval_app, name="eval-set")
+err = Console(stderr=True)
+out = Console()
+
+_KNOWN_ERRORS = ("WarehouseLockedError", "SourceReadError", "MissingColumnsError", "ValueError", "FileNotFoundError")
+
+
+def _settings_env(warehouse: Optional[Path]) -> None:
+    if warehouse is not None:
+        os.environ["CURATE_WAREHOUSE"] = str(warehouse)
+        from curator.settings import get_settings
+
+        get_settings.cache_clear()
+
+
+def _run(fn, *args: Any, **kwargs: Any) -> Any:
+    """Run a flow; turn the errors a user can act on into one clear line and exit code 2."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001
+        if type(e).__name__ in _KNOWN_ERRORS:
+            err.print(f"[bold red]error:[/] {e}")
+            raise typer.Exit(2) from None
+        raise
+
+
+class _Bar:
+    """A rich progress bar fed by `curator.progress.report`."""
+
+    def __init__(self, enabled: bool):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.progress = (
+            Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.speed} rows/s" if False else ""),
+                     TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
+            if enabled else None
+        )
+        self.task = None
+
+    def __enter__(self) -> _Bar:
+        from curator import progress
+
+        if self.progress is not None:
+            self.progress.start()
+            progress.set_reporter(self.update)
+        return self
+
+    def update(self, advance: int, total: int | None, label: str) -> None:
+        if self.task is None:
+            self.task = self.progress.add_task(f"ingest {label}", total=total)
+        self.progress.update(self.task, advance=advance, total=total)
+
+    def __exit__(self, *exc: Any) -> None:
+        from curator import progress
+
+        progress.set_reporter(None)
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _print_summary(title: str, summary: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(summary, default=str) + "\n")
+        return
+    table = Table(title=title, show_header=False)
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "-"
+        table.add_row(key, str(value))
+    out.print(table)
+
+
+@app.command()
+def ingest(
+    source: str = typer.Option(..., "--source", "-s", help="helpsteer3 | arena | chatbot-arena"),
+    path: Optional[Path] = typer.Option(None, "--path", help="local JSONL(.gz) or Parquet file instead of the Hub"),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Hub branch, tag or commit (default: the pinned one)"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="read at most N rows"),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse", help="DuckDB file (env CURATE_WAREHOUSE)"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
+) -> None:
+    """Read a source, validate, deduplicate, decontaminate, and land new pairs in the warehouse."""
+    _settings_env(warehouse)
+    from flows.ingest import ingest as ingest_flow
+
+    with _Bar(enabled=not as_json and sys.stderr.isatty()):
+        summary = _run(ingest_flow, source, str(path) if path else None, revision, limit, None, batch_size)
+    _print_summary(f"ingest {source}", summary, as_json)
+
+
+@eval_app.command("load")
+def eval_set_load(
+    benchmark: str = typer.Argument(..., help="rm-bench | judgebench"),
+    path: Optional[Path] = typer.Option(None, "--path", help="local JSONL or Parquet file instead of the Hub"),
+    revision: Optional[str] = typer.Option(None, "--revision"),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Load an evaluation set's prompts and flag every pair that overlaps them."""
+    _settings_env(warehouse)
+    from flows.ingest import load_eval_set
+
+    summary = _run(load_eval_set, benchmark, str(path) if path else None, revision)
+    _print_summary(f"eval set {benchmark}", summary, as_json)
+
+
+@app.command()
+def synth(
+    kind: str = typer.Argument(..., help="helpsteer3 | arena | eval"),
+    out_path: Path = typer.Argument(..., metavar="OUT", help="JSONL file to write (a .manifest.json goes beside it)"),
+    rows: int = typer.Option(1000, "--rows", "-n", min=1),
+    seed: int = typer.Option(0, "--seed"),
+    pair_bytes: int = typer.Option(6000, "--pair-bytes", help="median text bytes per pair"),
+    exact_dup_rate: float = typer.Option(0.03, "--exact-dup-rate"),
+    near_dup_rate: float = typer.Option(0.03, "--near-dup-rate"),
+    bad_rate: float = typer.Option(0.02, "--bad-rate"),
+    contamination_rate: float = typer.Option(0.0, "--contamination-rate", help="needs --eval-prompts-seed"),
+    eval_prompts: int = typer.Option(200, "--eval-prompts", help="size of the made-up evaluation set"),
+) -> None:
+    """Write seeded synthetic rows with planted duplicates, near duplicates and bad rows."""
+    from tasks.ingest import synth as s
+
+    prompts = s.synth_eval_prompts(eval_prompts)
+    if kind == "eval":
+        s.write_eval_set(out_path, prompts)
+        err.print(f"wrote {len(prompts)} evaluation prompts to {out_path}")
+        return
+    if kind not in ("helpsteer3", "arena"):
+        err.print("[bold red]error:[/] kind must be helpsteer3, arena or eval")
+        raise typer.Exit(2)
+    m = s.write_synth(
+        out_path, kind, rows, seed, pair_bytes=pair_bytes, exact_dup_rate=exact_dup_rate, near_dup_rate=near_dup_rate,
+        bad_rate=bad_rate, contamination_rate=contamination_rate, eval_prompts=prompts,
+    )
+    err.print(
+        f"wrote {m.rows} {kind} rows to {out_path}: {len(m.exact_duplicates)} exact duplicates, "
+        f"{len(m.near_duplicates)} near duplicates, {len(m.bad_rows)} bad rows, {len(m.contaminated)} contaminated"
+    )
+
+
+@app.command()
+def sources() -> None:
+    """List the sources and evaluation sets this build knows."""
+    from tasks.ingest.sources import SOURCES
+
+    table = Table("name", "kind", "hub dataset", "splits", "license")
+    for s in SOURCES.values():
+        table.add_row(s.name, s.kind, s.hub_id + (f" ({s.config})" if s.config else ""), ", ".join(s.splits), s.license)
+    out.print(table)
+
+
+@app.command()
+def status(
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Counts of what the warehouse holds, and the latest ingest runs."""
+    _settings_env(warehouse)
+    from curator.settings import get_settings
+    from warehouse.store import Warehouse
+
+    with _run(Warehouse, get_settings().warehouse, read_only=True) as wh:
+        counts = wh.counts()
+        runs = wh.ingest_runs(10)
+    if as_json:
+        sys.stdout.write(json.dumps({"counts": counts, "runs": runs}, default=str) + "\n")
+        return
+    _print_summary("warehouse", counts, False)
+    table = Table("started", "source", "status", "read", "new pairs", "revision")
+    for r in runs:
+        s = json.loads(r["summary"]) if r["summary"] else {}
+        table.add_row(str(r["started_at"])[:19], r["source"], r["status"], str(s.get("read", "")), str(s.get("new_pairs", "")), r["source_revision"])
+    out.print(table)
+
+
+@app.command()
+def demo(
+    workdir: Path = typer.Option(Path("data/demo"), "--workdir", help="where the demo writes its inputs"),
+    rows: int = typer.Option(2000, "--rows", min=10),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+) -> None:
+    """The main job on embedded defaults: a generated sample through the whole ingest."""
+    _settings_env(warehouse)
+    from curator.settings import get_settings
+    from flows.ingest import ingest as ingest_flow
+    from flows.ingest import load_eval_set
+    from tasks.ingest import synth as s
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    prompts = s.synth_eval_prompts(200)
+    s.write_eval_set(workdir / "eval_prompts.jsonl", prompts)
+    s.write_synth(workdir / "helpsteer3.jsonl", "helpsteer3", rows, seed=1, contamination_rate=0.01, eval_prompts=prompts)
+    s.write_synth(workdir / "arena.jsonl", "arena", rows // 2, seed=2, contamination_rate=0.01, eval_prompts=prompts)
+    err.print(f"[bold]demo:[/] generated sample data in {workdir} (synthetic rows, offline)")
+    _print_summary("eval set", _run(load_eval_set, "rm-bench", str(workdir / "eval_prompts.jsonl")), False)
+    for name in ("helpsteer3", "arena"):
+        with _Bar(enabled=sys.stderr.isatty()):
+            summary = _run(ingest_flow, name, str(workdir / f"{name}.jsonl"))
+        _print_summary(f"ingest {name}", summary, False)
+    wh = get_settings().warehouse
+    out.print(
+        f"\n[bold]made:[/] warehouse {wh} (tables candidate_pairs, quarantine, near_duplicates, contamination; "
+        f"view pairs_for_curation)\n[bold]next:[/]\n"
+        f"  curate status\n"
+        f"  curate ingest --source helpsteer3 --path {workdir / 'helpsteer3.jsonl'}   # again: adds nothing\n"
+        f"  curate ingest --source helpsteer3 --limit 5000                 # from the Hub, when online\n"
+    )
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,49 @@
+"""The one typed settings object. Every layer may read it; values come from `CURATE_*` env vars and flags."""
+
+from __future__ import annotations
+
+from enum import Enum
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class MultiTurnPolicy(str, Enum):
+    """What to do with an arena vote whose two sides do not share every turn before the last answer."""
+
+    strict = "strict"  # quarantine it: the judge would see a history neither model saw
+    last_turn = "last_turn"  # keep only the last user turn as history, flag `context_dropped`
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CURATE_", env_file=None, extra="ignore")
+
+    warehouse: Path = Field(Path("data/warehouse.duckdb"), description="DuckDB warehouse file")
+    batch_size: int = Field(5000, ge=1, description="rows per ingest batch (one task and one transaction each)")
+
+    # The judge's served context (DESIGN.md §1): the prompt may use what the output does not reserve.
+    judge_max_model_len: int = Field(40_000, ge=1024)
+    judge_max_tokens: int = Field(16_384, ge=1)
+
+    near_dup_threshold: float = Field(0.8, gt=0.0, le=1.0, description="estimated Jaccard for a near duplicate")
+    minhash_perms: int = Field(256, ge=16, le=1024, description="MinHash bins (a power of two)")
+    decontam_ngram: int = Field(8, ge=3, le=50, description="word n-gram size for decontamination")
+    decontam_threshold: float = Field(
+        0.5, gt=0.0, le=1.0, description="share of an eval prompt's n-grams found in a pair's prompt"
+    )
+    arena_multiturn: MultiTurnPolicy = MultiTurnPolicy.strict
+
+    hub_retries: int = Field(5, ge=0, description="attempts to resume a failed Hub read")
+    hub_retry_wait: float = Field(2.0, ge=0.0, description="first back-off in seconds, doubled each attempt")
+
+    @property
+    def judge_input_budget(self) -> int:
+        """Tokens a request's input may hold: the context minus what the output may use."""
+        return self.judge_max_model_len - self.judge_max_tokens
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

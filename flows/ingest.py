@@ -1,0 +1,218 @@
+"""Ingest: read a source in batches, validate, normalize, deduplicate, decontaminate, land in DuckDB.
+
+Reads like the process it runs: resolve what to read, open the warehouse and its indexes, then for each
+batch one task that prepares and lands it in one transaction. The summary is returned, stored with
+the run, and left as a Prefect table artifact.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.context import get_run_context
+
+from curator import progress
+from curator.settings import Settings, get_settings
+from tasks.ingest.decontam import Decontaminator
+from tasks.ingest.dedup import NearDupIndex
+from tasks.ingest.land import BatchCounts, flag_contamination, land_batch
+from tasks.ingest.prepare import prepare_batch
+from tasks.ingest.read import RawBatch, count_rows, limit_rows, file_revision, read_source, resolve_hub_revision
+from tasks.ingest.sources import EvalPrompt, Source, get_source
+from warehouse.store import Warehouse
+
+SUMMARY_KEYS = ("read", "valid", "quarantined", "exact_duplicates", "near_duplicates", "contaminated", "new_pairs")
+
+
+@task(retries=3, retry_delay_seconds=[2, 10, 30], cache_policy=NO_CACHE)
+def resolve_revision(source: Source, requested: str | None, pinned: str | None, path: str | None) -> str:
+    """Which revision this run reads: a file's content hash, the requested ref, or the pinned commit."""
+    if path is not None:
+        return file_revision(Path(path))
+    if requested is None and pinned is not None:
+        return pinned
+    return resolve_hub_revision(source.hub_id, requested or "main")
+
+
+@task(cache_policy=NO_CACHE)
+def open_indexes(wh: Warehouse, settings: Settings) -> tuple[NearDupIndex, Decontaminator]:
+    """The near-duplicate index of every pair kept so far, and the evaluation prompts to avoid."""
+    index = NearDupIndex(settings.minhash_perms, settings.near_dup_threshold)
+    ids, sigs = wh.kept_signatures(settings.minhash_perms)
+    index.add(ids, sigs)
+    prompts = [EvalPrompt(*row) for row in wh.eval_prompts()]
+    return index, Decontaminator(prompts, settings.decontam_ngram, settings.decontam_threshold)
+
+
+@task(cache_policy=NO_CACHE)
+def ingest_batch(
+    wh: Warehouse,
+    batch: RawBatch,
+    source: Source,
+    settings: Settings,
+    revision: str,
+    run_id: str,
+    index: NearDupIndex,
+    decontaminator: Decontaminator,
+    where: str,
+) -> BatchCounts:
+    prepared = prepare_batch(batch, source, settings, where)
+    return land_batch(
+        wh, prepared, source=source.name, revision=revision, run_id=run_id, index=index, decontaminator=decontaminator
+    )
+
+
+def _run_id() -> str:
+    try:
+        return str(get_run_context().flow_run.id)
+    except Exception:  # noqa: BLE001 - outside a flow run (plain function call in tests)
+        return str(uuid.uuid4())
+
+
+def summarize(counts: BatchCounts, **extra: Any) -> dict[str, Any]:
+    summary = {
+        "read": counts.read,
+        "valid": counts.valid,
+        "quarantined": dict(counts.quarantined.most_common()),
+        "quarantined_rows": counts.quarantined_rows,
+        "new_quarantined": counts.new_quarantined,
+        "already_ingested": counts.already_ingested,
+        "exact_duplicates": counts.exact_duplicates,
+        "near_duplicates": counts.near_duplicates,
+        "contaminated": counts.contaminated,
+        "new_pairs": counts.new_pairs,
+        "multi_turn": dict(counts.multi_turn),
+    }
+    summary.update(extra)
+    if counts.read and counts.new_pairs == 0 and counts.new_quarantined == 0 and counts.exact_duplicates == 0 \
+            and counts.near_duplicates == 0:
+        summary["note"] = "nothing new: every row read was already in the warehouse"
+    return summary
+
+
+def _artifact(summary: dict[str, Any]) -> None:
+    rows = [{"measure": k, "value": summary[k]} for k in SUMMARY_KEYS if k != "quarantined"]
+    rows.append({"measure": "quarantined_rows", "value": summary["quarantined_rows"]})
+    rows += [{"measure": f"quarantined: {r}", "value": n} for r, n in summary["quarantined"].items()]
+    rows.append({"measure": "already_ingested", "value": summary["already_ingested"]})
+    create_table_artifact(
+        key=f"ingest-{summary['source']}".replace("_", "-").lower(),
+        table=rows,
+        description=f"Ingest of {summary['source']} at {summary['source_revision']} ({summary['location']})",
+    )
+
+
+@flow(name="ingest", log_prints=False)
+def ingest(
+    source: str,
+    path: str | None = None,
+    revision: str | None = None,
+    limit: int | None = None,
+    warehouse: str | None = None,
+    batch_size: int | None = None,
+) -> dict[str, Any]:
+    """Ingest one source (a local JSONL/Parquet file, or the Hub at a pinned revision) into the warehouse."""
+    log = get_run_logger()
+    started = time.perf_counter()
+    settings = get_settings()
+    overrides = {k: v for k, v in {"warehouse": warehouse, "batch_size": batch_size}.items() if v is not None}
+    if overrides:
+        settings = settings.model_copy(update=overrides)
+    src = get_source(source)
+    if src.kind != "pairs":
+        raise ValueError(f"{source} is an evaluation set: load it with `curate eval-set load {source}`")
+    with Warehouse(settings.warehouse) as wh:
+        rev = resolve_revision(src, revision, wh.source_pin(src.name), path)
+        if path is None:
+            wh.set_source_pin(src.name, src.hub_id, rev)
+        location = str(Path(path).resolve()) if path else f"hf://datasets/{src.hub_id}"
+        run_id = _run_id()
+        wh.start_ingest_run(run_id, src.name, location, rev, settings.model_dump(mode="json"))
+        index, decontaminator = open_indexes(wh, settings)
+        total = count_rows(Path(path)) if path else None
+        if limit is not None:
+            total = min(total, limit) if total is not None else limit
+        counts = BatchCounts()
+        try:
+            batches = read_source(
+                src.hub_id, src.config, src.splits, path=Path(path) if path else None, revision=rev,
+                batch_size=settings.batch_size, retries=settings.hub_retries, retry_wait=settings.hub_retry_wait,
+            )
+            for batch in limit_rows(batches, limit):
+                counts.add(ingest_batch(wh, batch, src, settings, rev, run_id, index, decontaminator, location))
+                progress.report(len(batch), total, src.name)
+        except BaseException as err:
+            wh.finish_ingest_run(run_id, "failed", summarize(counts), error=f"{type(err).__name__}: {err}")
+            raise
+        summary = summarize(
+            counts,
+            source=src.name,
+            location=location,
+            source_revision=rev,
+            run_id=run_id,
+            warehouse=str(settings.warehouse),
+            decontaminated_against=wh.eval_prompt_counts(),
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        wh.finish_ingest_run(run_id, "completed", summary)
+    log.info(
+        "ingest %s: read %d, valid %d, quarantined %d, exact dups %d, near dups %d, contaminated %d, new pairs %d",
+        src.name, summary["read"], summary["valid"], summary["quarantined_rows"], summary["exact_duplicates"],
+        summary["near_duplicates"], summary["contaminated"], summary["new_pairs"],
+    )
+    _artifact(summary)
+    return summary
+
+
+@flow(name="load-eval-set", log_prints=False)
+def load_eval_set(
+    benchmark: str, path: str | None = None, revision: str | None = None, warehouse: str | None = None
+) -> dict[str, Any]:
+    """Load an evaluation set's prompts, then flag every pair in the warehouse that overlaps them."""
+    settings = get_settings()
+    if warehouse:
+        settings = settings.model_copy(update={"warehouse": warehouse})
+    src = get_source(benchmark)
+    if src.kind != "eval_prompts":
+        raise ValueError(f"{benchmark} is not an evaluation set (try: rm-bench, judgebench)")
+    with Warehouse(settings.warehouse) as wh:
+        rev = resolve_revision(src, revision, wh.source_pin(src.name), path)
+        if path is None:
+            wh.set_source_pin(src.name, src.hub_id, rev)
+        location = str(Path(path).resolve()) if path else f"hf://datasets/{src.hub_id}"
+        counts = BatchCounts()
+        prompts: dict[str, str] = {}
+        run_id = _run_id()
+        for batch in read_source(
+            src.hub_id, src.config, src.splits, path=Path(path) if path else None, revision=rev,
+            batch_size=settings.batch_size, retries=settings.hub_retries, retry_wait=settings.hub_retry_wait,
+        ):
+            prepared = prepare_batch(batch, src, settings, location)
+            prompts.update({p.benchmark_id: p.prompt for p in prepared.prompts})
+            counts.add(land_batch(wh, prepared, source=src.name, revision=rev, run_id=run_id,
+                                  index=NearDupIndex(settings.minhash_perms, settings.near_dup_threshold),
+                                  decontaminator=None))
+        new = wh.upsert_eval_prompts(src.name, sorted(prompts.items()), rev)
+        all_prompts = [EvalPrompt(*row) for row in wh.eval_prompts()]
+        flagged = flag_contamination(wh, Decontaminator(all_prompts, settings.decontam_ngram, settings.decontam_threshold))
+        summary = {
+            "benchmark": src.name,
+            "location": location,
+            "source_revision": rev,
+            "read": counts.read,
+            "prompts": len(prompts),
+            "new_prompts": new,
+            "quarantined": dict(counts.quarantined.most_common()),
+            "contaminated_pairs": flagged,
+        }
+    create_table_artifact(
+        key=f"eval-set-{src.name}", table=[{"measure": k, "value": str(v)} for k, v in summary.items()],
+        description=f"Evaluation prompts of {src.name} loaded for decontamination",
+    )
+    return summary

@@ -1,0 +1,105 @@
+"""The canonical candidate pair: what every source adapter produces (DESIGN.md §3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+# Human labels on one scale from response A's side: sign is the direction, 0 a tie (DESIGN.md §2).
+HUMAN_LABEL_MIN = -3.0
+HUMAN_LABEL_MAX = 3.0
+
+
+@dataclass(slots=True)
+class CandidatePair:
+    source: str
+    source_id: str
+    history: list[dict[str, str]]  # [{"role", "content"}], ends with a user turn
+    response_a: str
+    response_b: str
+    human_label: float | None = None
+    raw_label: str | None = None
+    both_bad: bool = False
+    domain: str | None = None
+    language: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Rejection:
+    """An adapter's refusal of a raw row: reasons are stable names (they become quarantine reasons)."""
+
+    reasons: list[str]
+    detail: str = ""
+
+
+MESSAGE_TYPE = pa.struct([("role", pa.string()), ("content", pa.string())])
+
+# The columns a validated, identified pair carries into the warehouse.
+PAIR_ARROW_SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("source", pa.string()),
+        ("source_id", pa.string()),
+        ("source_revision", pa.string()),
+        ("history", pa.list_(MESSAGE_TYPE)),
+        ("response_a", pa.string()),
+        ("response_b", pa.string()),
+        ("human_label", pa.float64()),
+        ("raw_label", pa.string()),
+        ("both_bad", pa.bool_()),
+        ("domain", pa.string()),
+        ("language", pa.string()),
+        ("metadata", pa.string()),  # JSON
+        ("est_tokens", pa.int64()),
+    ]
+)
+
+
+def pair_frame_schema(input_token_budget: int):
+    """pandera schema for a DataFrame of normalized pairs (object columns, one row per pair).
+
+    Check names are the quarantine reasons, so they are short and stable.
+    """
+    import pandera.pandas as pa
+
+    from schemas import checks as c
+
+    def ew(fn, name):
+        return pa.Check(fn, element_wise=True, name=name)
+
+    text_checks = [ew(c.is_str, "is_text"), ew(c.text_not_empty, "not_empty")]
+    return pa.DataFrameSchema(
+        {
+            "source": pa.Column(None, ew(c.text_not_empty, "not_empty")),
+            "source_id": pa.Column(None, ew(c.text_not_empty, "not_empty")),
+            "history": pa.Column(
+                None,
+                [
+                    ew(c.history_not_empty, "not_empty"),
+                    ew(c.history_ends_with_user, "ends_with_user_turn"),
+                    ew(c.history_roles_allowed, "roles_allowed"),
+                    ew(c.history_last_turn_not_empty, "last_user_turn_not_empty"),
+                ],
+            ),
+            "response_a": pa.Column(None, text_checks),
+            "response_b": pa.Column(None, text_checks),
+            "human_label": pa.Column(
+                None,
+                pa.Check(
+                    lambda s: s.isna() | s.between(HUMAN_LABEL_MIN, HUMAN_LABEL_MAX),
+                    name=f"in_range({HUMAN_LABEL_MIN:g},{HUMAN_LABEL_MAX:g})",
+                ),
+                nullable=True,
+            ),
+            # Computed before the frame is built: pandera loses the row of a string that cannot encode.
+            "text": pa.Column(None, pa.Check(lambda s: s == True, name="valid_utf8"), required=False),  # noqa: E712
+            "est_tokens": pa.Column(
+                None, pa.Check(lambda s: s <= input_token_budget, name=f"fits_judge_context(<={input_token_budget})")
+            ),
+        },
+        checks=[pa.Check(lambda df: df["response_a"] != df["response_b"], name="responses_differ")],
+        strict=False,
+    )

@@ -1,0 +1,150 @@
+"""Exact and near-duplicate detection (pure, in memory; the warehouse persists the outcome).
+
+Exact: by pair id, first seen wins. Near: MinHash LSH over history + responses; a new pair whose
+estimated Jaccard with an already *kept* pair reaches the threshold is a near duplicate of it, so every
+cluster is a star around the one member kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tasks.ingest import minhash
+
+
+def near_dup_text(history: list[dict[str, str]], response_a: str, response_b: str) -> str:
+    """The text a pair is shingled by: responses in a fixed order, so A/B swaps shingle alike."""
+    first, second = sorted([response_a, response_b])
+    return "\n".join([m["content"] for m in history] + [first, second])
+
+
+def first_occurrences(ids: list[str]) -> list[int | None]:
+    """For each position, the earlier position with the same id (None for a first occurrence)."""
+    seen: dict[str, int] = {}
+    out: list[int | None] = []
+    for i, key in enumerate(ids):
+        out.append(seen.get(key))
+        seen.setdefault(key, i)
+    return out
+
+
+@dataclass(slots=True)
+class NearDupVerdicts:
+    duplicate_of: list[str | None]  # the kept pair's id, or None when this pair is kept
+    similarity: list[float | None]
+
+
+class _Segment:
+    """Band keys of a block of indexed docs, sorted per band for searchsorted look-ups."""
+
+    def __init__(self, keys: np.ndarray, first_doc: int):
+        order = np.argsort(keys, axis=0, kind="stable")
+        self.keys = np.take_along_axis(keys, order, axis=0)
+        self.docs = order + first_doc
+
+    def candidates(self, query: np.ndarray, max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
+        qs, ds = [], []
+        for band in range(query.shape[1]):
+            col = self.keys[:, band]
+            lo = np.searchsorted(col, query[:, band], "left")
+            hi = np.searchsorted(col, query[:, band], "right")
+            counts = np.minimum(hi - lo, max_bucket)
+            total = int(counts.sum())
+            if not total:
+                continue
+            q = np.repeat(np.arange(len(query)), counts)
+            within = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+            qs.append(q)
+            ds.append(self.docs[np.repeat(lo, counts) + within, band])
+        if not qs:
+            return np.empty(0, np.intp), np.empty(0, np.intp)
+        return np.concatenate(qs), np.concatenate(ds)
+
+
+class NearDupIndex:
+    """The kept pairs' MinHash signatures, queried batch by batch."""
+
+    def __init__(self, num_perm: int = 256, threshold: float = 0.8, max_bucket: int = 64):
+        self.num_perm = num_perm
+        self.threshold = threshold
+        self.bands, self.rows = minhash.lsh_params(threshold, num_perm)
+        self.max_bucket = max_bucket
+        self.ids: list[str] = []
+        self._sigs: list[np.ndarray] = []
+        self._sig_cache: np.ndarray | None = None
+        self._segments: list[_Segment] = []
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def signatures_of(self, texts: list[str]) -> np.ndarray:
+        hashes, offsets = minhash.shingle_hashes(texts)
+        return minhash.signatures(hashes, offsets, self.num_perm)
+
+    @property
+    def _all_sigs(self) -> np.ndarray:
+        if self._sig_cache is None or len(self._sig_cache) != len(self.ids):
+            self._sig_cache = (
+                np.concatenate(self._sigs) if self._sigs else np.empty((0, self.num_perm), np.uint32)
+            )
+            self._sigs = [self._sig_cache]
+        return self._sig_cache
+
+    def add(self, ids: list[str], sigs: np.ndarray) -> None:
+        if not ids:
+            return
+        keys = minhash.band_keys(sigs, self.bands, self.rows)
+        self._segments.append(_Segment(keys, len(self.ids)))
+        self.ids.extend(ids)
+        self._sigs.append(sigs)
+        if len(self._segments) > 16:  # keep look-ups to a few sorted arrays
+            all_keys = minhash.band_keys(self._all_sigs, self.bands, self.rows)
+            self._segments = [_Segment(all_keys, 0)]
+
+    def _verified(self, q: np.ndarray, d: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+        if len(q) == 0:
+            return q, d, np.empty(0)
+        pairs = np.unique(np.stack([q, d], axis=1), axis=0)
+        q, d = pairs[:, 0], pairs[:, 1]
+        sim = np.empty(len(q))
+        for s in range(0, len(q), 20_000):  # bounded memory for (candidates x num_perm) comparisons
+            sim[s : s + 20_000] = minhash.estimated_jaccard(a[q[s : s + 20_000]], b[d[s : s + 20_000]])
+        ok = sim >= self.threshold
+        return q[ok], d[ok], sim[ok]
+
+    def assign(self, ids: list[str], sigs: np.ndarray) -> NearDupVerdicts:
+        """Decide, in order, which of these new pairs are near duplicates; index the ones kept."""
+        n = len(ids)
+        keys = minhash.band_keys(sigs, self.bands, self.rows) if n else np.empty((0, self.bands), np.uint64)
+        best_old: dict[int, tuple[float, int]] = {}
+        for seg in self._segments:
+            q, d = seg.candidates(keys, self.max_bucket)
+            for qi, di, s in zip(*self._verified(q, d, sigs, self._all_sigs)):
+                if qi not in best_old or s > best_old[qi][0]:
+                    best_old[int(qi)] = (float(s), int(di))
+        within: dict[int, list[tuple[float, int]]] = {}
+        if n > 1:
+            q, d = _Segment(keys, 0).candidates(keys, self.max_bucket)
+            earlier = d < q
+            for qi, di, s in zip(*self._verified(q[earlier], d[earlier], sigs, sigs)):
+                within.setdefault(int(qi), []).append((float(s), int(di)))
+
+        duplicate_of: list[str | None] = [None] * n
+        similarity: list[float | None] = [None] * n
+        kept = np.ones(n, dtype=bool)
+        for i in sorted(set(best_old) | set(within)):
+            if i in best_old:
+                s, di = best_old[i]
+                duplicate_of[i], similarity[i] = self.ids[di], s
+            else:
+                live = [(s, j) for s, j in within[i] if kept[j]]
+                if not live:
+                    continue
+                s, j = max(live)
+                duplicate_of[i], similarity[i] = ids[j], s
+            kept[i] = False
+        keep = np.flatnonzero(kept)
+        self.add([ids[i] for i in keep], sigs[keep])
+        return NearDupVerdicts(duplicate_of, similarity)

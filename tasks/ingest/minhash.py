@@ -1,0 +1,128 @@
+"""Vectorized MinHash over byte shingles: one-permutation hashing (OPH) with densification.
+
+Shingles: after ASCII lower-casing and folding runs of white space, one shingle starts at every word
+start (every character in scripts written without spaces) and covers the next 16 bytes. Each shingle is
+hashed once to 64 bits; its top bits pick one of `num_perm` bins and its low 32 bits compete for that
+bin's minimum. That is O(shingles) instead of O(shingles x num_perm), done for a whole batch at once in
+numpy. Empty bins (short texts) borrow from the next non-empty bin, with an offset (Shrivastava & Li's
+rotation densification), so the estimator stays unbiased.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SHINGLE_BYTES = 16
+_PAD = SHINGLE_BYTES
+_EMPTY = np.uint32(0xFFFFFFFF)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_K1 = np.uint64(0x9E3779B97F4A7C15)
+_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+# Byte classes: lower-case ASCII, and every white-space byte becomes one space.
+_LOWER = np.arange(256, dtype=np.uint8)
+_LOWER[ord("A") : ord("Z") + 1] += 32
+for _ws in b"\t\n\v\f\r":
+    _LOWER[_ws] = ord(" ")
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer, in place on a uint64 array."""
+    x ^= x >> np.uint64(30)
+    x *= _M1
+    x ^= x >> np.uint64(27)
+    x *= _M2
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def shingle_hashes(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(64-bit hash per shingle, doc offsets): shingles of doc i are hashes[offsets[i]:offsets[i+1]]."""
+    pad = b"\0" * _PAD
+    raw = pad.join(t.encode("utf-8", "surrogatepass") for t in texts) + pad
+    buf = _LOWER[np.frombuffer(raw, dtype=np.uint8)]
+    lengths = np.fromiter((len(t.encode("utf-8", "surrogatepass")) for t in texts), dtype=np.int64, count=len(texts))
+    starts = np.concatenate(([0], np.cumsum(lengths + _PAD)[:-1]))
+
+    space = buf == 32
+    keep = ~(space & np.concatenate(([True], space[:-1])))  # drop a space that follows a space
+    new_pos = np.cumsum(keep) - 1
+    starts = new_pos[starts] if len(buf) else starts
+    buf = buf[keep]
+    # A doc that starts with a folded space maps onto its own first kept byte: still inside the doc.
+
+    is_sep = (buf == 32) | (buf == 0)
+    continuation = (buf & 0xC0) == 0x80
+    prev_sep = np.concatenate(([True], is_sep[:-1]))
+    wide = buf >= 0xE0  # lead byte of a 3- or 4-byte character: scripts without spaces, one shingle a char
+    anchor = ~is_sep & ~continuation & (prev_sep | wide)
+    positions = np.flatnonzero(anchor)
+
+    padded = np.concatenate((buf, np.zeros(SHINGLE_BYTES, np.uint8)))
+    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded.tobytes(), strides=(1,))
+    h = words[positions] * _K1
+    h ^= _mix64(words[positions + 8] * _K2)
+    h = _mix64(h)
+    offsets = np.searchsorted(positions, np.append(starts, len(buf)))
+    return h, offsets
+
+
+def signatures(hashes: np.ndarray, offsets: np.ndarray, num_perm: int) -> np.ndarray:
+    """OPH signatures, one row of `num_perm` uint32 per doc."""
+    if num_perm & (num_perm - 1):
+        raise ValueError("num_perm must be a power of two")
+    n_docs = len(offsets) - 1
+    bits = num_perm.bit_length() - 1
+    bins = (hashes >> np.uint64(64 - bits)).astype(np.intp)
+    values = (hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    doc = np.repeat(np.arange(n_docs, dtype=np.intp), np.diff(offsets))
+    sig = np.full(n_docs * num_perm, _EMPTY, dtype=np.uint32)
+    np.minimum.at(sig, doc * num_perm + bins, values)
+    sig = sig.reshape(n_docs, num_perm)
+    _densify(sig)
+    return sig
+
+
+def _densify(sig: np.ndarray) -> None:
+    """Fill empty bins from the next non-empty bin to the right (circular), offset by the distance."""
+    rows = np.flatnonzero((sig == _EMPTY).any(axis=1))
+    k = sig.shape[1]
+    for r in rows:
+        row = sig[r]
+        full = np.flatnonzero(row != _EMPTY)
+        if len(full) == 0:
+            continue  # no shingles at all: nothing to borrow; such a text is empty and fails validation
+        empty = np.flatnonzero(row == _EMPTY)
+        nxt = np.searchsorted(full, empty) % len(full)
+        src = full[nxt]
+        dist = (src - empty) % k
+        row[empty] = (row[src].astype(np.uint64) + dist.astype(np.uint64) * np.uint64(0x9E3779B1)).astype(np.uint32)
+
+
+def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Share of equal signature entries, row by row (a and b: (n, num_perm))."""
+    return (a == b).mean(axis=-1)
+
+
+def lsh_params(threshold: float, num_perm: int, margin: float = 0.05, target: float = 0.95) -> tuple[int, int]:
+    """(bands, rows per band): the fewest candidates that still make a pair at `threshold - margin` a
+    candidate with probability >= `target`. Candidates are verified afterwards, so misses cost more
+    than extra candidates."""
+    low = max(0.01, threshold - margin)
+    for rows in range(num_perm, 0, -1):
+        bands = num_perm // rows
+        if 1.0 - (1.0 - low**rows) ** bands >= target:
+            return bands, rows
+    return num_perm, 1
+
+
+def band_keys(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """One 64-bit key per (doc, band): equal keys mean equal band rows (up to hash collisions)."""
+    n = sig.shape[0]
+    part = sig[:, : bands * rows].reshape(n, bands, rows).astype(np.uint64)
+    key = np.full((n, bands), np.uint64(0x84222325CBF29CE4), dtype=np.uint64)
+    for j in range(rows):
+        salt = np.uint64((j * int(_K1)) & 0xFFFFFFFFFFFFFFFF)
+        key = _mix64(key ^ (part[:, :, j] + salt))
+    return key

@@ -1,0 +1,130 @@
+"""Pure normalization of candidate pairs: text, the order-independent pair id, token estimates.
+
+The pair id hashes the normalized history and the *unordered* pair of responses, so the same comparison
+from two sources, or with A and B swapped, is one pair (DESIGN.md §3).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import unicodedata
+from typing import Any
+
+from schemas.checks import is_valid_utf8
+from schemas.pair import CandidatePair
+
+# Chat-template overhead per message and per request, in tokens (generous for Qwen3's template).
+_TOKENS_PER_MESSAGE = 8
+_TOKENS_PER_REQUEST = 64
+_DIGITS = "0123456789"
+
+
+def normalize_text(text: str) -> str:
+    """NFC, one newline convention, no outer whitespace: the forms a reader cannot tell apart hash alike."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
+    return text.strip()
+
+
+def normalize_pair(pair: CandidatePair) -> CandidatePair:
+    pair.history = [
+        {"role": str(m.get("role", "")).strip().lower(), "content": normalize_text(str(m.get("content") or ""))}
+        for m in pair.history
+    ]
+    pair.response_a = normalize_text(pair.response_a)
+    pair.response_b = normalize_text(pair.response_b)
+    return pair
+
+
+def texts_of(pair: CandidatePair) -> list[str]:
+    return [m["content"] for m in pair.history] + [pair.response_a, pair.response_b]
+
+
+def texts_valid_utf8(pair: CandidatePair) -> bool:
+    return all(is_valid_utf8(t) for t in texts_of(pair))
+
+
+def estimate_text_tokens(text: str) -> int:
+    """A conservative token count for a Qwen-family BPE tokenizer, without the tokenizer.
+
+    One token per 3 UTF-8 bytes (English averages about 4 characters a token, a CJK character is 3
+    bytes and at most one token), and one token per digit (Qwen splits numbers into digits).
+    """
+    n_bytes = len(text.encode("utf-8", "surrogatepass"))
+    digits = sum(map(text.count, _DIGITS)) if any(d in text for d in _DIGITS) else 0
+    return math.ceil((n_bytes - digits) / 3) + digits
+
+
+def estimate_pair_tokens(pair: CandidatePair) -> int:
+    """Tokens of the judge's input for this pair: every message plus the two responses and the template."""
+    texts = texts_of(pair)
+    return sum(estimate_text_tokens(t) for t in texts) + _TOKENS_PER_MESSAGE * len(texts) + _TOKENS_PER_REQUEST
+
+
+def pair_id(history: list[dict[str, str]], response_a: str, response_b: str) -> str:
+    """Content hash of the normalized history and the unordered pair of responses (128-bit hex)."""
+    canonical = json.dumps(
+        [[[m["role"], m["content"]] for m in history], sorted([response_a, response_b])],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def row_hash(row: Any) -> str:
+    """Stable content hash of a raw row (dict or text): the identity of a quarantined row."""
+    text = row if isinstance(row, str) else to_json(row)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def to_json(value: Any) -> str:
+    """JSON for storage: UTF-8 text, with lone surrogates escaped rather than crashing the writer."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, sort_keys=True, default=str)
+
+
+def printable(text: str) -> str:
+    """The text with lone surrogates escaped, so it can be stored and shown."""
+    return text if is_valid_utf8(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def split_shared_history(
+    side_a: list[dict[str, str]], side_b: list[dict[str, str]]
+) -> tuple[list[dict[str, str]], str, str] | str:
+    """The shared history and the two final answers of an arena-style vote, or why there is none.
+
+    Both sides must end with an assistant answer, and agree on every message before it; otherwise a
+    judge would see a history that one of the two models never saw.
+    """
+    if not side_a or not side_b:
+        return "conversation_empty"
+    if side_a[-1]["role"] != "assistant" or side_b[-1]["role"] != "assistant":
+        return "conversation_not_ending_with_answer"
+    head_a, head_b = side_a[:-1], side_b[:-1]
+    if len(head_a) != len(head_b) or any(
+        x["role"] != y["role"] or normalize_text(x["content"]) != normalize_text(y["content"])
+        for x, y in zip(head_a, head_b)
+    ):
+        return "multi_turn_divergent_history"
+    return head_a, side_a[-1]["content"], side_b[-1]["content"]
+
+
+def last_turn_only(
+    side_a: list[dict[str, str]], side_b: list[dict[str, str]]
+) -> tuple[list[dict[str, str]], str, str] | str:
+    """The final user turn alone as history (the `last_turn` multi-turn policy)."""
+    if len(side_a) < 2 or len(side_b) < 2:
+        return "conversation_empty"
+    if side_a[-1]["role"] != "assistant" or side_b[-1]["role"] != "assistant":
+        return "conversation_not_ending_with_answer"
+    if side_a[-2] != side_b[-2] or side_a[-2]["role"] != "user":
+        return "multi_turn_divergent_history"
+    return [side_a[-2]], side_a[-1]["content"], side_b[-1]["content"]

@@ -1,0 +1,138 @@
+"""Raw batch -> validated canonical pairs and quarantine records. Pure: no warehouse, no Prefect.
+
+Stages, each of which may quarantine a row with reasons: `read` (not JSON, not an object), `raw` (the
+source's pandera schema), `adapter` (the source's mapping: images, multi-turn rule), `pair` (the
+canonical pandera schema: history shape, roles, empty or identical responses, judge context, label
+range, UTF-8).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from curator.settings import Settings
+from schemas.pair import CandidatePair, Rejection, pair_frame_schema
+from tasks.ingest import normalize as nz
+from tasks.ingest.read import RawBatch
+from tasks.ingest.sources.base import AdapterContext, EvalPrompt, Source
+from tasks.ingest.validate import MissingColumnsError, frame_of, missing_columns, row_failures
+
+
+@dataclass(slots=True)
+class QuarantineRecord:
+    stage: str
+    reasons: list[str]
+    position: str
+    raw: Any  # the row as read: a dict, or the text of a line that was not one
+    source_id: str | None = None
+    detail: str = ""
+
+    @property
+    def row_hash(self) -> str:
+        return nz.row_hash(self.raw)
+
+
+@dataclass(slots=True)
+class PreparedBatch:
+    split: str
+    read: int
+    pairs: list[CandidatePair] = field(default_factory=list)
+    pair_ids: list[str] = field(default_factory=list)
+    est_tokens: list[int] = field(default_factory=list)
+    prompts: list[EvalPrompt] = field(default_factory=list)
+    quarantined: list[QuarantineRecord] = field(default_factory=list)
+    multi_turn: Counter = field(default_factory=Counter)
+
+
+_WHOLE_FILE_ROWS = 5
+_PAIR_COLUMNS = ["source", "source_id", "history", "response_a", "response_b", "human_label", "est_tokens", "text"]
+
+
+def _safe_source_id(source: Source, row: dict[str, Any]) -> str | None:
+    try:
+        return source.source_id(row)
+    except Exception:  # noqa: BLE001 - a row without a usable id still gets quarantined, under its hash
+        return None
+
+
+def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: str) -> PreparedBatch:
+    out = PreparedBatch(batch.split, read=len(batch))
+    for bad in batch.unreadable:
+        out.quarantined.append(QuarantineRecord("read", [bad.reason], bad.position, bad.text, detail=bad.error))
+    if not batch.rows:
+        return out
+
+    # A column absent from every row of a real batch means the file is not this source at all: stop
+    # with its name. In a handful of rows it is just bad rows, quarantined as `<column>:missing`.
+    missing = missing_columns(batch.rows, source.raw_schema)
+    if missing and len(batch.rows) >= _WHOLE_FILE_ROWS:
+        raise MissingColumnsError(missing, where)
+
+    raw_fail = row_failures(frame_of(batch.rows, list(source.raw_schema.columns)), source.raw_schema)
+    adapted: list[tuple[int, Any]] = []
+    for i, row in enumerate(batch.rows):
+        if i in raw_fail:
+            out.quarantined.append(
+                QuarantineRecord("raw", raw_fail[i], batch.positions[i], row, _safe_source_id(source, row))
+            )
+            continue
+        ctx = AdapterContext(settings, batch.split, batch.positions[i])
+        try:
+            result = source.adapt(row, ctx)
+        except Exception as err:  # noqa: BLE001 - an adapter bug must not lose the row or crash the run
+            result = Rejection([f"adapter_error:{type(err).__name__}"], str(err))
+        if isinstance(result, Rejection):
+            out.quarantined.append(
+                QuarantineRecord("adapter", result.reasons, batch.positions[i], row, _safe_source_id(source, row), result.detail)
+            )
+            if "multi_turn_divergent_history" in result.reasons:
+                out.multi_turn["quarantined_divergent"] += 1
+            continue
+        adapted.append((i, result))
+
+    if source.kind == "eval_prompts":
+        out.prompts = [p for _, p in adapted]
+        return out
+
+    pairs = [nz.normalize_pair(p) for _, p in adapted]
+    utf8_ok = [nz.texts_valid_utf8(p) for p in pairs]
+    tokens = [nz.estimate_pair_tokens(p) for p in pairs]
+    frame = frame_of(
+        [
+            {
+                "source": p.source,
+                "source_id": p.source_id,
+                "history": p.history,
+                "response_a": nz.printable(p.response_a),
+                "response_b": nz.printable(p.response_b),
+                "human_label": p.human_label,
+                "est_tokens": t,
+                "text": ok,
+            }
+            for p, t, ok in zip(pairs, tokens, utf8_ok)
+        ],
+        _PAIR_COLUMNS,
+    )
+    frame["human_label"] = pd.to_numeric(frame["human_label"], errors="coerce")
+    frame["est_tokens"] = frame["est_tokens"].astype("int64")
+    frame["text"] = frame["text"].astype(bool)
+    pair_fail = row_failures(frame, pair_frame_schema(settings.judge_input_budget))
+    for k, ((i, _), pair) in enumerate(zip(adapted, pairs)):
+        if k in pair_fail:
+            out.quarantined.append(
+                QuarantineRecord("pair", pair_fail[k], batch.positions[i], batch.rows[i], pair.source_id,
+                                 f"estimated {tokens[k]} input tokens" if any("fits_judge" in r for r in pair_fail[k]) else "")
+            )
+            continue
+        if sum(m["role"] == "user" for m in pair.history) > 1:
+            out.multi_turn["kept_shared_history"] += 1
+        if pair.metadata.get("context_dropped"):
+            out.multi_turn["kept_context_dropped"] += 1
+        out.pairs.append(pair)
+        out.pair_ids.append(nz.pair_id(pair.history, pair.response_a, pair.response_b))
+        out.est_tokens.append(tokens[k])
+    return out

@@ -1,0 +1,21 @@
+"""The source registry: a name on the command line -> its `Source`."""
+
+from __future__ import annotations
+
+from tasks.ingest.sources import arena, chatbot_arena, eval_sets, helpsteer3
+from tasks.ingest.sources.base import AdapterContext, EvalPrompt, Source
+
+SOURCES: dict[str, Source] = {
+    s.name: s
+    for s in (helpsteer3.SOURCE, arena.SOURCE, chatbot_arena.SOURCE, eval_sets.RM_BENCH, eval_sets.JUDGEBENCH)
+}
+
+
+def get_source(name: str) -> Source:
+    try:
+        return SOURCES[name]
+    except KeyError:
+        raise ValueError(f"unknown source {name!r}; known: {', '.join(sorted(SOURCES))}") from None
+
+
+__all__ = ["SOURCES", "AdapterContext", "EvalPrompt", "Source", "get_source"]

@@ -1,0 +1,121 @@
+"""lmarena-ai/arena-human-preference-140k (DESIGN.md §2).
+
+Content parts are flattened to text; a message with an image or any other non-text part is rejected
+(`non_text_content:<type>`). The history comes from `full_conversation`, which also holds the turns of
+earlier votes in the same session, so the multi-turn rule sees everything the models saw.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas import raw
+from schemas.pair import CandidatePair, Rejection
+from tasks.ingest.sources.arena_common import WINNER_LABELS, pair_turns
+from tasks.ingest.sources.base import AdapterContext, Source
+
+
+def flatten_message(message: dict[str, Any] | None) -> dict[str, str] | str:
+    """{role, content: [parts]} -> {role, content: text}, or the rejection reason."""
+    if not isinstance(message, dict):
+        return "message_missing"
+    parts = message.get("content") or []
+    texts = []
+    for part in parts:
+        kind = part.get("type") or "unknown"
+        if kind != "text" or part.get("image") is not None:
+            return f"non_text_content:{'image' if part.get('image') is not None else kind}"
+        texts.append(part.get("text") or "")
+    return {"role": str(message.get("role") or ""), "content": "\n\n".join(texts)}
+
+
+def _flatten_all(messages: list[Any]) -> list[dict[str, str]] | str:
+    out = []
+    for m in messages:
+        flat = flatten_message(m)
+        if isinstance(flat, str):
+            return flat
+        out.append(flat)
+    return out
+
+
+def sides(row: dict[str, Any]) -> tuple[list[dict[str, str]], list[dict[str, str]]] | str:
+    """Both sides' full message lists, earlier votes of the session included."""
+    full = row.get("full_conversation")
+    if isinstance(full, list) and full:
+        side_a: list[Any] = []
+        side_b: list[Any] = []
+        for turn in full:
+            if not isinstance(turn, dict):
+                return "full_conversation_malformed"
+            side_a += [turn.get("user"), turn.get("model_side_a")]
+            side_b += [turn.get("user"), turn.get("model_side_b")]
+    else:
+        side_a, side_b = row["conversation_a"], row["conversation_b"]
+    flat_a, flat_b = _flatten_all(side_a), _flatten_all(side_b)
+    if isinstance(flat_a, str):
+        return flat_a
+    if isinstance(flat_b, str):
+        return flat_b
+    return flat_a, flat_b
+
+
+def domain_of(row: dict[str, Any]) -> str:
+    tags = row.get("category_tag") or {}
+    if row.get("is_code"):
+        return "code"
+    if ((tags.get("math_v0.1") or {}) if isinstance(tags, dict) else {}).get("math"):
+        return "math"
+    return "general"
+
+
+def source_id(row: dict[str, Any]) -> str:
+    return str(row["id"])
+
+
+def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair | Rejection:
+    both = sides(row)
+    if isinstance(both, str):
+        return Rejection([both])
+    turns = pair_turns(both[0], both[1], ctx.settings.arena_multiturn)
+    if isinstance(turns, Rejection):
+        return turns
+    history, answer_a, answer_b, extra = turns
+    label, both_bad = WINNER_LABELS[row["winner"]]
+    language = row.get("language")
+    return CandidatePair(
+        source="arena",
+        source_id=source_id(row),
+        history=history,
+        response_a=answer_a,
+        response_b=answer_b,
+        human_label=label,
+        raw_label=row["winner"],
+        both_bad=both_bad,
+        domain=domain_of(row),
+        # `und` is also used on plainly Chinese rows: unknown is more honest than a wrong code.
+        language=None if language in (None, "und") else language,
+        metadata={
+            "model_a": row.get("model_a"),
+            "model_b": row.get("model_b"),
+            "evaluation_session_id": row.get("evaluation_session_id"),
+            "evaluation_order": row.get("evaluation_order"),
+            "timestamp": row.get("timestamp"),
+            "language_reported": language,
+            **extra,
+        },
+    )
+
+
+SOURCE = Source(
+    name="arena",
+    hub_id="lmarena-ai/arena-human-preference-140k",
+    config=None,
+    splits=("train",),
+    license="cc-by-4.0 (prompts); model outputs under their providers' terms",
+    raw_schema=raw.ARENA_140K,
+    kind="pairs",
+    adapt=to_pair,
+    source_id=source_id,
+    description="LMArena human votes between two anonymous models, 2025",
+)

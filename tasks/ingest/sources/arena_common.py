@@ -1,0 +1,38 @@
+"""What every arena-style source shares: winner labels and the multi-turn rule.
+
+The multi-turn rule: a vote becomes a pair only when both sides agree on every message before their
+final answers (the judge must see the history both models saw). Under `strict` (the default) any other
+vote is quarantined as `multi_turn_divergent_history`; under `last_turn` its final user turn alone is
+kept as the history and the pair is flagged `context_dropped`.
+"""
+
+from __future__ import annotations
+
+from curator.settings import MultiTurnPolicy
+from schemas.pair import Rejection
+from tasks.ingest.normalize import last_turn_only, split_shared_history
+
+# winner -> (human label from response A's side, both_bad)
+WINNER_LABELS = {
+    "model_a": (1.0, False),
+    "model_b": (-1.0, False),
+    "tie": (0.0, False),
+    "both_bad": (0.0, True),
+    "tie (bothbad)": (0.0, True),
+}
+
+
+def pair_turns(
+    side_a: list[dict[str, str]], side_b: list[dict[str, str]], policy: MultiTurnPolicy
+) -> tuple[list[dict[str, str]], str, str, dict] | Rejection:
+    """(history, answer A, answer B, metadata) under the multi-turn policy, or a rejection."""
+    shared = split_shared_history(side_a, side_b)
+    if not isinstance(shared, str):
+        return (*shared, {})
+    if shared == "multi_turn_divergent_history" and policy == MultiTurnPolicy.last_turn:
+        last = last_turn_only(side_a, side_b)
+        if not isinstance(last, str):
+            dropped = len(side_a) - 2
+            return (*last, {"context_dropped": True, "dropped_messages": dropped})
+        shared = last
+    return Rejection([shared], f"{len(side_a)} and {len(side_b)} messages")

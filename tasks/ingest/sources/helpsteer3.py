@@ -1,0 +1,46 @@
+"""nvidia/HelpSteer3, config `preference` (DESIGN.md §2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas import raw
+from schemas.pair import CandidatePair
+from tasks.ingest.normalize import row_hash
+from tasks.ingest.sources.base import AdapterContext, Source
+
+
+def source_id(row: dict[str, Any]) -> str:
+    # The dataset has no id column: a content hash of the whole row is stable across revisions and splits.
+    return "row-" + row_hash(row)[:24]
+
+
+def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair:
+    preference = int(row["overall_preference"])
+    return CandidatePair(
+        source="helpsteer3",
+        source_id=source_id(row),
+        history=[{"role": m["role"], "content": m["content"]} for m in row["context"]],
+        response_a=row["response1"],
+        response_b=row["response2"],
+        # HelpSteer3: negative means response1 better; our scale is from response A's side.
+        human_label=float(-preference),
+        raw_label=str(preference),
+        domain=row.get("domain"),
+        language=row.get("language"),
+        metadata={"split": ctx.split, "individual_preference": row.get("individual_preference")},
+    )
+
+
+SOURCE = Source(
+    name="helpsteer3",
+    hub_id="nvidia/HelpSteer3",
+    config="preference",
+    splits=("train", "validation"),
+    license="cc-by-4.0",
+    raw_schema=raw.HELPSTEER3,
+    kind="pairs",
+    adapt=to_pair,
+    source_id=source_id,
+    description="HelpSteer3 preference: multi-domain, multi-turn, 3 annotators, -3..3 preference",
+)

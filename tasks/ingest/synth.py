@@ -1,0 +1,351 @@
+"""Seeded synthetic HelpSteer3- and arena-shaped rows with planted duplicates, near duplicates,
+contamination and bad rows. Tests and benchmarks use it; the manifest is the ground truth.
+
+Rows are generated in a stream (no 100k-row list in memory); a duplicate copies one of the last
+`_WINDOW` good rows.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+Kind = Literal["helpsteer3", "arena"]
+
+_WINDOW = 500
+_VOCAB_SIZE = 6000
+
+# Every kind of bad row, with the quarantine reason the pipeline must give it.
+BAD_KINDS_COMMON: dict[str, str] = {
+    "malformed_json": "malformed_json",
+    "not_an_object": "not_an_object",
+    "history_ends_with_assistant": "history:ends_with_user_turn",
+    "bad_role": "history:roles_allowed",
+    "system_not_first": "history:roles_allowed",
+    "empty_response": "response_a:not_empty",
+    "identical_responses": "responses_differ",
+    "too_long": "est_tokens:fits_judge_context",
+    "lone_surrogate": "text:valid_utf8",
+    "empty_last_user_turn": "history:last_user_turn_not_empty",
+}
+BAD_KINDS: dict[Kind, dict[str, str]] = {
+    "helpsteer3": {
+        **BAD_KINDS_COMMON,
+        "history_empty": "history:not_empty",
+        "label_out_of_range": "overall_preference:in_range(-3,3)",
+        "label_not_int": "overall_preference:is_int",
+        "missing_response": "response2:missing",
+        "context_not_list": "context:is_message_list",
+    },
+    "arena": {
+        **BAD_KINDS_COMMON,
+        "image_part": "non_text_content:image",
+        "bad_winner": "winner:in(model_a|model_b|tie|both_bad)",
+        "missing_id": "id:missing",
+        "divergent_multi_turn": "multi_turn_divergent_history",
+        "conversation_not_list": "conversation_a:is_message_list",
+    },
+}
+
+
+@dataclass
+class SynthManifest:
+    kind: str
+    seed: int
+    rows: int = 0
+    exact_duplicates: list[tuple[int, int]] = field(default_factory=list)  # (row, original row)
+    near_duplicates: list[tuple[int, int, float]] = field(default_factory=list)  # (row, original, edit rate)
+    contaminated: list[tuple[int, int]] = field(default_factory=list)  # (row, eval prompt index)
+    bad_rows: dict[int, tuple[str, str]] = field(default_factory=dict)  # row -> (kind, expected reason)
+    valid_multi_turn: list[int] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["bad_rows"] = {str(k): list(v) for k, v in self.bad_rows.items()}
+        return json.dumps(d)
+
+    @classmethod
+    def from_json(cls, text: str) -> SynthManifest:
+        d = json.loads(text)
+        d["exact_duplicates"] = [tuple(x) for x in d["exact_duplicates"]]
+        d["near_duplicates"] = [tuple(x) for x in d["near_duplicates"]]
+        d["contaminated"] = [tuple(x) for x in d["contaminated"]]
+        d["bad_rows"] = {int(k): tuple(v) for k, v in d["bad_rows"].items()}
+        return cls(**d)
+
+
+class TextMaker:
+    """Zipf-distributed pseudo-words in sentences: text with realistic shingle statistics."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+        lengths = self.rng.integers(2, 11, _VOCAB_SIZE)
+        words = {"".join(self.rng.choice(letters, n)) for n in lengths}
+        self.vocab = sorted(words)
+        self.vocab_end = [w + "." for w in self.vocab]
+        ranks = np.arange(1, len(self.vocab) + 1)
+        p = 1.0 / ranks**1.05
+        self.p = p / p.sum()
+
+    def words(self, n: int) -> list[str]:
+        return [self.vocab[i] for i in self.rng.choice(len(self.vocab), size=n, p=self.p)]
+
+    def text(self, n_bytes: int) -> str:
+        n = max(3, int(n_bytes / 6.3))  # mean word + space is about 6.3 bytes
+        idx = self.rng.choice(len(self.vocab), size=n, p=self.p)
+        ends = self.rng.random(n) < 1 / 12
+        out = [self.vocab_end[i] if e else self.vocab[i] for i, e in zip(idx.tolist(), ends.tolist())]
+        out[0] = out[0].capitalize()
+        return " ".join(out)
+
+    def edit(self, text: str, rate: float) -> str:
+        """Substitute about `rate` of the words: a near duplicate."""
+        words = text.split(" ")
+        n = max(1, int(round(len(words) * rate)))
+        positions = self.rng.choice(len(words), size=min(n, len(words)), replace=False)
+        fresh = self.words(len(positions))
+        for pos, w in zip(positions.tolist(), fresh):
+            words[pos] = w
+        return " ".join(words)
+
+
+def _sizes(rng: random.Random, mean_pair_bytes: int) -> tuple[int, int, int]:
+    """Bytes of (history, response 1, response 2): lognormal around a median pair size."""
+    total = mean_pair_bytes * rng.lognormvariate(0, 0.35)
+    return int(total * 0.34), int(total * 0.33 * rng.uniform(0.6, 1.4)), int(total * 0.33 * rng.uniform(0.6, 1.4))
+
+
+def _part(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text, "image": None, "mimeType": None}]
+
+
+class _Generator:
+    def __init__(self, kind: Kind, seed: int, pair_bytes: int, eval_prompts: list[str]):
+        self.kind = kind
+        self.rng = random.Random(seed)
+        self.tm = TextMaker(seed)
+        self.pair_bytes = pair_bytes
+        self.eval_prompts = eval_prompts
+        self.models = [f"model-{i:02d}" for i in range(12)]
+
+    def uid(self) -> str:
+        return str(uuid.UUID(int=self.rng.getrandbits(128)))
+
+    # A good row is kept in a neutral form: history, two answers, a label in -3..3 from A's side.
+    def good(self, contaminate: int | None = None) -> dict[str, Any]:
+        h, r1, r2 = _sizes(self.rng, self.pair_bytes)
+        turns = 1 if self.rng.random() < 0.7 else self.rng.choice([2, 3])
+        history: list[dict[str, str]] = []
+        per_msg = max(40, h // (2 * turns - 1))
+        for t in range(turns):
+            history.append({"role": "user", "content": self.tm.text(per_msg)})
+            if t < turns - 1:
+                history.append({"role": "assistant", "content": self.tm.text(per_msg)})
+        if contaminate is not None:
+            history[-1]["content"] += "\n\n" + self.eval_prompts[contaminate]
+        return {"history": history, "a": self.tm.text(r1), "b": self.tm.text(r2), "label": self.rng.randint(-3, 3)}
+
+    def render(self, g: dict[str, Any], swap: bool = False) -> dict[str, Any]:
+        a, b, label = (g["b"], g["a"], -g["label"]) if swap else (g["a"], g["b"], g["label"])
+        if self.kind == "helpsteer3":
+            return {
+                "domain": self.rng.choice(["general", "stem", "code", "multilingual"]),
+                "language": "english",
+                "context": [dict(m) for m in g["history"]],
+                "response1": a,
+                "response2": b,
+                "overall_preference": -label,
+                "individual_preference": [{"score": -label, "reasoning": "@Response 1 vs @Response 2."}],
+            }
+        winner = "model_a" if label > 0 else "model_b" if label < 0 else self.rng.choice(["tie", "both_bad"])
+        full, conv_a, conv_b = [], [], []
+        hist = g["history"]
+        for i in range(0, len(hist), 2):
+            user = {"role": "user", "content": _part(hist[i]["content"])}
+            last = i + 1 >= len(hist)
+            ans_a = a if last else hist[i + 1]["content"]
+            ans_b = b if last else hist[i + 1]["content"]
+            msg_a = {"role": "assistant", "content": _part(ans_a)}
+            msg_b = {"role": "assistant", "content": _part(ans_b), "num_tokens": len(ans_b) // 4}
+            full.append({"user": user, "model_side_a": msg_a, "model_side_b": msg_b})
+            conv_a += [user, msg_a]
+            conv_b += [dict(user, num_tokens=len(hist[i]["content"]) // 4), msg_b]
+        ma, mb = self.rng.sample(self.models, 2)
+        return {
+            "id": self.uid(),
+            "model_a": ma,
+            "model_b": mb,
+            "winner": winner,
+            "evaluation_session_id": self.uid(),
+            "evaluation_order": 1,
+            "conversation_a": conv_a,
+            "conversation_b": conv_b,
+            "full_conversation": full,
+            "conv_metadata": {"turns": len(full)},
+            "category_tag": {"math_v0.1": {"math": False}},
+            "language": "en",
+            "is_code": False,
+            "timestamp": "2025-06-01T12:00:00.000000",
+        }
+
+    def near(self, g: dict[str, Any], rate: float) -> dict[str, Any]:
+        return {
+            "history": [dict(m, content=self.tm.edit(m["content"], rate)) for m in g["history"]],
+            "a": self.tm.edit(g["a"], rate),
+            "b": self.tm.edit(g["b"], rate),
+            "label": g["label"],
+        }
+
+    def bad(self, kind: str) -> dict[str, Any] | str:
+        """One bad row of `kind`: a dict, or raw line text for rows that are not JSON objects."""
+        if kind == "malformed_json":
+            return '{"context": [{"role": "user", "content": "truncated ' + self.uid()
+        if kind == "not_an_object":
+            return json.dumps(["not", "an", "object", self.uid()])
+        g = self.good()
+        if kind == "history_ends_with_assistant":
+            g["history"].append({"role": "assistant", "content": "a trailing answer"})
+        elif kind == "bad_role":
+            g["history"].insert(0, {"role": "tool", "content": "tool output"})
+        elif kind == "system_not_first":
+            g["history"] = [{"role": "user", "content": "hello"}, {"role": "system", "content": "be brief"}] + g["history"]
+        elif kind == "empty_response":
+            g["a"] = "   \n "
+        elif kind == "identical_responses":
+            g["b"] = g["a"]
+        elif kind == "too_long":
+            g["a"] = self.tm.text(90_000)
+        elif kind == "lone_surrogate":
+            g["b"] = g["b"][:40] + "\ud800" + g["b"][40:]
+        elif kind == "empty_last_user_turn":
+            g["history"][-1]["content"] = " "
+        elif kind == "history_empty":
+            g["history"] = []
+        row = self.render(g)
+        if kind == "label_out_of_range":
+            row["overall_preference"] = 5
+        elif kind == "label_not_int":
+            row["overall_preference"] = "much better"
+        elif kind == "missing_response":
+            del row["response2"]
+        elif kind == "context_not_list":
+            row["context"] = "just a string"
+        elif kind == "image_part":
+            row["conversation_a"][0]["content"].append({"type": "image", "text": None, "image": "img.png", "mimeType": "image/png"})
+            row["full_conversation"][0]["user"]["content"].append(
+                {"type": "image", "text": None, "image": "img.png", "mimeType": "image/png"}
+            )
+        elif kind == "bad_winner":
+            row["winner"] = "model_c"
+        elif kind == "missing_id":
+            del row["id"]
+        elif kind == "conversation_not_list":
+            row["conversation_a"] = "hello"
+        elif kind == "divergent_multi_turn":
+            extra = {"role": "user", "content": _part(self.tm.text(200))}
+            first = row["full_conversation"][-1]
+            row["full_conversation"].append(
+                {
+                    "user": extra,
+                    "model_side_a": {"role": "assistant", "content": _part(self.tm.text(300))},
+                    "model_side_b": {"role": "assistant", "content": _part(self.tm.text(300))},
+                }
+            )
+            row["conversation_a"] += [extra, row["full_conversation"][-1]["model_side_a"]]
+            row["conversation_b"] += [extra, row["full_conversation"][-1]["model_side_b"]]
+            assert first is not None
+        return row
+
+
+def synth_lines(
+    kind: Kind,
+    n: int,
+    seed: int = 0,
+    *,
+    pair_bytes: int = 6000,
+    exact_dup_rate: float = 0.03,
+    near_dup_rate: float = 0.03,
+    bad_rate: float = 0.02,
+    contamination_rate: float = 0.0,
+    eval_prompts: list[str] | None = None,
+    near_edit_range: tuple[float, float] = (0.005, 0.04),
+    manifest: SynthManifest | None = None,
+) -> Iterator[str]:
+    """Yield `n` JSONL lines; fill `manifest` (if given) with what was planted where."""
+    gen = _Generator(kind, seed, pair_bytes, eval_prompts or [])
+    m = manifest if manifest is not None else SynthManifest(kind, seed)
+    m.kind, m.seed = kind, seed
+    recent: deque[tuple[int, dict[str, Any]]] = deque(maxlen=_WINDOW)
+    bad_kinds = list(BAD_KINDS[kind])
+    n_bad = 0
+    for i in range(n):
+        roll = gen.rng.random()
+        if roll < bad_rate:
+            bad_kind = bad_kinds[n_bad % len(bad_kinds)]
+            n_bad += 1
+            row = gen.bad(bad_kind)
+            m.bad_rows[i] = (bad_kind, BAD_KINDS[kind][bad_kind])
+            yield row if isinstance(row, str) else json.dumps(row)
+            continue
+        roll -= bad_rate
+        if recent and roll < exact_dup_rate:
+            j, g = gen.rng.choice(recent)
+            m.exact_duplicates.append((i, j))
+            yield json.dumps(gen.render(g, swap=gen.rng.random() < 0.5))
+            continue
+        roll -= exact_dup_rate
+        if recent and roll < near_dup_rate:
+            j, g = gen.rng.choice(recent)
+            rate = gen.rng.uniform(*near_edit_range)
+            m.near_duplicates.append((i, j, rate))
+            yield json.dumps(gen.render(gen.near(g, rate), swap=gen.rng.random() < 0.5))
+            continue
+        roll -= near_dup_rate
+        contaminate = None
+        if gen.eval_prompts and roll < contamination_rate:
+            contaminate = gen.rng.randrange(len(gen.eval_prompts))
+            m.contaminated.append((i, contaminate))
+        g = gen.good(contaminate)
+        if len(g["history"]) > 1:
+            m.valid_multi_turn.append(i)
+        recent.append((i, g))
+        yield json.dumps(gen.render(g))
+    m.rows = n
+
+
+def synth_eval_prompts(n: int, seed: int = 1) -> list[str]:
+    """Prompts of a made-up evaluation set (for planting contamination)."""
+    tm = TextMaker(seed + 10_000)
+    rng = random.Random(seed)
+    return [tm.text(rng.randint(80, 600)) + "?" for _ in range(n)]
+
+
+def write_synth(path: Path, kind: Kind, n: int, seed: int = 0, **kwargs: Any) -> SynthManifest:
+    """Write `n` rows to `path` (JSONL) and the manifest beside it (`<path>.manifest.json`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    manifest = SynthManifest(kind, seed)
+    with path.open("w", encoding="utf-8") as f:
+        for line in synth_lines(kind, n, seed, manifest=manifest, **kwargs):
+            f.write(line)
+            f.write("\n")
+    Path(str(path) + ".manifest.json").write_text(manifest.to_json())
+    return manifest
+
+
+def write_eval_set(path: Path, prompts: list[str]) -> None:
+    """Write prompts as an RM-Bench-shaped JSONL file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for i, p in enumerate(prompts):
+            f.write(json.dumps({"id": i, "prompt": p, "domain": "chat", "chosen": ["c"], "rejected": ["r"]}) + "\n")

@@ -1,0 +1,309 @@
+"""The warehouse: the only code that speaks SQL. One DuckDB file, numbered migrations, named queries.
+
+DuckDB lets one process open a file read-write and nobody else open it at all meanwhile; a locked file
+is reported as `WarehouseLockedError`, naming the process that holds it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+
+class WarehouseLockedError(RuntimeError):
+    """Another process holds the warehouse file."""
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _holder(message: str) -> str:
+    """'PID 123 (curate ingest ...)' from DuckDB's lock message, as much as can be found."""
+    m = re.search(r"PID (\d+)", message)
+    if not m:
+        return "another process"
+    pid = m.group(1)
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        cmd = ""
+    return f"process {pid}" + (f" ({cmd})" if cmd else "")
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, name, sql) of every migration file, in order."""
+    out = []
+    for entry in resources.files("warehouse").joinpath("migrations").iterdir():
+        m = re.match(r"(\d+)_(\w+)\.sql$", entry.name)
+        if m:
+            out.append((int(m.group(1)), m.group(2), entry.read_text()))
+    return sorted(out)
+
+
+class Warehouse:
+    def __init__(self, path: Path | str, read_only: bool = False):
+        self.path = Path(path)
+        self.read_only = read_only
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        elif not self.path.exists():
+            raise FileNotFoundError(f"no warehouse at {self.path}: run `curate ingest` first")
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.IOException as err:
+            if "lock" in str(err).lower():
+                raise WarehouseLockedError(
+                    f"the warehouse {self.path} is in use by {_holder(str(err))}; DuckDB allows one writer "
+                    "and no reader beside it: wait for that run to finish, or use another CURATE_WAREHOUSE"
+                ) from None
+            raise
+        if not read_only:
+            self.migrate()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- schema ---------------------------------------------------------------------------------
+    def migrate(self) -> list[int]:
+        """Apply the migrations not applied yet, each in its own transaction; return their versions."""
+        self.con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+            "applied_at TIMESTAMP NOT NULL)"
+        )
+        done = {v for (v,) in self.con.execute("SELECT version FROM schema_migrations").fetchall()}
+        applied = []
+        for version, name, sql in migrations():
+            if version in done:
+                continue
+            with self.transaction():
+                self.con.execute(sql)
+                self.con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", [version, name, _now()])
+            applied.append(version)
+        return applied
+
+    def schema_version(self) -> int:
+        return self.con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0]
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    # -- ingest runs ------------------------------------------------------------------------------
+    def start_ingest_run(self, run_id: str, source: str, location: str, revision: str, settings: dict) -> None:
+        self.con.execute(
+            "INSERT INTO ingest_runs (run_id, source, location, source_revision, started_at, status, settings) "
+            "VALUES (?, ?, ?, ?, ?, 'running', ?)",
+            [run_id, source, location, revision, _now(), json.dumps(settings, default=str)],
+        )
+
+    def finish_ingest_run(self, run_id: str, status: str, summary: dict, error: str | None = None) -> None:
+        self.con.execute(
+            "UPDATE ingest_runs SET finished_at = ?, status = ?, summary = ?, error = ? WHERE run_id = ?",
+            [_now(), status, json.dumps(summary), error, run_id],
+        )
+
+    def ingest_runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        cur = self.con.execute(
+            "SELECT run_id, source, location, source_revision, started_at, finished_at, status, summary, error "
+            "FROM ingest_runs ORDER BY started_at DESC LIMIT ?",
+            [limit],
+        )
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    # -- look-ups for one batch -------------------------------------------------------------------
+    def _matching(self, sql: str, table: pa.Table) -> list[tuple]:
+        self.con.register("lookup_keys", table)
+        try:
+            return self.con.execute(sql).fetchall()
+        finally:
+            self.con.unregister("lookup_keys")
+
+    def known_pair_ids(self, pair_ids: list[str]) -> dict[str, str]:
+        """{pair id: md5 of its response A} for the given ids already in the warehouse."""
+        if not pair_ids:
+            return {}
+        rows = self._matching(
+            "SELECT p.pair_id, md5(p.response_a) FROM candidate_pairs p JOIN lookup_keys k USING (pair_id)",
+            pa.table({"pair_id": pa.array(pair_ids, pa.string())}),
+        )
+        return dict(rows)
+
+    def known_sightings(self, source: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """{(source_id, pair_id): ingest run id} for the keys of this source already recorded."""
+        if not keys:
+            return {}
+        table = pa.table({"source_id": [k[0] for k in keys], "pair_id": [k[1] for k in keys]})
+        self.con.register("lookup_keys", table)
+        try:
+            rows = self.con.execute(
+                "SELECT s.source_id, s.pair_id, s.ingest_run_id FROM pair_sightings s "
+                "JOIN lookup_keys k USING (source_id, pair_id) WHERE s.source = ?",
+                [source],
+            ).fetchall()
+        finally:
+            self.con.unregister("lookup_keys")
+        return {(a, b): run for a, b, run in rows}
+
+    def known_quarantine(self, source: str, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """(row_hash, position) keys of this source already quarantined."""
+        if not keys:
+            return set()
+        self.con.register("lookup_keys", pa.table({"row_hash": [k[0] for k in keys], "position": [k[1] for k in keys]}))
+        try:
+            rows = self.con.execute(
+                "SELECT q.row_hash, q.position FROM quarantine q JOIN lookup_keys k USING (row_hash, position) "
+                "WHERE q.source = ?",
+                [source],
+            ).fetchall()
+        finally:
+            self.con.unregister("lookup_keys")
+        return {(a, b) for a, b in rows}
+
+    # -- writing one ingest batch (one transaction) -----------------------------------------------
+    def write_ingest_batch(
+        self,
+        *,
+        pairs: pa.Table | None,
+        sightings: pa.Table | None,
+        quarantine: pa.Table | None,
+        near_duplicates: pa.Table | None,
+        signatures: pa.Table | None,
+        contamination: pa.Table | None,
+    ) -> None:
+        """Insert everything one batch produced, all or nothing. Keys already present are left alone."""
+        statements = [
+            ("candidate_pairs", pairs),
+            ("pair_sightings", sightings),
+            ("quarantine", quarantine),
+            ("near_duplicates", near_duplicates),
+            ("pair_signatures", signatures),
+            ("contamination", contamination),
+        ]
+        with self.transaction():
+            for table, data in statements:
+                if data is None or data.num_rows == 0:
+                    continue
+                self.con.register("batch_rows", data)
+                try:
+                    cols = ", ".join(data.column_names)
+                    # Table names come from the fixed list above, never from input.
+                    self.con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM batch_rows ON CONFLICT DO NOTHING")
+                finally:
+                    self.con.unregister("batch_rows")
+
+    # -- near-duplicate index ---------------------------------------------------------------------
+    def kept_signatures(self, num_perm: int) -> tuple[list[str], np.ndarray]:
+        """Signatures of kept pairs computed with `num_perm` bins, for the near-duplicate index."""
+        tbl = self.con.sql(
+            "SELECT pair_id, signature FROM pair_signatures WHERE num_perm = ? ORDER BY pair_id", params=[num_perm]
+        ).to_arrow_table()
+        ids = tbl.column("pair_id").to_pylist()
+        if not ids:
+            return [], np.empty((0, num_perm), np.uint32)
+        blob = b"".join(tbl.column("signature").to_pylist())
+        return ids, np.frombuffer(blob, dtype="<u4").reshape(len(ids), num_perm).copy()
+
+    # -- evaluation prompts and contamination -----------------------------------------------------
+    def upsert_eval_prompts(self, benchmark: str, rows: list[tuple[str, str]], revision: str) -> int:
+        """Store (benchmark_id, prompt) rows; return how many were new."""
+        before = self.count_eval_prompts(benchmark)
+        table = pa.table(
+            {
+                "benchmark": [benchmark] * len(rows),
+                "benchmark_id": [r[0] for r in rows],
+                "prompt": [r[1] for r in rows],
+                "source_revision": [revision] * len(rows),
+                "loaded_at": pa.array([_now()] * len(rows), pa.timestamp("us")),
+            }
+        )
+        self.write_table("eval_prompts", table, on_conflict="update prompt, source_revision, loaded_at")
+        return self.count_eval_prompts(benchmark) - before
+
+    def write_table(self, table: str, data: pa.Table, on_conflict: str = "nothing") -> None:
+        """Insert an Arrow table into one of this module's tables, in a transaction."""
+        if table not in {"eval_prompts", "contamination"}:
+            raise ValueError(f"write_table does not write {table}")
+        cols = ", ".join(data.column_names)
+        if on_conflict == "nothing":
+            tail = "ON CONFLICT DO NOTHING"
+        else:
+            fields = [f.strip() for f in on_conflict.removeprefix("update").split(",")]
+            tail = "ON CONFLICT DO UPDATE SET " + ", ".join(f"{f} = excluded.{f}" for f in fields)
+        with self.transaction():
+            self.con.register("batch_rows", data)
+            try:
+                self.con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM batch_rows {tail}")
+            finally:
+                self.con.unregister("batch_rows")
+
+    def count_eval_prompts(self, benchmark: str | None = None) -> int:
+        if benchmark is None:
+            return self.con.execute("SELECT count(*) FROM eval_prompts").fetchone()[0]
+        return self.con.execute("SELECT count(*) FROM eval_prompts WHERE benchmark = ?", [benchmark]).fetchone()[0]
+
+    def eval_prompts(self) -> list[tuple[str, str, str]]:
+        return self.con.execute(
+            "SELECT benchmark, benchmark_id, prompt FROM eval_prompts ORDER BY benchmark, benchmark_id"
+        ).fetchall()
+
+    def eval_prompt_counts(self) -> dict[str, int]:
+        return dict(self.con.execute("SELECT benchmark, count(*) FROM eval_prompts GROUP BY benchmark ORDER BY 1").fetchall())
+
+    def iter_pair_histories(self, batch_size: int = 10_000) -> Iterable[tuple[list[str], list[list[dict]]]]:
+        """(pair ids, histories) of every candidate pair, in batches (for re-checking contamination)."""
+        cur = self.con.cursor()  # its own cursor: the caller may write between batches
+        cur.execute("SELECT pair_id, history FROM candidate_pairs ORDER BY pair_id")
+        while rows := cur.fetchmany(batch_size):
+            yield [r[0] for r in rows], [r[1] for r in rows]
+
+    def count_contaminated(self) -> int:
+        return self.con.execute("SELECT count(DISTINCT pair_id) FROM contamination").fetchone()[0]
+
+    # -- source pins ------------------------------------------------------------------------------
+    def source_pin(self, source: str) -> str | None:
+        row = self.con.execute("SELECT revision FROM source_pins WHERE source = ?", [source]).fetchone()
+        return row[0] if row else None
+
+    def set_source_pin(self, source: str, hub_id: str, revision: str) -> None:
+        self.con.execute(
+            "INSERT INTO source_pins VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET hub_id = excluded.hub_id, "
+            "revision = excluded.revision, pinned_at = excluded.pinned_at",
+            [source, hub_id, revision, _now()],
+        )
+
+    # -- counts for summaries and tests -----------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        tables = ["candidate_pairs", "pair_sightings", "quarantine", "near_duplicates", "contamination", "ingest_runs"]
+        out = {}
+        for t in tables:  # fixed names, not input
+            out[t] = self.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        out["pairs_for_curation"] = self.con.execute("SELECT count(*) FROM pairs_for_curation").fetchone()[0]
+        return out
+
+    def query(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
+        """Read-only ad-hoc access for tests and the CLI's inspection commands."""
+        return self.con.execute(sql, params or []).fetchall()
