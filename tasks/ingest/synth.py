@@ -27,9 +27,7 @@ _VOCAB_SIZE = 6000
 BAD_KINDS_COMMON: dict[str, str] = {
     "malformed_json": "malformed_json",
     "not_an_object": "not_an_object",
-    "history_ends_with_assistant": "history:ends_with_user_turn",
     "bad_role": "history:roles_allowed",
-    "system_not_first": "history:roles_allowed",
     "empty_response": "response_a:not_empty",
     "identical_responses": "responses_differ",
     "too_long": "est_tokens:fits_judge_context",
@@ -39,6 +37,8 @@ BAD_KINDS_COMMON: dict[str, str] = {
 BAD_KINDS: dict[Kind, dict[str, str]] = {
     "helpsteer3": {
         **BAD_KINDS_COMMON,
+        "history_ends_with_assistant": "history:ends_with_user_turn",
+        "system_not_first": "history:roles_allowed",
         "history_empty": "history:not_empty",
         "label_out_of_range": "overall_preference:in_range(-3,3)",
         "label_not_int": "overall_preference:is_int",
@@ -47,6 +47,7 @@ BAD_KINDS: dict[Kind, dict[str, str]] = {
     },
     "arena": {
         **BAD_KINDS_COMMON,
+        "answer_missing": "message_missing",
         "image_part": "non_text_content:image",
         "bad_winner": "winner:in(model_a|model_b|tie|both_bad)",
         "missing_id": "id:missing",
@@ -214,7 +215,7 @@ class _Generator:
         g = self.good()
         if kind == "history_ends_with_assistant":
             g["history"].append({"role": "assistant", "content": "a trailing answer"})
-        elif kind == "bad_role":
+        elif kind == "bad_role" and self.kind == "helpsteer3":
             g["history"].insert(0, {"role": "tool", "content": "tool output"})
         elif kind == "system_not_first":
             g["history"] = [{"role": "user", "content": "hello"}, {"role": "system", "content": "be brief"}] + g["history"]
@@ -244,6 +245,12 @@ class _Generator:
             row["full_conversation"][0]["user"]["content"].append(
                 {"type": "image", "text": None, "image": "img.png", "mimeType": "image/png"}
             )
+        elif kind == "bad_role" and self.kind == "arena":  # a user turn with a role no judge template knows
+            row["full_conversation"][0]["user"]["role"] = "tool"
+            row["conversation_a"][0]["role"] = "tool"
+            row["conversation_b"][0]["role"] = "tool"
+        elif kind == "answer_missing":
+            row["full_conversation"][-1]["model_side_b"] = None
         elif kind == "bad_winner":
             row["winner"] = "model_c"
         elif kind == "missing_id":

@@ -1,0 +1,58 @@
+from tasks.ingest import normalize as nz
+from schemas.pair import CandidatePair
+
+
+def _pair(a="alpha answer", b="beta answer", history=None):
+    return CandidatePair("s", "1", history or [{"role": "user", "content": "q?"}], a, b)
+
+
+def test_normalize_text_unifies_newlines_nfc_and_outer_space():
+    assert nz.normalize_text("  a\r\nb\rc  ") == "a\nb\nc"
+    assert nz.normalize_text("e\u0301") == "\u00e9"  # NFD -> NFC
+
+
+def test_pair_id_ignores_response_order_and_formatting_but_not_content():
+    h = [{"role": "user", "content": "q?"}]
+    assert nz.pair_id(h, "x", "y") == nz.pair_id(h, "y", "x")
+    p1 = nz.normalize_pair(_pair("x\r\n", " y"))
+    p2 = nz.normalize_pair(_pair("y", "x"))
+    assert nz.pair_id(p1.history, p1.response_a, p1.response_b) == nz.pair_id(p2.history, p2.response_a, p2.response_b)
+    assert nz.pair_id(h, "x", "y") != nz.pair_id(h, "x", "z")
+    assert nz.pair_id(h, "x", "y") != nz.pair_id([{"role": "user", "content": "other"}], "x", "y")
+    # role is part of the identity
+    assert nz.pair_id(h, "x", "y") != nz.pair_id([{"role": "assistant", "content": "q?"}], "x", "y")
+
+
+def test_token_estimate_is_conservative_for_english_cjk_and_digits():
+    english = "The quick brown fox jumps over the lazy dog. " * 100  # ~4.5 chars a token in BPE
+    assert nz.estimate_text_tokens(english) >= len(english) / 4
+    cjk = "你好世界" * 100  # at most one token a character
+    assert nz.estimate_text_tokens(cjk) >= len(cjk)
+    digits = "1234567890" * 100  # Qwen splits digits
+    assert nz.estimate_text_tokens(digits) >= len(digits)
+
+
+def test_pair_tokens_count_every_message_and_template():
+    p = _pair(history=[{"role": "user", "content": "a" * 300}, {"role": "assistant", "content": "b" * 300},
+                       {"role": "user", "content": "c" * 300}])
+    # 900 bytes of history at 3 bytes a token, the two answers, 5 messages' and the request's overhead
+    assert nz.estimate_pair_tokens(p) == 300 + 4 + 4 + 5 * 8 + 64
+
+
+def test_split_shared_history_keeps_agreeing_multi_turn_and_rejects_divergent():
+    u1, u2 = {"role": "user", "content": "hi"}, {"role": "user", "content": "more"}
+    a1, b1 = {"role": "assistant", "content": "A1"}, {"role": "assistant", "content": "B1"}
+    a2, b2 = {"role": "assistant", "content": "A2"}, {"role": "assistant", "content": "B2"}
+    assert nz.split_shared_history([u1, a1], [u1, b1]) == ([u1], "A1", "B1")
+    same = {"role": "assistant", "content": "same"}
+    assert nz.split_shared_history([u1, same, u2, a2], [u1, same, u2, b2]) == ([u1, same, u2], "A2", "B2")
+    assert nz.split_shared_history([u1, a1, u2, a2], [u1, b1, u2, b2]) == "multi_turn_divergent_history"
+    assert nz.split_shared_history([u1, a1, u2], [u1, b1, u2]) == "conversation_not_ending_with_answer"
+    assert nz.last_turn_only([u1, a1, u2, a2], [u1, b1, u2, b2]) == ([u2], "A2", "B2")
+
+
+def test_to_json_survives_lone_surrogates():
+    text = nz.to_json({"x": "a\ud800b"})
+    text.encode("utf-8")  # must not raise
+    assert "ud800" in text
+    assert nz.printable("a\ud800") != "a\ud800"

@@ -1,0 +1,67 @@
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pytest
+
+from warehouse.store import Warehouse, WarehouseLockedError, migrations
+
+
+def test_migrations_apply_once_in_order(warehouse_path):
+    versions = [v for v, _, _ in migrations()]
+    assert versions == sorted(versions) and versions[0] == 1
+    with Warehouse(warehouse_path) as wh:
+        assert wh.schema_version() == versions[-1]
+        assert wh.migrate() == []  # nothing left to apply
+        assert wh.counts()["candidate_pairs"] == 0
+
+
+def test_lock_held_by_another_process_is_named(warehouse_path):
+    Warehouse(warehouse_path).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(warehouse_path)!r}); print('ready', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(WarehouseLockedError) as info:
+            Warehouse(warehouse_path)
+        message = str(info.value)
+        assert f"process {holder.pid}" in message and "one writer" in message
+        with pytest.raises(WarehouseLockedError):
+            Warehouse(warehouse_path, read_only=True)
+    finally:
+        holder.kill()
+        holder.wait(10)
+    deadline = time.time() + 10
+    while True:  # the lock goes with the process
+        try:
+            Warehouse(warehouse_path).close()
+            break
+        except WarehouseLockedError:
+            assert time.time() < deadline
+            time.sleep(0.1)
+
+
+def test_batch_write_is_all_or_nothing(warehouse_path):
+    with Warehouse(warehouse_path) as wh:
+        good = pa.table({"pair_id": ["p1"], "kept_pair_id": ["p0"], "similarity": [0.9], "ingest_run_id": ["r"]})
+        bad = pa.table({"pair_id": ["p1"], "num_perm": pa.array([None], pa.int32()), "signature": pa.array([b"x"], pa.binary())})
+        with pytest.raises(Exception):
+            wh.write_ingest_batch(pairs=None, sightings=None, quarantine=None, near_duplicates=good, signatures=bad,
+                                  contamination=None)
+        assert wh.counts()["near_duplicates"] == 0  # the first insert was rolled back with the failing one
+
+
+def test_source_pins(warehouse_path):
+    with Warehouse(warehouse_path) as wh:
+        assert wh.source_pin("helpsteer3") is None
+        wh.set_source_pin("helpsteer3", "nvidia/HelpSteer3", "a" * 40)
+        wh.set_source_pin("helpsteer3", "nvidia/HelpSteer3", "b" * 40)
+        assert wh.source_pin("helpsteer3") == "b" * 40
+
+
+def test_read_only_needs_an_existing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="curate ingest"):
+        Warehouse(tmp_path / "none.duckdb", read_only=True)
