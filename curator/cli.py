@@ -40,8 +40,31 @@ def _run(fn, *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001
         if type(e).__name__ in _KNOWN_ERRORS:
-            err.print(f"[bold red]error:[/] {e}")
-            raise typer.Exit(2) from None
+            _fail(str(e))
+        raise
+
+
+def _fail(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
+    raise typer.Exit(2)
+
+
+def _preflight(source: str, path: Optional[Path], kind: str) -> None:
+    """Refuse what can be refused before a flow run starts: a clear line instead of a flow failure."""
+    from curator.settings import get_settings
+    from tasks.ingest.sources import get_source
+    from warehouse.store import Warehouse
+
+    try:
+        src = get_source(source)
+        if src.kind != kind:
+            raise ValueError(f"{source} is {'an evaluation set' if kind == 'pairs' else 'not an evaluation set'}")
+        if path is not None and not path.is_file():
+            raise ValueError(f"{path}: no such file")
+        Warehouse(get_settings().warehouse).close()  # migrates, or names the process holding the lock
+    except Exception as e:  # noqa: BLE001
+        if type(e).__name__ in _KNOWN_ERRORS:
+            _fail(str(e))
         raise
 
 
@@ -103,6 +126,7 @@ def ingest(
 ) -> None:
     """Read a source, validate, deduplicate, decontaminate, and land new pairs in the warehouse."""
     _settings_env(warehouse)
+    _preflight(source, path, "pairs")
     from flows.ingest import ingest as ingest_flow
 
     with _Bar(enabled=not as_json and sys.stderr.isatty()):
@@ -120,6 +144,7 @@ def eval_set_load(
 ) -> None:
     """Load an evaluation set's prompts and flag every pair that overlaps them."""
     _settings_env(warehouse)
+    _preflight(benchmark, path, "eval_prompts")
     from flows.ingest import load_eval_set
 
     summary = _run(load_eval_set, benchmark, str(path) if path else None, revision)
@@ -148,8 +173,7 @@ def synth(
         err.print(f"wrote {len(prompts)} evaluation prompts to {out_path}")
         return
     if kind not in ("helpsteer3", "arena"):
-        err.print("[bold red]error:[/] kind must be helpsteer3, arena or eval")
-        raise typer.Exit(2)
+        _fail("kind must be helpsteer3, arena or eval")
     m = s.write_synth(
         out_path, kind, rows, seed, pair_bytes=pair_bytes, exact_dup_rate=exact_dup_rate, near_dup_rate=near_dup_rate,
         bad_rate=bad_rate, contamination_rate=contamination_rate, eval_prompts=prompts,

@@ -23,7 +23,7 @@ from tasks.ingest.decontam import Decontaminator
 from tasks.ingest.dedup import NearDupIndex
 from tasks.ingest.land import BatchCounts, flag_contamination, land_batch
 from tasks.ingest.prepare import prepare_batch
-from tasks.ingest.read import RawBatch, count_rows, limit_rows, file_revision, read_source, resolve_hub_revision
+from tasks.ingest.read import RawBatch, SourceReadError, count_rows, limit_rows, file_revision, read_source, resolve_hub_revision
 from tasks.ingest.sources import EvalPrompt, Source, get_source
 from warehouse.store import Warehouse
 
@@ -31,13 +31,20 @@ SUMMARY_KEYS = ("read", "valid", "quarantined", "exact_duplicates", "near_duplic
 
 
 @task(retries=3, retry_delay_seconds=[2, 10, 30], cache_policy=NO_CACHE)
+def resolve_hub_ref(source: Source, ref: str) -> str:
+    """The commit a Hub ref points at (retried: the Hub may be briefly unreachable)."""
+    return resolve_hub_revision(source.hub_id, ref)
+
+
 def resolve_revision(source: Source, requested: str | None, pinned: str | None, path: str | None) -> str:
     """Which revision this run reads: a file's content hash, the requested ref, or the pinned commit."""
     if path is not None:
+        if not Path(path).is_file():
+            raise SourceReadError(f"{path}: no such file")
         return file_revision(Path(path))
     if requested is None and pinned is not None:
         return pinned
-    return resolve_hub_revision(source.hub_id, requested or "main")
+    return resolve_hub_ref(source, requested or "main")
 
 
 @task(cache_policy=NO_CACHE)

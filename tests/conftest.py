@@ -21,6 +21,12 @@ import pytest  # noqa: E402
 
 from curator.settings import Settings  # noqa: E402
 
+# Bind Prefect's console handler to the session's stderr now, not to the stream of whichever CliRunner
+# invocation first logs (that stream is closed when its test ends).
+from prefect.logging.configuration import setup_logging  # noqa: E402
+
+setup_logging()
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CURATE_SHARED_DIR", REPO.parent / "shared"))
 

@@ -1,0 +1,70 @@
+"""The `curate` command, in process (typer's runner) and once as a real console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from curator.cli import app
+from tasks.ingest.synth import write_synth
+
+pytestmark = pytest.mark.prefect
+runner = CliRunner()
+KEYS = {"read", "valid", "quarantined", "exact_duplicates", "near_duplicates", "contaminated", "new_pairs"}
+
+
+def test_ingest_json_prints_one_object_with_the_documented_keys(tmp_path, warehouse_path):
+    data = tmp_path / "hs.jsonl"
+    m = write_synth(data, "helpsteer3", 120, seed=3, pair_bytes=800)
+    result = runner.invoke(app, ["ingest", "--source", "helpsteer3", "--path", str(data), "--warehouse",
+                                 str(warehouse_path), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert KEYS <= set(summary) and summary["read"] == 120
+    assert isinstance(summary["quarantined"], dict) and sum(summary["quarantined"].values()) >= len(m.bad_rows)
+
+    status = runner.invoke(app, ["status", "--warehouse", str(warehouse_path), "--json"])
+    assert status.exit_code == 0
+    assert json.loads(status.stdout)["counts"]["candidate_pairs"] == summary["new_pairs"] + summary["near_duplicates"]
+
+
+def test_unknown_source_and_missing_file_are_one_line_errors(tmp_path, warehouse_path):
+    result = runner.invoke(app, ["ingest", "--source", "nope", "--path", str(tmp_path / "x.jsonl"),
+                                 "--warehouse", str(warehouse_path)])
+    assert result.exit_code == 2 and "unknown source 'nope'" in result.output
+    result = runner.invoke(app, ["ingest", "--source", "arena", "--path", str(tmp_path / "x.jsonl"),
+                                 "--warehouse", str(warehouse_path)])
+    assert result.exit_code == 2 and "no such file" in result.output
+
+
+def test_synth_command_writes_rows_and_manifest(tmp_path):
+    out = tmp_path / "a.jsonl"
+    result = runner.invoke(app, ["synth", "arena", str(out), "--rows", "50", "--seed", "1"])
+    assert result.exit_code == 0
+    assert len(out.read_text().splitlines()) == 50 and (tmp_path / "a.jsonl.manifest.json").exists()
+
+
+def test_console_script_reports_a_locked_warehouse_clearly(tmp_path, warehouse_path):
+    """A real `curate` process while another process holds the DuckDB file."""
+    data = tmp_path / "hs.jsonl"
+    write_synth(data, "helpsteer3", 20, seed=1, pair_bytes=500)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(warehouse_path)!r}); print('ready', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        curate = os.path.join(os.path.dirname(sys.executable), "curate")
+        proc = subprocess.run([curate, "ingest", "--source", "helpsteer3", "--path", str(data), "--warehouse",
+                               str(warehouse_path), "--json"], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, proc.stderr
+        assert f"process {holder.pid}" in proc.stderr and "Traceback" not in proc.stderr
+        assert proc.stdout == ""
+    finally:
+        holder.kill()
+        holder.wait(10)
