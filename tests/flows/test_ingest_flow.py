@@ -135,3 +135,17 @@ def test_summary_is_left_as_a_table_artifact(tmp_path, warehouse_path):
     table = arts[-1].data if isinstance(arts[-1].data, list) else json.loads(arts[-1].data)
     rows = {r["measure"]: r["value"] for r in table}
     assert rows["read"] == 60 and rows["new_pairs"] == s["new_pairs"]
+
+
+def test_parquet_with_wrong_column_types_quarantines_rows_naming_the_column(tmp_path, warehouse_path):
+    rows = [{"domain": "general", "language": "english", "context": [{"role": "user", "content": f"q{i}"}],
+             "response1": f"a{i}", "response2": f"b{i}", "overall_preference": "much better" if i % 4 == 0 else "1"}
+            for i in range(40)]
+    path = tmp_path / "hs.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)  # overall_preference became a string column
+    s = ingest("helpsteer3", str(path), warehouse=str(warehouse_path))
+    assert s["read"] == 40 and s["new_pairs"] == 0
+    assert s["quarantined"] == {"overall_preference:is_int": 40}
+    with Warehouse(warehouse_path, read_only=True) as wh:
+        positions = [r[0] for r in wh.query("SELECT position FROM quarantine ORDER BY position")]
+    assert positions[0].startswith("hs.parquet[train][")
