@@ -217,6 +217,7 @@ class Quality:
     found_all: int
     planted_above: int
     found_above: int
+    missed_jaccards: list[float]  # true Jaccard of the planted pairs not found
 
     @property
     def precision(self) -> float:
@@ -246,6 +247,7 @@ def quality(truth: Truth, flags: dict[str, str], threshold: float, docs: set[str
         return kept is not None and (truth.group(kept) == p.original_pair_id or kept == flags.get(p.original_pair_id))
 
     above = [p for p in planted if p.jaccard >= threshold]
+    missed = sorted(p.jaccard for p in planted if not found(p))
     return Quality(
         links=len(flags),
         correct_links=correct,
@@ -253,6 +255,7 @@ def quality(truth: Truth, flags: dict[str, str], threshold: float, docs: set[str
         found_all=sum(map(found, planted)),
         planted_above=len(above),
         found_above=sum(map(found, above)),
+        missed_jaccards=missed,
     )
 
 
@@ -351,6 +354,9 @@ def print_quality(label: str, q: Quality, threshold: float) -> None:
     print(f"    precision                         {q.precision:.4f}  ({q.correct_links}/{q.links} links are planted relations)")
     print(f"    recall, true Jaccard >= {threshold:<4}      {q.recall_above:.4f}  ({q.found_above}/{q.planted_above})")
     print(f"    recall, all planted pairs         {q.recall_all:.4f}  ({q.found_all}/{q.planted_all})")
+    if q.missed_jaccards:
+        m = q.missed_jaccards
+        print(f"    missed pairs' true Jaccard        min {m[0]:.3f}, median {statistics.median(m):.3f}, max {m[-1]:.3f}")
 
 
 def print_timing(label: str, t: Timing, shingle_s: float) -> None:

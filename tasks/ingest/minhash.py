@@ -20,11 +20,19 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _K1 = np.uint64(0x9E3779B97F4A7C15)
 _K2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
-# Byte classes: lower-case ASCII, and every white-space byte becomes one space.
+# Byte tables: lower-case ASCII, every white-space byte becomes one space; and each byte's class.
 _LOWER = np.arange(256, dtype=np.uint8)
 _LOWER[ord("A") : ord("Z") + 1] += 32
 for _ws in b"\t\n\v\f\r":
     _LOWER[_ws] = ord(" ")
+_SEP, _STARTS, _WIDE = np.uint8(1), np.uint8(2), np.uint8(4)
+_CLASS = np.zeros(256, dtype=np.uint8)
+_CLASS[[0, 32]] = _SEP  # (after lower-casing) a space or the padding between docs
+for _b in range(256):
+    if _b not in (0, 32) and not 0x80 <= _b <= 0xBF:  # not a separator, not a UTF-8 continuation byte
+        _CLASS[_b] |= _STARTS
+        if _b >= 0xE0:  # lead byte of a 3- or 4-byte character: scripts without spaces
+            _CLASS[_b] |= _WIDE
 
 
 def _mix64(x: np.ndarray) -> np.ndarray:
@@ -46,23 +54,24 @@ def shingle_hashes(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     starts = np.concatenate(([0], np.cumsum(lengths + _PAD)[:-1]))
 
     space = buf == 32
-    keep = ~(space & np.concatenate(([True], space[:-1])))  # drop a space that follows a space
-    new_pos = np.cumsum(keep) - 1
-    starts = new_pos[starts] if len(buf) else starts
-    buf = buf[keep]
-    # A doc that starts with a folded space maps onto its own first kept byte: still inside the doc.
+    dropped = np.flatnonzero(space[1:] & space[:-1]) + 1  # a space that follows a space
+    if len(dropped):
+        # each doc start moves left by the bytes dropped before it (rare: a cumsum over them, not the text)
+        starts = starts - np.searchsorted(dropped, starts)
+        buf = np.delete(buf, dropped)
 
-    is_sep = (buf == 32) | (buf == 0)
-    continuation = (buf & 0xC0) == 0x80
-    prev_sep = np.concatenate(([True], is_sep[:-1]))
-    wide = buf >= 0xE0  # lead byte of a 3- or 4-byte character: scripts without spaces, one shingle a char
-    anchor = ~is_sep & ~continuation & (prev_sep | wide)
+    cls = _CLASS[buf]
+    # a shingle starts at a character that follows a separator, or at any wide character
+    anchor = np.empty(len(buf), dtype=bool)
+    anchor[0] = bool(cls[0] & _STARTS)
+    anchor[1:] = ((cls[:-1] & _SEP) | (cls[1:] & _WIDE)) != 0
+    anchor &= (cls & _STARTS) != 0
     positions = np.flatnonzero(anchor)
 
     padded = np.concatenate((buf, np.zeros(SHINGLE_BYTES, np.uint8)))
-    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded.tobytes(), strides=(1,))
+    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
     h = words[positions] * _K1
-    h ^= _mix64(words[positions + 8] * _K2)
+    h ^= (words[positions + 8] * _K2) >> np.uint64(7)
     h = _mix64(h)
     offsets = np.searchsorted(positions, np.append(starts, len(buf)))
     return h, offsets

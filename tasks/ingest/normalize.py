@@ -12,6 +12,8 @@ import math
 import unicodedata
 from typing import Any
 
+import orjson
+
 from schemas.checks import is_valid_utf8
 from schemas.pair import CandidatePair
 
@@ -65,29 +67,32 @@ def estimate_pair_tokens(pair: CandidatePair) -> int:
     return sum(estimate_text_tokens(t) for t in texts) + _TOKENS_PER_MESSAGE * len(texts) + _TOKENS_PER_REQUEST
 
 
+def _canonical_json(value: Any) -> bytes:
+    """Sorted-key compact JSON bytes; the standard library takes what orjson refuses (lone surrogates)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+    except TypeError:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+        return text.encode("utf-8", "surrogatepass")
+
+
 def pair_id(history: list[dict[str, str]], response_a: str, response_b: str) -> str:
     """Content hash of the normalized history and the unordered pair of responses (128-bit hex)."""
-    canonical = json.dumps(
-        [[[m["role"], m["content"]] for m in history], sorted([response_a, response_b])],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    canonical = _canonical_json([[[m["role"], m["content"]] for m in history], sorted([response_a, response_b])])
+    return hashlib.blake2b(canonical, digest_size=16).hexdigest()
 
 
 def row_hash(row: Any) -> str:
     """Stable content hash of a raw row (dict or text): the identity of a quarantined row."""
-    text = row if isinstance(row, str) else to_json(row)
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    data = row.encode("utf-8", "surrogatepass") if isinstance(row, str) else _canonical_json(row)
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def to_json(value: Any) -> str:
     """JSON for storage: UTF-8 text, with lone surrogates escaped rather than crashing the writer."""
     try:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str).decode()
+    except TypeError:
         return json.dumps(value, ensure_ascii=True, sort_keys=True, default=str)
 
 

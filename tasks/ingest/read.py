@@ -106,41 +106,47 @@ def read_with_datasets(
     """Stream batches through `datasets.load_dataset(..., streaming=True)`: a Hub repo or a local file.
 
     A read that fails part-way (the Hub drops a connection) is resumed after the rows already yielded,
-    with exponential back-off, up to `retries` times.
+    with exponential back-off, up to `retries` times per split.
     """
     import datasets
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
     datasets.disable_progress_bars()
     label = label or path
     for split in splits:
         done = 0
-        attempt = 0
-        while True:
-            try:
-                ds = datasets.load_dataset(
-                    path, name, revision=revision, data_files=data_files, split=split, streaming=True
-                )
-                if done:
-                    ds = ds.skip(done)
-                for cols in ds.iter(batch_size=batch_size):
-                    keys = list(cols)
-                    n = len(cols[keys[0]]) if keys else 0
-                    rows = [{k: cols[k][i] for k in keys} for i in range(n)]
-                    positions = [f"{label}[{split}][{done + i}]" for i in range(n)]
-                    done += n
-                    attempt = 0
-                    yield RawBatch(split, rows, positions)
-                break
-            except (ValueError, FileNotFoundError) as err:
-                # Wrong split/config names, a missing file, an unknown repo offline: retrying won't help.
-                raise SourceReadError(f"{label} [{split}]: {err}") from err
-            except Exception as err:  # noqa: BLE001 - network and Arrow errors both end up here
-                if _is_corrupt(err) or attempt >= retries:
-                    raise SourceReadError(f"{label} [{split}] after {done} rows: {type(err).__name__}: {err}") from err
-                wait = retry_wait * 2**attempt
-                attempt += 1
-                log.warning("read of %s [%s] failed after %d rows (%s); retry %d in %.1fs", label, split, done, err, attempt, wait)
-                sleep(wait)
+        retrying = Retrying(
+            stop=stop_after_attempt(retries + 1),
+            wait=wait_exponential(multiplier=retry_wait),
+            retry=retry_if_exception(_is_transient),
+            sleep=sleep,
+            reraise=True,
+            before_sleep=lambda rs: log.warning(
+                "read of %s [%s] failed after %d rows (%s); retrying", label, split, done, rs.outcome.exception()
+            ),
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    ds = datasets.load_dataset(
+                        path, name, revision=revision, data_files=data_files, split=split, streaming=True
+                    )
+                    for cols in (ds.skip(done) if done else ds).iter(batch_size=batch_size):
+                        keys = list(cols)
+                        n = len(cols[keys[0]]) if keys else 0
+                        rows = [{k: cols[k][i] for k in keys} for i in range(n)]
+                        positions = [f"{label}[{split}][{done + i}]" for i in range(n)]
+                        done += n
+                        yield RawBatch(split, rows, positions)
+        except Exception as err:  # noqa: BLE001 - network, Arrow and datasets errors all end here
+            raise SourceReadError(f"{label} [{split}] after {done} rows: {type(err).__name__}: {err}") from err
+
+
+def _is_transient(err: BaseException) -> bool:
+    """Worth retrying: not a wrong name or missing file, not bytes that are broken for good."""
+    if not isinstance(err, Exception):  # GeneratorExit when the reader stops early, KeyboardInterrupt
+        return False
+    return not isinstance(err, (ValueError, FileNotFoundError)) and not _is_corrupt(err)
 
 
 def _is_corrupt(err: Exception) -> bool:

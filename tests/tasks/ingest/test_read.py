@@ -56,6 +56,13 @@ def test_parquet_through_datasets(tmp_path):
     assert rd.count_rows(path) == 25
 
 
+def test_stopping_a_datasets_read_early_closes_it_cleanly(tmp_path):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(_rows(25)), path)
+    limited = list(rd.limit_rows(rd.read_local(path, 10), 12))
+    assert [len(b) for b in limited] == [10, 2]
+
+
 def test_truncated_parquet_is_a_clear_error(tmp_path):
     path = tmp_path / "in.parquet"
     pq.write_table(pa.Table.from_pylist(_rows(100)), path)
