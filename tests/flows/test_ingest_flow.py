@@ -124,15 +124,16 @@ def test_wrong_file_for_the_source_names_the_missing_columns_and_writes_nothing(
 
 def test_summary_is_left_as_a_table_artifact(tmp_path, warehouse_path):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
 
     path = tmp_path / "a.jsonl"
     write_synth(path, "arena", 60, seed=9, pair_bytes=600)
     s = ingest("arena", str(path), warehouse=str(warehouse_path))
     with get_client(sync_client=True) as client:
-        arts = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["ingest-arena"])))
-    assert arts and arts[-1].type == "table"
-    table = arts[-1].data if isinstance(arts[-1].data, list) else json.loads(arts[-1].data)
+        arts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["ingest-arena"]), flow_run_id=ArtifactFilterFlowRunId(any_=[s["run_id"]])))
+    assert len(arts) == 1 and arts[0].type == "table"
+    table = arts[0].data if isinstance(arts[0].data, list) else json.loads(arts[0].data)
     rows = {r["measure"]: r["value"] for r in table}
     assert rows["read"] == 60 and rows["new_pairs"] == s["new_pairs"]
 
