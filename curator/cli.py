@@ -23,7 +23,8 @@ app.add_typer(eval_app, name="eval-set")
 err = Console(stderr=True)
 out = Console()
 
-_KNOWN_ERRORS = ("WarehouseLockedError", "SourceReadError", "MissingColumnsError", "ValueError", "FileNotFoundError")
+_KNOWN_ERRORS = ("WarehouseLockedError", "SourceReadError", "MissingColumnsError", "ValueError", "FileNotFoundError",
+                 "ServerStartError")
 
 
 def _settings_env(warehouse: Optional[Path]) -> None:
@@ -68,6 +69,18 @@ def _preflight(source: str, path: Optional[Path], kind: str) -> None:
         raise
 
 
+def _RateColumn():  # noqa: N802 - reads like the rich columns beside it
+    """Items per second, for the progress bar."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task):  # noqa: ANN001
+            return Text(f"{task.speed:,.1f}/s" if task.speed else "-/s")
+
+    return RateColumn()
+
+
 class _Bar:
     """A rich progress bar fed by `curator.progress.report`."""
 
@@ -75,7 +88,7 @@ class _Bar:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         self.progress = (
-            Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.speed} rows/s" if False else ""),
+            Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
                      TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
             if enabled else None
         )
@@ -91,7 +104,7 @@ class _Bar:
 
     def update(self, advance: int, total: int | None, label: str) -> None:
         if self.task is None:
-            self.task = self.progress.add_task(f"ingest {label}", total=total)
+            self.task = self.progress.add_task(label, total=total)
         self.progress.update(self.task, advance=advance, total=total)
 
     def __exit__(self, *exc: Any) -> None:
@@ -149,6 +162,64 @@ def eval_set_load(
 
     summary = _run(load_eval_set, benchmark, str(path) if path else None, revision)
     _print_summary(f"eval set {benchmark}", summary, as_json)
+
+
+@app.command()
+def judge(
+    endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL (repeatable)"),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="single | swap | adaptive[:K] | samples:K"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="judge at most N pairs"),
+    shard: Optional[str] = typer.Option(None, "--shard", help="only hash bucket i of n, as i/n"),
+    request_timeout: Optional[float] = typer.Option(None, "--request-timeout", help="seconds per request"),
+    max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1, help="requests in flight per endpoint"),
+    launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this worker"),
+    launch_standin: bool = typer.Option(False, "--launch-standin", help="start the SIMULATED stand-in instead"),
+    port: Optional[int] = typer.Option(None, "--port", help="port of the launched server"),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Judge the pending pairs with the GenRM; reruns send only what is missing."""
+    _settings_env(warehouse)
+    if launch_vllm and launch_standin:
+        _fail("choose one of --launch-vllm and --launch-standin")
+    from curator.settings import get_settings
+    from warehouse.store import Warehouse
+
+    try:
+        Warehouse(get_settings().warehouse).close()
+    except Exception as e:  # noqa: BLE001
+        if type(e).__name__ in _KNOWN_ERRORS:
+            _fail(str(e))
+        raise
+    from flows.judge import judge as judge_flow
+
+    launch = "vllm" if launch_vllm else "standin" if launch_standin else None
+    with _Bar(enabled=not as_json and sys.stderr.isatty()):
+        summary = _run(judge_flow, endpoint or None, strategy, shard, limit, launch, port, max_in_flight, request_timeout)
+    _print_summary("judge", summary, as_json)
+
+
+@app.command("judge-standin")
+def judge_standin(
+    port: int = typer.Option(8000, "--port"),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    capacity: int = typer.Option(64, "--capacity", help="requests processed at once; the rest queue"),
+    latency_mean: float = typer.Option(0.05, "--latency-mean", help="seconds, lognormal mean"),
+    latency_sigma: float = typer.Option(0.5, "--latency-sigma"),
+    position_bias: float = typer.Option(0.0, "--position-bias", help="ranking units favouring the response shown first"),
+    error_rate: float = typer.Option(0.0, "--error-rate", help="share of requests answered with HTTP 500"),
+    hang_rate: float = typer.Option(0.0, "--hang-rate", help="share of requests never answered"),
+    malformed_rate: float = typer.Option(0.0, "--malformed-rate", help="share of answers without a verdict"),
+    truncated_rate: float = typer.Option(0.0, "--truncated-rate", help="share of answers cut off at max_tokens"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Serve the GenRM STAND-IN: an OpenAI-compatible server whose verdicts are SIMULATED (tests, demo, benchmarks)."""
+    from tasks.judge import standin
+
+    standin.main(["--host", host, "--port", str(port), "--capacity", str(capacity), "--latency-mean", str(latency_mean),
+                  "--latency-sigma", str(latency_sigma), "--position-bias", str(position_bias), "--error-rate",
+                  str(error_rate), "--hang-rate", str(hang_rate), "--malformed-rate", str(malformed_rate),
+                  "--truncated-rate", str(truncated_rate), "--seed", str(seed)])
 
 
 @app.command()

@@ -35,6 +35,24 @@ class Settings(BaseSettings):
     )
     arena_multiturn: MultiTurnPolicy = MultiTurnPolicy.strict
 
+    # The judge (DESIGN.md §1). The endpoints and the client's knobs do not change a verdict.
+    judge_model: str = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"
+    judge_served_revision: str = Field("main", description="the model revision the server runs")
+    judge_temperature: float = Field(0.6, ge=0.0)
+    judge_top_p: float = Field(0.95, gt=0.0, le=1.0)
+    judge_endpoints: list[str] = Field(default_factory=list, description="OpenAI-compatible base URLs (…/v1)")
+    judge_strategy: str = "swap"
+    judge_max_in_flight: int = Field(64, ge=1, description="requests in flight per endpoint")
+    judge_request_timeout: float = Field(900.0, gt=0)
+    judge_max_retries: int = Field(4, ge=0, description="transient failures retried within a run")
+    judge_max_attempts: int = Field(3, ge=1, description="requests per judgment over all runs, failures included")
+    judge_adaptive_margin: float = Field(1.0, ge=0.0, description="adaptive: |margin| at or below is borderline")
+    judge_write_batch: int = Field(64, ge=1, description="judgments per warehouse write")
+    vllm_tensor_parallel_size: int = Field(8, ge=1)
+    vllm_data_parallel_size: int = Field(1, ge=1)
+    vllm_gpu_memory_utilization: float = Field(0.95, gt=0.0, le=1.0)
+    vllm_port: int = Field(5000, ge=1, le=65535)
+
     hub_retries: int = Field(5, ge=0, description="attempts to resume a failed Hub read")
     hub_retry_wait: float = Field(2.0, ge=0.0, description="first back-off in seconds, doubled each attempt")
 

@@ -295,6 +295,89 @@ class Warehouse:
             [source, hub_id, revision, _now()],
         )
 
+    # -- judging -----------------------------------------------------------------------------------
+    def register_judge_config(self, config: dict[str, Any]) -> None:
+        self.con.execute(
+            "INSERT INTO judge_configs VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [config["judge_config_id"], config["model"], config["served_revision"], config["prompt_version"],
+             config["temperature"], config["top_p"], config["max_tokens"], _now()],
+        )
+
+    def start_judge_run(self, run_id: str, config_id: str, strategy: str, endpoints: list[str], shard: str | None) -> None:
+        self.con.execute(
+            "INSERT INTO judge_runs (run_id, judge_config_id, strategy, endpoints, shard, started_at, status) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'running')",
+            [run_id, config_id, strategy, endpoints, shard, _now()],
+        )
+
+    def finish_judge_run(self, run_id: str, status: str, summary: dict, error: str | None = None) -> None:
+        self.con.execute(
+            "UPDATE judge_runs SET finished_at = ?, status = ?, summary = ?, error = ? WHERE run_id = ?",
+            [_now(), status, json.dumps(summary, default=str), error, run_id],
+        )
+
+    def curation_pair_ids(self) -> list[str]:
+        """Ids of the pairs that go on to judging, in a stable order."""
+        return [r[0] for r in self.con.execute("SELECT pair_id FROM pairs_for_curation ORDER BY pair_id").fetchall()]
+
+    def pair_texts(self, pair_ids: list[str]) -> list[tuple[str, list[dict[str, str]], str, str]]:
+        """(pair id, history, response A, response B) for the given ids, in the given order."""
+        if not pair_ids:
+            return []
+        self.con.register("lookup_keys", pa.table({"pair_id": pa.array(pair_ids, pa.string())}))
+        try:
+            rows = self.con.execute(
+                "SELECT p.pair_id, p.history, p.response_a, p.response_b FROM candidate_pairs p "
+                "JOIN lookup_keys k USING (pair_id)"
+            ).fetchall()
+        finally:
+            self.con.unregister("lookup_keys")
+        by_id = {r[0]: (r[0], r[1], r[2], r[3]) for r in rows}
+        return [by_id[i] for i in pair_ids if i in by_id]
+
+    def judgment_states(self, config_id: str, pair_ids: list[str]) -> dict[tuple[str, str, int], tuple[str, int, float | None, int | None, int | None]]:
+        """{(pair id, order, sample): (status, attempts, margin_a, score_a, score_b)} of recorded judgments."""
+        if not pair_ids:
+            return {}
+        self.con.register("lookup_keys", pa.table({"pair_id": pa.array(pair_ids, pa.string())}))
+        try:
+            rows = self.con.execute(
+                'SELECT j.pair_id, j."order", j.sample_index, j.status, j.attempts, j.margin_a, j.score_a, j.score_b '
+                "FROM judgments j JOIN lookup_keys k USING (pair_id) WHERE j.judge_config_id = ?",
+                [config_id],
+            ).fetchall()
+        finally:
+            self.con.unregister("lookup_keys")
+        return {(r[0], r[1], r[2]): (r[3], r[4], r[5], r[6], r[7]) for r in rows}
+
+    def write_judgments(self, rows: pa.Table) -> None:
+        """Upsert judgments in one transaction: a success replaces an earlier failure; an 'ok' is final."""
+        if rows.num_rows == 0:
+            return
+        cols = rows.column_names
+        updates = ", ".join(f'"{c}" = excluded."{c}"' for c in cols if c not in ("pair_id", "judge_config_id", "order", "sample_index"))
+        col_list = ", ".join(f'"{c}"' for c in cols)
+        with self.transaction():
+            self.con.register("batch_rows", rows)
+            try:
+                self.con.execute(
+                    f"INSERT INTO judgments ({col_list}) SELECT {col_list} FROM batch_rows "
+                    f"ON CONFLICT DO UPDATE SET {updates} WHERE judgments.status <> 'ok'"
+                )
+            finally:
+                self.con.unregister("batch_rows")
+
+    def served_models(self, run_id: str) -> list[str]:
+        """The model names servers answered with in a judge run (a stand-in says SIMULATED here)."""
+        return [r[0] for r in self.con.execute(
+            "SELECT DISTINCT served_model FROM judgments WHERE judge_run_id = ? AND served_model IS NOT NULL ORDER BY 1",
+            [run_id]).fetchall()]
+
+    def judgment_counts(self, config_id: str) -> dict[str, int]:
+        return dict(self.con.execute(
+            "SELECT status, count(*) FROM judgments WHERE judge_config_id = ? GROUP BY status", [config_id]
+        ).fetchall())
+
     # -- counts for summaries and tests -----------------------------------------------------------
     def counts(self) -> dict[str, int]:
         tables = ["candidate_pairs", "pair_sightings", "quarantine", "near_duplicates", "contamination", "ingest_runs"]

@@ -1,0 +1,135 @@
+"""Judge: the GenRM's verdicts for the pairs that go on to curation, written as they complete.
+
+Reads like the process: decide the configuration and the shard, see what the cache already answers,
+bring up a server if this worker runs its own, judge, leave a summary. A rerun sends only what is
+missing; failed judgments are asked again until `judge_max_attempts`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import nullcontext
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.context import get_run_context
+
+from curator import progress
+from curator.settings import Settings, get_settings
+from tasks.judge.client import ClientOptions
+from tasks.judge.config import JudgeConfig
+from tasks.judge.run import judge_pairs, results_table
+from tasks.judge.server import ManagedServer, VllmLaunch, require_vllm, standin_command, vllm_command
+from tasks.judge.shards import parse_shard, pair_bucket
+from tasks.judge.strategies import Strategy
+from warehouse.store import Warehouse
+
+JUDGE_SUMMARY_KEYS = ("pairs", "judged", "failed", "skipped_cached", "requests", "tokens_in", "tokens_out", "seconds")
+
+
+def judge_config_from(settings: Settings) -> JudgeConfig:
+    return JudgeConfig(model=settings.judge_model, served_revision=settings.judge_served_revision,
+                       temperature=settings.judge_temperature, top_p=settings.judge_top_p,
+                       max_tokens=settings.judge_max_tokens)
+
+
+def _launcher(launch: str | None, settings: Settings, config: JudgeConfig, port: int):
+    """(server context, endpoint) for a server this worker starts itself."""
+    if launch is None:
+        return nullcontext(), None
+    base = f"http://127.0.0.1:{port}"
+    if launch == "vllm":
+        require_vllm()
+        argv = vllm_command(VllmLaunch(
+            model=config.model, tensor_parallel_size=settings.vllm_tensor_parallel_size,
+            data_parallel_size=settings.vllm_data_parallel_size, max_model_len=settings.judge_max_model_len,
+            gpu_memory_utilization=settings.vllm_gpu_memory_utilization, port=port,
+            max_num_seqs=settings.judge_max_in_flight,
+            revision=None if config.served_revision == "main" else config.served_revision,
+        ))
+        return ManagedServer(argv, base, name="vLLM"), f"{base}/v1"
+    if launch == "standin":
+        return ManagedServer(standin_command(port), base, startup_timeout=60, name="GenRM stand-in"), f"{base}/v1"
+    raise ValueError(f"launch must be vllm or standin, not {launch!r}")
+
+
+@task(cache_policy=NO_CACHE)
+def select_pairs(wh: Warehouse, shard: str | None, limit: int | None) -> list:
+    ids = wh.curation_pair_ids()
+    if shard is not None:
+        index, count = parse_shard(shard)
+        ids = [i for i in ids if pair_bucket(i, count) == index]
+    if limit is not None:
+        ids = ids[:limit]
+    return wh.pair_texts(ids)
+
+
+@task(cache_policy=NO_CACHE)
+def judge_shard(wh: Warehouse, pairs: list, endpoints: list[str], config: JudgeConfig, strategy: Strategy,
+                settings: Settings, run_id: str) -> dict[str, Any]:
+    states = wh.judgment_states(config.id, [p[0] for p in pairs])
+    options = ClientOptions(max_in_flight=settings.judge_max_in_flight, request_timeout=settings.judge_request_timeout,
+                            max_retries=settings.judge_max_retries)
+    total = sum(len(strategy.initial()) for _ in pairs)
+    return judge_pairs(
+        pairs, endpoints=endpoints, config=config, strategy=strategy, options=options, states=states,
+        write=lambda batch: wh.write_judgments(results_table(batch, config.id, run_id)),
+        max_attempts=settings.judge_max_attempts, sink_batch=settings.judge_write_batch,
+        on_progress=lambda n: progress.report(n, total, "judge"),
+    )
+
+
+def _run_id() -> str:
+    try:
+        return str(get_run_context().flow_run.id)
+    except Exception:  # noqa: BLE001
+        return str(uuid.uuid4())
+
+
+@flow(name="judge", log_prints=False)
+def judge(
+    endpoints: list[str] | None = None,
+    strategy: str | None = None,
+    shard: str | None = None,
+    limit: int | None = None,
+    launch: str | None = None,
+    port: int | None = None,
+    max_in_flight: int | None = None,
+    request_timeout: float | None = None,
+    warehouse: str | None = None,
+) -> dict[str, Any]:
+    """Judge the pending pairs (of one shard "i/n") on the given endpoints, or on a server launched here."""
+    log = get_run_logger()
+    settings = get_settings()
+    overrides = {k: v for k, v in {"warehouse": warehouse, "judge_max_in_flight": max_in_flight,
+                                    "judge_request_timeout": request_timeout}.items() if v is not None}
+    settings = settings.model_copy(update=overrides) if overrides else settings
+    config = judge_config_from(settings)
+    plan = Strategy.parse(strategy or settings.judge_strategy, settings.judge_adaptive_margin)
+    server, launched = _launcher(launch, settings, config, port or settings.vllm_port)
+    targets = list(endpoints or settings.judge_endpoints) + ([launched] if launched else [])
+    if not targets:
+        raise ValueError("no judge endpoint: pass --endpoint URL (repeatable) or --launch-vllm")
+    run_id = _run_id()
+    with Warehouse(settings.warehouse) as wh:
+        wh.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
+            "model", "served_revision", "prompt_version", "temperature", "top_p", "max_tokens")}})
+        pairs = select_pairs(wh, shard, limit)
+        wh.start_judge_run(run_id, config.id, plan.label, targets, shard)
+        try:
+            with server:
+                summary = judge_shard(wh, pairs, targets, config, plan, settings, run_id)
+        except BaseException as err:
+            wh.finish_judge_run(run_id, "failed", {}, f"{type(err).__name__}: {err}")
+            raise
+        summary.update(judge_config_id=config.id, strategy=plan.label, shard=shard, endpoints=targets, run_id=run_id,
+                       served_models=wh.served_models(run_id))
+        wh.finish_judge_run(run_id, "completed", summary)
+    log.info("judge: %d pairs, %d judged, %d failed, %d cached, %d requests in %.1fs", summary["pairs"],
+             summary["judged"], sum(summary["failed"].values()), summary["skipped_cached"], summary["requests"],
+             summary["seconds"])
+    rows = [{"measure": k, "value": str(summary[k])} for k in JUDGE_SUMMARY_KEYS + ("judgments_per_second", "strategy")]
+    create_table_artifact(key="judge-summary", table=rows, description=f"Judge run {run_id} ({config.id})")
+    return summary

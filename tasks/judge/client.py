@@ -1,0 +1,277 @@
+"""An async GenRM client on the `openai` package that keeps every endpoint's batch full.
+
+One dispatcher loop hands requests to endpoints: the endpoint that already served the pair's other order
+when it has a free slot (vLLM's prefix cache then reuses the shared history), else the least-loaded one.
+Each endpoint holds at most `max_in_flight` requests. Transient failures (429, 5xx, time-outs, connection
+errors) go back in the queue after an exponential back-off with jitter, to whichever endpoint is free;
+400s are final. An endpoint that fails `failure_threshold` times in a row is set aside for a cool-down
+that doubles while it keeps failing. Parse failures are final for the run: they are stored with their
+reason and raw text, and retried by a later run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import openai
+import orjson
+
+from tasks.judge.config import JudgeConfig
+from tasks.judge.genrm import ParseFailure, SideVerdict, Verdict, parse_completion, to_a_side
+
+
+@dataclass(slots=True)
+class JudgeRequest:
+    pair_id: str
+    order: str
+    sample: int
+    messages: list[dict[str, str]]
+    prior_attempts: int = 0  # requests made for this judgment by earlier runs
+    attempts: int = 0  # requests made in this run
+
+
+@dataclass(slots=True)
+class JudgeResult:
+    request: JudgeRequest
+    status: str  # ok | failed
+    verdict: Verdict | None = None
+    side: SideVerdict | None = None
+    failure_reason: str | None = None
+    error: str | None = None
+    raw_text: str | None = None
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    endpoint: str | None = None
+    served_model: str | None = None
+    finished_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc).replace(tzinfo=None))
+
+
+@dataclass(slots=True)
+class ClientOptions:
+    max_in_flight: int = 64  # per endpoint: size it to the server's batch (vLLM --max-num-seqs)
+    request_timeout: float = 900.0  # seconds: a 16k-token reasoning trace takes minutes
+    max_retries: int = 4  # transient failures of one judgment in one run
+    backoff_base: float = 1.0
+    backoff_max: float = 60.0
+    failure_threshold: int = 5  # consecutive transient failures that set an endpoint aside
+    cooldown: float = 15.0  # first set-aside, doubled while it keeps failing
+    api_key: str = "EMPTY"
+
+
+@dataclass
+class ClientStats:
+    requests: int = 0
+    judged: int = 0
+    failed: Counter = field(default_factory=Counter)
+    retries: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    first_response_at: float | None = None
+    last_request_sent_at: float | None = None
+
+
+class _Endpoint:
+    def __init__(self, url: str, options: ClientOptions):
+        self.url = url
+        self.client = openai.AsyncOpenAI(
+            base_url=url, api_key=options.api_key, max_retries=0, timeout=options.request_timeout
+        )
+        self.in_flight = 0
+        self.failures = 0
+        self.available_at = 0.0
+        self.cooldown = options.cooldown
+
+
+def _transient(err: Exception) -> tuple[bool, str]:
+    """(worth retrying, failure reason) for a request error."""
+    if isinstance(err, openai.APITimeoutError):
+        return True, "timeout"
+    if isinstance(err, openai.APIConnectionError):
+        return True, "connection_error"
+    if isinstance(err, openai.APIStatusError):
+        code = err.status_code
+        return (code == 429 or code >= 500), f"http_{code}"
+    return False, f"client_error:{type(err).__name__}"
+
+
+class Dispatcher:
+    """Runs requests against endpoints; `on_result` stores a result and may return follow-up requests."""
+
+    def __init__(
+        self,
+        endpoints: list[str],
+        config: JudgeConfig,
+        options: ClientOptions,
+        on_result: Callable[[JudgeResult], Iterable[JudgeRequest]],
+        rng: random.Random | None = None,
+    ):
+        if not endpoints:
+            raise ValueError("at least one endpoint is needed")
+        self.endpoints = [_Endpoint(u.rstrip("/"), options) for u in endpoints]
+        self.config = config
+        self.options = options
+        self.on_result = on_result
+        self.rng = rng or random.Random()
+        self.stats = ClientStats()
+        self._ready: list[JudgeRequest] = []  # a stack of follow-ups, consumed before the source
+        self._delayed: list[tuple[float, int, JudgeRequest]] = []
+        self._seq = itertools.count()
+        self._affinity: dict[str, _Endpoint] = {}
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task] = set()
+        self._error: BaseException | None = None
+
+    # -- choosing where a request goes ----------------------------------------------------------
+    def _pick(self, request: JudgeRequest, now: float) -> _Endpoint | None:
+        cap = self.options.max_in_flight
+        preferred = self._affinity.get(request.pair_id)
+        if preferred is not None and preferred.in_flight < cap and preferred.available_at <= now:
+            return preferred
+        free = [e for e in self.endpoints if e.in_flight < cap and e.available_at <= now]
+        return min(free, key=lambda e: e.in_flight) if free else None
+
+    def _remember(self, pair_id: str, endpoint: _Endpoint) -> None:
+        """Recent pairs only: a pair's orders and follow-ups are sent close together."""
+        self._affinity[pair_id] = endpoint
+        if len(self._affinity) > 4096:
+            del self._affinity[next(iter(self._affinity))]
+
+    def _backoff(self, attempt: int) -> float:
+        base = min(self.options.backoff_max, self.options.backoff_base * 2 ** max(0, attempt - 1))
+        return base * self.rng.uniform(0.5, 1.5)
+
+    # -- one request ----------------------------------------------------------------------------
+    async def _send(self, request: JudgeRequest, endpoint: _Endpoint) -> None:
+        request.attempts += 1
+        self.stats.requests += 1
+        self.stats.last_request_sent_at = time.time()
+        started = time.perf_counter()
+        try:
+            raw = await endpoint.client.chat.completions.with_raw_response.create(
+                model=self.config.model,
+                messages=request.messages,  # custom roles pass through as plain dicts
+                temperature=self.config.temperature,
+                top_p=self.config.top_p,
+                max_tokens=self.config.max_tokens,
+                seed=request.sample,
+            )
+            body = orjson.loads(raw.http_response.content)  # skipping pydantic: measurably cheaper per request
+        except Exception as err:  # noqa: BLE001 - every failure is classified below
+            self._failed_request(request, endpoint, err, time.perf_counter() - started)
+            return
+        finally:
+            endpoint.in_flight -= 1
+            self._wake.set()
+        endpoint.failures = 0
+        endpoint.cooldown = self.options.cooldown
+        if self.stats.first_response_at is None:
+            self.stats.first_response_at = time.time()
+        self._finish(self._result_from_body(request, endpoint, body, time.perf_counter() - started))
+
+    def _result_from_body(self, request: JudgeRequest, endpoint: _Endpoint, body: dict, latency: float) -> JudgeResult:
+        choice = (body.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        content = message.get("content")
+        reasoning = message.get("reasoning_content", message.get("reasoning"))
+        finish = choice.get("finish_reason")
+        usage = body.get("usage") or {}
+        parsed = parse_completion(content, finish, reasoning)
+        common = dict(
+            raw_text=content, reasoning=reasoning, finish_reason=finish, tokens_in=int(usage.get("prompt_tokens") or 0),
+            tokens_out=int(usage.get("completion_tokens") or 0), latency_s=latency, endpoint=endpoint.url,
+            served_model=body.get("model"),
+        )
+        if isinstance(parsed, ParseFailure):
+            return JudgeResult(request, "failed", failure_reason=parsed.reason, error=parsed.detail, **common)
+        return JudgeResult(request, "ok", verdict=parsed, side=to_a_side(parsed, request.order), **common)
+
+    def _failed_request(self, request: JudgeRequest, endpoint: _Endpoint, err: Exception, latency: float) -> None:
+        retry, reason = _transient(err)
+        if retry:
+            endpoint.failures += 1
+            if endpoint.failures >= self.options.failure_threshold:
+                endpoint.available_at = time.monotonic() + endpoint.cooldown
+                endpoint.cooldown = min(endpoint.cooldown * 2, 600.0)
+                endpoint.failures = 0
+        if retry and request.attempts <= self.options.max_retries:
+            self.stats.retries += 1
+            heapq.heappush(self._delayed, (time.monotonic() + self._backoff(request.attempts), next(self._seq), request))
+            return
+        self._finish(JudgeResult(request, "failed", failure_reason=reason, error=str(err)[:2000], latency_s=latency,
+                                 endpoint=endpoint.url))
+
+    def _finish(self, result: JudgeResult) -> None:
+        if result.status == "ok":
+            self.stats.judged += 1
+        else:
+            self.stats.failed[result.failure_reason or "unknown"] += 1
+        self.stats.tokens_in += result.tokens_in
+        self.stats.tokens_out += result.tokens_out
+        follow_ups = list(self.on_result(result))
+        self._ready.extend(reversed(follow_ups))  # sent next, close to the first verdict
+
+    # -- the loop ---------------------------------------------------------------------------------
+    def _done(self, task: asyncio.Task) -> None:
+        # wake the loop only once the task has left the in-flight set, or the loop could sleep forever
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None and self._error is None:
+            self._error = task.exception()  # e.g. the sink could not write: stop, don't lose it silently
+        self._wake.set()
+
+    def _next(self, source: Iterator[JudgeRequest], now: float) -> JudgeRequest | None:
+        while self._delayed and self._delayed[0][0] <= now:
+            self._ready.append(heapq.heappop(self._delayed)[2])
+        if self._ready:
+            return self._ready.pop()
+        return next(source, None)
+
+    async def run(self, requests: Iterable[JudgeRequest]) -> ClientStats:
+        source = iter(requests)
+        held: JudgeRequest | None = None
+        exhausted = False
+        while True:
+            if self._error is not None:
+                for task in list(self._tasks):
+                    task.cancel()
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+                raise self._error
+            now = time.monotonic()
+            if held is None and not exhausted:
+                held = self._next(source, now)
+                exhausted = held is None and not self._ready
+            elif held is None:
+                held = self._next(iter(()), now)
+            if held is not None:
+                endpoint = self._pick(held, now)
+                if endpoint is not None:
+                    endpoint.in_flight += 1
+                    self._remember(held.pair_id, endpoint)
+                    task = asyncio.create_task(self._send(held, endpoint))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._done)
+                    held = None
+                    continue
+            if held is None and exhausted and not self._tasks and not self._delayed and not self._ready:
+                break
+            # wait for a slot, a result, or the next delayed retry / endpoint coming back
+            waits = [d[0] for d in self._delayed[:1]] + [e.available_at for e in self.endpoints if e.available_at > now]
+            timeout = max(0.0, min(waits) - now) if waits else None
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+        for e in self.endpoints:
+            await e.client.close()
+        return self.stats

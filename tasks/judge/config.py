@@ -1,0 +1,33 @@
+"""Judge configuration: what identifies a verdict, apart from where it is computed.
+
+The id hashes everything that changes a verdict (model, served revision, prompt version, sampling); the
+endpoints and the strategy do not change a verdict, so they are not part of it: switching from `single`
+to `swap` reuses every `ab` verdict already paid for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+
+DEFAULT_MODEL = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"
+PROMPT_VERSION = "genrm-pairwise-v1"  # the message layout of tasks.judge.genrm.build_messages
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeConfig:
+    model: str = DEFAULT_MODEL
+    served_revision: str = "main"
+    prompt_version: str = PROMPT_VERSION
+    temperature: float = 0.6
+    top_p: float = 0.95
+    max_tokens: int = 16_384
+
+    @property
+    def id(self) -> str:
+        canonical = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return "jc-" + hashlib.blake2b(canonical.encode(), digest_size=8).hexdigest()
+
+    def sampling(self) -> dict[str, float | int]:
+        return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}

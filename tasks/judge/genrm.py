@@ -1,0 +1,135 @@
+"""The GenRM protocol, as pure functions (DESIGN.md §1).
+
+A request is the history (user/assistant turns, the last one a user turn) followed by the two candidates
+in the custom roles `response_1` and `response_2`. The answer is a reasoning trace, `</think>`, then a
+JSON object `{"score_1": 1-5, "score_2": 1-5, "ranking": 1-6}`. Ranking 1 means response 1 is much better,
+6 that response 2 is much better. Order `ab` shows response A first; `ba` shows B first, and its ranking
+maps back to A's side as `7 - ranking`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+ORDERS = ("ab", "ba")
+THINK_END = "</think>"
+_DECODER = json.JSONDecoder()
+_KEYS = ("score_1", "score_2", "ranking")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A parsed answer, in the order it was shown."""
+
+    score_1: int
+    score_2: int
+    ranking: int
+
+
+@dataclass(frozen=True, slots=True)
+class ParseFailure:
+    """Why an answer gave no verdict: a failed judgment, never a default score."""
+
+    reason: str  # empty | truncated | no_answer_after_reasoning | no_json | not_a_number | out_of_range
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SideVerdict:
+    """A verdict mapped to response A's side."""
+
+    score_a: int
+    score_b: int
+    ranking_a: int  # 1 = A much better ... 6 = B much better
+    margin: float  # 3.5 - ranking_a: +2.5 (A much better) ... -2.5 (B much better)
+
+
+def build_messages(history: list[dict[str, str]], response_a: str, response_b: str, order: str) -> list[dict[str, str]]:
+    """The chat messages for one judgment in order `ab` or `ba`."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
+    if not history or history[-1]["role"] != "user":
+        raise ValueError("the history must end with a user turn")
+    first, second = (response_a, response_b) if order == "ab" else (response_b, response_a)
+    return [{"role": m["role"], "content": m["content"]} for m in history] + [
+        {"role": "response_1", "content": first},
+        {"role": "response_2", "content": second},
+    ]
+
+
+def answer_text(content: str | None, reasoning: str | None = None) -> str | None:
+    """The part of the output that holds the answer: after the last `</think>`, or the whole content when
+    vLLM's reasoning parser already moved the trace to its own field. None: the reasoning never ended."""
+    content = content or ""
+    if THINK_END in content:
+        return content.rsplit(THINK_END, 1)[1]
+    if reasoning is not None or "<think>" not in content:
+        return content
+    return None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+(\.0+)?\s*", value):
+        return int(float(value))
+    return None
+
+
+def _last_verdict_object(text: str) -> dict[str, Any] | None:
+    """The last JSON object in `text` that has the three verdict keys (fences and prose around it ignored)."""
+    for start in reversed([m.start() for m in re.finditer(r"\{", text)]):
+        try:
+            obj, _ = _DECODER.raw_decode(text, start)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and all(k in obj for k in _KEYS):
+            return obj
+    return None
+
+
+def parse_completion(content: str | None, finish_reason: str | None = None, reasoning: str | None = None) -> Verdict | ParseFailure:
+    """A completion's verdict, or why there is none."""
+    if finish_reason == "length":
+        return ParseFailure("truncated", "cut off at max_tokens before a complete answer")
+    if not (content or "").strip() and not (reasoning or "").strip():
+        return ParseFailure("empty")
+    answer = answer_text(content, reasoning)
+    if answer is None:
+        return ParseFailure("no_answer_after_reasoning", "the reasoning never reached </think>")
+    obj = _last_verdict_object(answer)
+    if obj is None:
+        return ParseFailure("no_json", answer.strip()[-200:])
+    values = [_as_int(obj[k]) for k in _KEYS]
+    if any(v is None for v in values):
+        return ParseFailure("not_a_number", json.dumps({k: obj[k] for k in _KEYS})[:200])
+    s1, s2, rank = values
+    if not (1 <= s1 <= 5 and 1 <= s2 <= 5 and 1 <= rank <= 6):
+        return ParseFailure("out_of_range", f"score_1={s1} score_2={s2} ranking={rank}")
+    return Verdict(s1, s2, rank)
+
+
+def to_a_side(verdict: Verdict, order: str) -> SideVerdict:
+    """Map a verdict given in `order` to response A's side."""
+    if order == "ab":
+        score_a, score_b, ranking_a = verdict.score_1, verdict.score_2, verdict.ranking
+    elif order == "ba":
+        score_a, score_b, ranking_a = verdict.score_2, verdict.score_1, 7 - verdict.ranking
+    else:
+        raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
+    return SideVerdict(score_a, score_b, ranking_a, 3.5 - ranking_a)
+
+
+def scores_agree(side: SideVerdict) -> bool:
+    """Whether the individual scores point the same way as the ranking (a tie in scores agrees with any)."""
+    if side.score_a == side.score_b:
+        return True
+    return (side.score_a > side.score_b) == (side.margin > 0)

@@ -1,0 +1,178 @@
+"""Judging a set of pairs: plan the judgments the strategy needs and the cache lacks, run them through
+the dispatcher, and hand results to a sink in batches as they complete (not at the end)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from tasks.judge.client import ClientOptions, ClientStats, Dispatcher, JudgeRequest, JudgeResult
+from tasks.judge.config import JudgeConfig
+from tasks.judge.genrm import SideVerdict, build_messages
+from tasks.judge.strategies import Slot, Strategy
+
+PairText = tuple[str, list[dict[str, str]], str, str]  # pair id, history, response A, response B
+# (pair id, order, sample) -> (status, attempts, margin_a, score_a, score_b)
+States = dict[tuple[str, str, int], tuple[str, int, float | None, int | None, int | None]]
+
+JUDGMENT_SCHEMA = pa.schema([
+    ("pair_id", pa.string()), ("judge_config_id", pa.string()), ("order", pa.string()), ("sample_index", pa.int32()),
+    ("status", pa.string()), ("score_1", pa.int32()), ("score_2", pa.int32()), ("ranking", pa.int32()),
+    ("score_a", pa.int32()), ("score_b", pa.int32()), ("ranking_a", pa.int32()), ("margin_a", pa.float64()),
+    ("failure_reason", pa.string()), ("error", pa.string()), ("raw_text", pa.string()), ("reasoning", pa.string()),
+    ("finish_reason", pa.string()), ("tokens_in", pa.int32()), ("tokens_out", pa.int32()), ("latency_s", pa.float64()),
+    ("attempts", pa.int32()), ("endpoint", pa.string()), ("served_model", pa.string()), ("judge_run_id", pa.string()),
+    ("finished_at", pa.timestamp("us")),
+])
+
+
+def results_table(results: list[JudgeResult], config_id: str, run_id: str) -> pa.Table:
+    def col(fn):
+        return [fn(r) for r in results]
+
+    v = lambda r, a: getattr(r.verdict, a) if r.verdict else None  # noqa: E731
+    s = lambda r, a: getattr(r.side, a) if r.side else None  # noqa: E731
+    return pa.table({
+        "pair_id": col(lambda r: r.request.pair_id), "judge_config_id": [config_id] * len(results),
+        "order": col(lambda r: r.request.order), "sample_index": col(lambda r: r.request.sample),
+        "status": col(lambda r: r.status), "score_1": col(lambda r: v(r, "score_1")),
+        "score_2": col(lambda r: v(r, "score_2")), "ranking": col(lambda r: v(r, "ranking")),
+        "score_a": col(lambda r: s(r, "score_a")), "score_b": col(lambda r: s(r, "score_b")),
+        "ranking_a": col(lambda r: s(r, "ranking_a")), "margin_a": col(lambda r: s(r, "margin")),
+        "failure_reason": col(lambda r: r.failure_reason), "error": col(lambda r: r.error),
+        "raw_text": col(lambda r: r.raw_text), "reasoning": col(lambda r: r.reasoning),
+        "finish_reason": col(lambda r: r.finish_reason), "tokens_in": col(lambda r: r.tokens_in),
+        "tokens_out": col(lambda r: r.tokens_out), "latency_s": col(lambda r: r.latency_s),
+        "attempts": col(lambda r: r.request.prior_attempts + r.request.attempts),
+        "endpoint": col(lambda r: r.endpoint), "served_model": col(lambda r: r.served_model),
+        "judge_run_id": [run_id] * len(results), "finished_at": col(lambda r: r.finished_at),
+    }, schema=JUDGMENT_SCHEMA)
+
+
+class BatchedSink:
+    """Collects results and writes them in batches: every `batch_size` results or `max_seconds`."""
+
+    def __init__(self, write: Callable[[list[JudgeResult]], None], batch_size: int = 64, max_seconds: float = 2.0):
+        self.write = write
+        self.batch_size = batch_size
+        self.max_seconds = max_seconds
+        self.buffer: list[JudgeResult] = []
+        self.last_flush = time.monotonic()
+        self.written = 0
+
+    def add(self, result: JudgeResult) -> None:
+        self.buffer.append(result)
+        if len(self.buffer) >= self.batch_size or time.monotonic() - self.last_flush >= self.max_seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer:
+            batch, self.buffer = self.buffer, []
+            self.write(batch)
+            self.written += len(batch)
+        self.last_flush = time.monotonic()
+
+
+@dataclass
+class Plan:
+    """What a run will ask for, and what the cache already answers."""
+
+    skipped_cached: int = 0  # judgments already 'ok'
+    exhausted: int = 0  # failed judgments at the attempt limit: not asked again
+    cached_sides: dict[tuple[str, Slot], SideVerdict] = field(default_factory=dict)
+
+
+def _side_from_state(state) -> SideVerdict | None:
+    status, _, margin, score_a, score_b = state
+    if status != "ok" or margin is None:
+        return None
+    return SideVerdict(score_a, score_b, int(round(3.5 - margin)), margin)
+
+
+def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max_attempts: int, plan: Plan) -> Iterator[JudgeRequest]:
+    """The requests a run sends first, pair by pair (a pair's orders next to each other)."""
+    for pair_id, history, response_a, response_b in pairs:
+        slots = list(strategy.initial())
+        if strategy.name == "adaptive":
+            first = states.get((pair_id, "ab", 0))
+            side = _side_from_state(first) if first else None
+            if side is not None:  # the first verdict is cached: its follow-ups may be owed
+                plan.cached_sides[(pair_id, ("ab", 0))] = side
+                slots += strategy.follow_ups({("ab", 0): side})
+        for order, sample in slots:
+            state = states.get((pair_id, order, sample))
+            if state is not None and state[0] == "ok":
+                plan.skipped_cached += 1
+                continue
+            if state is not None and state[1] >= max_attempts:
+                plan.exhausted += 1
+                continue
+            yield JudgeRequest(pair_id, order, sample, build_messages(history, response_a, response_b, order),
+                               prior_attempts=state[1] if state else 0)
+
+
+def judge_pairs(
+    pairs: list[PairText],
+    *,
+    endpoints: list[str],
+    config: JudgeConfig,
+    strategy: Strategy,
+    options: ClientOptions,
+    states: States,
+    write: Callable[[list[JudgeResult]], None],
+    max_attempts: int = 3,
+    sink_batch: int = 64,
+    on_progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Judge `pairs` under `strategy`; write results through `write` in batches. Returns the summary."""
+    started = time.perf_counter()
+    texts = {p[0]: p for p in pairs}
+    plan = Plan()
+    sink = BatchedSink(write, batch_size=sink_batch)
+
+    def on_result(result: JudgeResult):
+        sink.add(result)
+        if on_progress:
+            on_progress(1)
+        req = result.request
+        if strategy.name != "adaptive" or (req.order, req.sample) != ("ab", 0):
+            return []
+        follow = strategy.follow_ups({("ab", 0): result.side})
+        _, history, a, b = texts[req.pair_id]
+        out = []
+        for order, sample in follow:
+            state = states.get((req.pair_id, order, sample))
+            if state is not None and (state[0] == "ok" or state[1] >= max_attempts):
+                plan.skipped_cached += state[0] == "ok"
+                plan.exhausted += state[0] != "ok"
+                continue
+            out.append(JudgeRequest(req.pair_id, order, sample, build_messages(history, a, b, order),
+                                    prior_attempts=state[1] if state else 0))
+        return out
+
+    dispatcher = Dispatcher(endpoints, config, options, on_result)
+    try:
+        stats: ClientStats = asyncio.run(dispatcher.run(plan_requests(pairs, strategy, states, max_attempts, plan)))
+    finally:
+        sink.flush()
+    seconds = time.perf_counter() - started
+    return {
+        "pairs": len(pairs),
+        "judged": stats.judged,
+        "failed": dict(stats.failed.most_common()),
+        "skipped_cached": plan.skipped_cached,
+        "skipped_exhausted": plan.exhausted,
+        "requests": stats.requests,
+        "retries": stats.retries,
+        "tokens_in": stats.tokens_in,
+        "tokens_out": stats.tokens_out,
+        "seconds": round(seconds, 3),
+        "judgments_per_second": round((stats.judged + sum(stats.failed.values())) / seconds, 3) if seconds else 0.0,
+        "first_response_at": stats.first_response_at,
+        "last_request_sent_at": stats.last_request_sent_at,
+    }

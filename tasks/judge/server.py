@@ -1,0 +1,129 @@
+"""Starting and stopping a judge server on this worker: vLLM's OpenAI server, or the stand-in through
+the very same code (which is how the launch path is tested without a GPU)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+
+from tasks.judge.config import DEFAULT_MODEL
+
+
+@dataclass(frozen=True, slots=True)
+class VllmLaunch:
+    """vLLM's command line from DESIGN.md §1, every knob configurable."""
+
+    model: str = DEFAULT_MODEL
+    served_model_name: str | None = None
+    tensor_parallel_size: int = 8
+    data_parallel_size: int = 1
+    max_model_len: int = 40_000
+    gpu_memory_utilization: float = 0.95
+    host: str = "127.0.0.1"
+    port: int = 5000
+    seed: int = 1
+    max_num_seqs: int | None = None  # vLLM's batch size; the client's --max-in-flight should match it
+    revision: str | None = None
+
+
+def vllm_command(launch: VllmLaunch) -> list[str]:
+    argv = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", launch.model,
+        "--trust-remote-code",
+        "--seed", str(launch.seed),
+        "--host", launch.host,
+        "--port", str(launch.port),
+        "--served-model-name", launch.served_model_name or launch.model,
+        "--tensor-parallel-size", str(launch.tensor_parallel_size),
+        "--data-parallel-size", str(launch.data_parallel_size),
+        "--max-model-len", str(launch.max_model_len),
+        "--gpu-memory-utilization", str(launch.gpu_memory_utilization),
+    ]
+    if launch.max_num_seqs:
+        argv += ["--max-num-seqs", str(launch.max_num_seqs)]
+    if launch.revision:
+        argv += ["--revision", launch.revision]
+    return argv
+
+
+def standin_command(port: int, host: str = "127.0.0.1", **options: object) -> list[str]:
+    """The stand-in's command line; `options` are its flags (capacity=64 -> --capacity 64)."""
+    argv = [sys.executable, "-m", "tasks.judge.standin", "--host", host, "--port", str(port)]
+    for key, value in options.items():
+        argv += [f"--{key.replace('_', '-')}", str(value)]
+    return argv
+
+
+class ServerStartError(RuntimeError):
+    pass
+
+
+class ManagedServer:
+    """A server process that is healthy inside the `with` block and stopped after it, even on failure."""
+
+    def __init__(self, argv: list[str], base_url: str, startup_timeout: float = 1800.0, name: str = "judge server"):
+        self.argv = argv
+        self.base_url = base_url.rstrip("/")
+        self.startup_timeout = startup_timeout
+        self.name = name
+        self.process: subprocess.Popen | None = None
+        self._log = tempfile.TemporaryFile()
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/health", timeout=5) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def _log_tail(self) -> str:
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-3000:]
+
+    def __enter__(self) -> ManagedServer:
+        # its own process group, so that stopping it also stops the workers vLLM spawns
+        self.process = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + self.startup_timeout
+        while not self._healthy():
+            if self.process.poll() is not None:
+                raise ServerStartError(f"{self.name} exited with code {self.process.returncode} before it was healthy:\n"
+                                       f"{self._log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ServerStartError(f"{self.name} not healthy after {self.startup_timeout:.0f}s:\n{self._log_tail()}")
+            time.sleep(0.5)
+        return self
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+        except ProcessLookupError:
+            pass
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._log.close()
+
+
+def require_vllm() -> None:
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        raise ServerStartError("vllm is not installed on this worker: pip install 'preference-curator[gpu]'") from None

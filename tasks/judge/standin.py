@@ -1,0 +1,628 @@
+"""GenRM stand-in: an OpenAI-compatible server that answers like Qwen3-Nemotron-235B-A22B-GenRM, simulated.
+
+Tests, the demo and benchmarks use it in place of the real 235B judge (DESIGN.md §1). Its verdicts are
+**SIMULATED**: each response text gets a latent quality from a hash of its text, so a verdict is a pure
+function of the request content, while latency, capacity (requests served at once; the rest queue) and
+faults (500, hang, malformed, truncated) behave like a busy vLLM server. Nothing here judges anything.
+
+Run: `python -m tasks.judge.standin --port 8000`, or `with StandinProcess(config) as judge: ...judge.url`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import math
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from statistics import NormalDist
+from typing import IO, Any, Iterable, NamedTuple
+
+import orjson
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+REAL_MODEL = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"
+DEFAULT_MODEL = f"SIMULATED-GenRM-standin (not {REAL_MODEL})"
+FAULT_KINDS = ("error", "hang", "malformed", "truncated")
+
+# Maps a quality difference (latent qualities lie in [0, 5)) to ranking units: the difference of two
+# uniform qualities then lands in each of the six rankings about equally often.
+RANKING_SCALE = 1.2
+# Half-width of the per-sample noise, in quality units: a different `seed` moves a ranking by at most one.
+NOISE = 0.4
+_DISCLAIMER = "SIMULATED reasoning by the GenRM stand-in: no model read these responses."
+_FILLER = (
+    "the user asked for a clear answer so compare accuracy helpfulness and completeness of both responses "
+    "response one covers the main point while response two adds detail check correctness of each claim "
+    "consider tone length formatting and whether instructions were followed weigh errors more than style"
+).split()
+
+
+@dataclass(frozen=True)
+class StandinConfig:
+    capacity: int = 64  # requests served at once; the rest wait for a slot
+    latency_mean: float = 0.05  # seconds of service time, lognormal
+    latency_sigma: float = 0.5
+    position_bias: float = 0.0  # ranking units credited to the response shown first
+    error_rate: float = 0.0  # HTTP 500
+    hang_rate: float = 0.0  # no answer until the client gives up
+    malformed_rate: float = 0.0  # 200 OK without a parseable verdict after </think>
+    truncated_rate: float = 0.0  # 200 OK cut off inside the reasoning, finish_reason "length"
+    seed: int = 0  # seeds the fault stream only: verdicts and latencies come from the request content
+    model: str = DEFAULT_MODEL
+    reasoning_words: int = 60
+    hang_seconds: float = 3600.0
+
+    def __post_init__(self) -> None:
+        rates = [self.error_rate, self.hang_rate, self.malformed_rate, self.truncated_rate]
+        if any(not 0.0 <= r <= 1.0 for r in rates) or sum(rates) > 1.0 + 1e-9:
+            raise ValueError(f"fault rates must lie in [0, 1] and sum to at most 1, got {rates}")
+        if self.capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {self.capacity}")
+        if min(self.latency_mean, self.latency_sigma, self.position_bias, self.hang_seconds) < 0:
+            raise ValueError("latency_mean, latency_sigma, position_bias and hang_seconds must be >= 0")
+        if self.reasoning_words < 0:
+            raise ValueError(f"reasoning_words must be >= 0, got {self.reasoning_words}")
+
+
+class Verdict(NamedTuple):
+    score_1: int
+    score_2: int
+    ranking: int
+
+
+class InvalidRequest(ValueError):
+    """Bad input: answered with HTTP 400, never a 500."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: list[dict[str, str]]  # only role and content are kept
+    seed: int | None
+    max_tokens: int | None
+
+
+# ---------------------------------------------------------------- pure logic
+
+
+def _hash64(*parts: object) -> int:
+    """A stable 64-bit hash of the given parts (blake2b, not Python's per-process salted hash)."""
+    return int.from_bytes(hashlib.blake2b(orjson.dumps(parts), digest_size=8).digest(), "big")
+
+
+def _unit(*parts: object) -> float:
+    """A stable uniform draw in [0, 1) from the given parts."""
+    return _hash64(*parts) / 2.0**64
+
+
+def _number(body: dict, key: str, low: float, high: float) -> None:
+    value = body.get(key)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise InvalidRequest(f"'{key}' must be a number in [{low}, {high}], got {value!r}")
+
+
+def _optional_int(body: dict, key: str, minimum: int | None = None) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
+        bound = f" >= {minimum}" if minimum is not None else ""
+        raise InvalidRequest(f"'{key}' must be an integer{bound}, got {value!r}")
+    return value
+
+
+def validate_messages(messages: Any) -> list[dict[str, str]]:
+    """The GenRM layout: [system], user/assistant history ending with a user turn, response_1, response_2."""
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest("'messages' must be a non-empty list")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            raise InvalidRequest(f"messages[{i}] must be an object with string 'role' and 'content'")
+    roles = [m["role"] for m in messages]
+    if roles[-2:] != ["response_1", "response_2"] or roles.count("response_1") + roles.count("response_2") != 2:
+        raise InvalidRequest("the last two messages must be exactly one 'response_1' then one 'response_2'")
+    history = roles[:-2]
+    if history[:1] == ["system"]:
+        history = history[1:]
+    if not history:
+        raise InvalidRequest("a history with at least one 'user' turn must precede the responses")
+    bad = sorted({r for r in history if r not in ("user", "assistant")})
+    if bad:
+        raise InvalidRequest(f"history roles must be 'user' or 'assistant' (one leading 'system'), got {bad}")
+    if history[-1] != "user":
+        raise InvalidRequest("the last history turn must be a 'user' turn")
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+def parse_chat_request(raw: bytes) -> ChatRequest:
+    """Validate a chat-completions body; raises InvalidRequest with a message for the client."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise InvalidRequest("request body must be a JSON object")
+    if body.get("stream"):
+        raise InvalidRequest("the stand-in does not stream: send 'stream': false")
+    if body.get("n", 1) != 1:
+        raise InvalidRequest("the stand-in returns one choice: 'n' must be 1")
+    _number(body, "temperature", 0.0, 2.0)
+    _number(body, "top_p", 1e-9, 1.0)
+    max_tokens = _optional_int(body, "max_completion_tokens", 1) or _optional_int(body, "max_tokens", 1)
+    return ChatRequest(validate_messages(body.get("messages")), _optional_int(body, "seed"), max_tokens)
+
+
+def quality(text: str) -> float:
+    """The latent quality of a response, uniform in [0, 5): stable across runs and orders."""
+    return 5.0 * _unit("quality", text)
+
+
+def verdict_for(messages: list[dict[str, str]], seed: int | None, config: StandinConfig) -> Verdict:
+    """The simulated verdict for a validated request.
+
+    The sample noise is drawn for the unordered pair and changes sign with the order, so with no position
+    bias the swapped request gets exactly the mirrored verdict (7 - ranking, scores swapped); only
+    identical responses cannot mirror.
+    """
+    text_1, text_2 = messages[-2]["content"], messages[-1]["content"]
+    q1, q2 = quality(text_1), quality(text_2)
+    sign = 1.0 if text_1 <= text_2 else -1.0
+    noise = sign * NOISE * (2.0 * _unit("noise", sorted([text_1, text_2]), seed) - 1.0)
+    raw = 3.5 - RANKING_SCALE * (q1 - q2 + noise) - config.position_bias
+    ranking = min(6, max(1, math.floor(raw + 0.5)))
+    s1, s2 = min(5, 1 + math.floor(q1)), min(5, 1 + math.floor(q2))
+    # Noise or bias can flip the ranking against the qualities: tie the scores rather than contradict it.
+    if ranking <= 3 and s1 < s2:
+        s1 = s2
+    elif ranking >= 4 and s2 < s1:
+        s2 = s1
+    return Verdict(s1, s2, ranking)
+
+
+def latency_for(messages: list[dict[str, str]], seed: int | None, config: StandinConfig) -> float:
+    """Service seconds for a request: lognormal with the configured mean, drawn from the request content."""
+    if config.latency_mean <= 0:
+        return 0.0
+    sigma = config.latency_sigma
+    mu = math.log(config.latency_mean) - sigma**2 / 2
+    u = min(max(_unit("latency", messages, seed), 1e-12), 1 - 1e-12)  # inv_cdf needs the open interval
+    return math.exp(mu + sigma * NormalDist().inv_cdf(u))
+
+
+def draw_fault(rng: random.Random, config: StandinConfig) -> str | None:
+    """One draw per request from the fault stream (not the content, so a retry can succeed)."""
+    u = rng.random()
+    for kind in FAULT_KINDS:
+        u -= getattr(config, f"{kind}_rate")
+        if u < 0:
+            return kind
+    return None
+
+
+def reasoning_for(messages: list[dict[str, str]], seed: int | None, words: int) -> str:
+    """Filler reasoning after a disclaimer; never contains JSON or </think>."""
+    rng = random.Random(_hash64("reasoning", messages, seed))
+    return " ".join([_DISCLAIMER, *rng.choices(_FILLER, k=words)])
+
+
+def _malformed_answer(verdict: Verdict, variant: int) -> tuple[str, str]:
+    """(extra reasoning, answer) pairs that a strict GenRM parser must reject."""
+    s1, s2, r = verdict
+    good = json.dumps(verdict._asdict())
+    return [
+        ("", f"Response {1 if r <= 3 else 2} is better overall."),  # prose, no JSON
+        ("", json.dumps({"score_1": s1, "score_2": s2})),  # a key missing
+        ("", json.dumps({"score_1": s1, "score_2": s2, "ranking": 9})),  # out of range
+        ("", good[: len(good) // 2]),  # broken JSON
+        (f" Draft verdict: {good}", ""),  # the verdict only inside the reasoning
+    ][variant]
+
+
+def completion_for(request: ChatRequest, config: StandinConfig, fault: str | None) -> tuple[str, str]:
+    """(content, finish_reason) for a served request; `fault` is None, 'malformed' or 'truncated'."""
+    messages, seed = request.messages, request.seed
+    reasoning = reasoning_for(messages, seed, config.reasoning_words)
+    verdict = verdict_for(messages, seed, config)
+    if fault == "truncated":
+        return "<think>\n" + reasoning[: max(1, len(reasoning) // 2)], "length"
+    if fault == "malformed":
+        extra, answer = _malformed_answer(verdict, math.floor(5 * _unit("malformed", messages, seed)))
+        text = f"<think>\n{reasoning}{extra}\n</think>\n{answer}"
+    else:
+        text = f"<think>\n{reasoning}\n</think>\n{json.dumps(verdict._asdict())}"
+    # Like vLLM: an output longer than max_tokens is cut there, wherever that falls.
+    if request.max_tokens is not None and len(text) // 4 > request.max_tokens:
+        return text[: request.max_tokens * 4], "length"
+    return text, "stop"
+
+
+def token_estimate(text_length: int) -> int:
+    return max(1, text_length // 4)
+
+
+def busy_fraction(
+    intervals: Iterable[tuple[float, float | None]], start: float, end: float, capacity: int, now: float
+) -> tuple[float, float]:
+    """(busy slot-seconds, their fraction of capacity x window) over [start, end].
+
+    An interval whose end is None is still in service and counts until `now`.
+    """
+    if end <= start:
+        return 0.0, 0.0
+    busy = 0.0
+    for s, e in intervals:
+        busy += max(0.0, min(end, now if e is None else e) - max(start, s))
+    return busy, busy / (capacity * (end - start))
+
+
+# ---------------------------------------------------------------- server
+
+
+def _json(payload: Any, status: int = 200) -> Response:
+    # orjson rather than JSONResponse: the stand-in must not be the bottleneck of a benchmark.
+    return Response(orjson.dumps(payload), status_code=status, media_type="application/json")
+
+
+def _error(status: int, message: str, kind: str) -> Response:
+    return _json({"error": {"message": message, "type": kind, "code": status}}, status)
+
+
+async def _until_disconnect(request: Request) -> None:
+    # The body is read, so the next ASGI message is the client going away.
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _hold(request: Request, seconds: float, closing: asyncio.Future) -> bool:
+    """Spend `seconds` serving; False when the client left (vLLM aborts such requests too) or the server
+    is shutting down first."""
+    if seconds <= 0:
+        return True
+    watcher = asyncio.ensure_future(_until_disconnect(request))
+    try:
+        done, _ = await asyncio.wait({watcher, closing}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        return not done
+    finally:
+        watcher.cancel()
+
+
+class _Server:
+    """Counters, slots and the fault stream of one running stand-in (single event loop: no locks)."""
+
+    def __init__(self, config: StandinConfig):
+        self.config = config
+        self.slots = asyncio.Semaphore(config.capacity)
+        self.faults_rng = random.Random(config.seed)
+        self.started_at = int(time.time())
+        self.in_flight = 0
+        self.queued = 0
+        self.intervals: list[list] = []  # [service start, end or None while in service], wall clock
+        self._closing: asyncio.Future | None = None  # shared by every held request; made on the loop
+        self.reset()
+
+    @property
+    def closing(self) -> asyncio.Future:
+        if self._closing is None:
+            self._closing = asyncio.get_running_loop().create_future()
+        return self._closing
+
+    def close(self) -> None:
+        """Release held requests now, rather than letting uvicorn cancel them mid-await at shutdown."""
+        if not self.closing.done():
+            self.closing.set_result(None)
+
+    def reset(self) -> None:
+        now = time.time()
+        self.requests = 0
+        self.completed = 0
+        self.by_status: dict[str, int] = {}
+        self.faults = dict.fromkeys(FAULT_KINDS, 0)
+        self.first_request_at: float | None = None
+        self.last_request_at: float | None = None
+        # Requests still in service keep their (shared, mutable) interval, now starting at the reset.
+        self.intervals = [iv for iv in self.intervals if iv[1] is None]
+        for iv in self.intervals:
+            iv[0] = now
+
+    async def serve_in_slot(self, request: Request, seconds: float) -> bool:
+        self.queued += 1
+        try:
+            await self.slots.acquire()
+        finally:
+            self.queued -= 1
+        interval: list = [time.time(), None]
+        self.intervals.append(interval)
+        self.in_flight += 1
+        try:
+            return await _hold(request, seconds, self.closing)
+        finally:
+            interval[1] = time.time()
+            self.in_flight -= 1
+            self.slots.release()
+
+    async def chat_completions(self, request: Request) -> Response:
+        now = time.time()
+        self.requests += 1
+        self.first_request_at = self.first_request_at or now
+        self.last_request_at = now
+        status = 499  # the client went away (or shutdown cancelled the request)
+        try:
+            response = await self._complete(request)
+            status = response.status_code
+            return response
+        finally:
+            self.completed += 1
+            self.by_status[str(status)] = self.by_status.get(str(status), 0) + 1
+
+    async def _complete(self, request: Request) -> Response:
+        config = self.config
+        try:
+            chat = parse_chat_request(await request.body())
+        except InvalidRequest as exc:
+            return _error(400, str(exc), "invalid_request_error")
+        fault = draw_fault(self.faults_rng, config)
+        if fault:
+            self.faults[fault] += 1
+        if fault == "error":
+            return _error(500, "SIMULATED internal error (GenRM stand-in fault injection)", "internal_server_error")
+        seconds = config.hang_seconds if fault == "hang" else latency_for(chat.messages, chat.seed, config)
+        if not await self.serve_in_slot(request, seconds):
+            if self.closing.done():
+                return _error(503, "SIMULATED stand-in shutting down", "service_unavailable")
+            return Response(status_code=499)  # nobody is listening
+        if fault == "hang":
+            return _error(504, f"SIMULATED hang: no answer for {seconds} s", "timeout_error")
+        text, finish = completion_for(chat, config, fault)
+        prompt_tokens = token_estimate(sum(len(m["content"]) for m in chat.messages))
+        completion_tokens = token_estimate(len(text))
+        return _json({
+            "id": f"chatcmpl-standin-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": config.model,
+            "system_fingerprint": "SIMULATED-genrm-standin",
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish,
+            }],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        })
+
+    async def health(self, request: Request) -> Response:
+        return _json({"status": "ok", "simulated": True, "model": self.config.model})
+
+    async def models(self, request: Request) -> Response:
+        model = {"id": self.config.model, "object": "model", "created": self.started_at, "owned_by": "standin"}
+        return _json({"object": "list", "data": [model]})
+
+    async def stats(self, request: Request) -> Response:
+        """Counters since start or reset, and slot use over a window (default: first request to now).
+
+        `requests` counts chat requests received, `completed` those answered with any status (499: the
+        client left first); `in_flight` hold a slot, `queued` wait for one. `busy_fraction` is slot-busy
+        seconds over capacity x window, from the recorded service intervals clipped to the window.
+        """
+        now = time.time()
+        try:
+            start = float(request.query_params.get("start", self.first_request_at or now))
+            end = float(request.query_params.get("end", now))
+        except ValueError:
+            return _error(400, "'start' and 'end' must be unix seconds", "invalid_request_error")
+        busy, fraction = busy_fraction(self.intervals, start, end, self.config.capacity, now)
+        return _json({
+            "simulated": True,
+            "model": self.config.model,
+            "capacity": self.config.capacity,
+            "requests": self.requests,
+            "completed": self.completed,
+            "in_flight": self.in_flight,
+            "queued": self.queued,
+            "by_status": self.by_status,
+            "faults": self.faults,
+            "window": {"start": start, "end": end},
+            "busy_seconds": busy,
+            "busy_fraction": fraction,
+            "first_request_at": self.first_request_at,
+            "last_request_at": self.last_request_at,
+            "now": now,
+        })
+
+    async def reset_stats(self, request: Request) -> Response:
+        self.reset()
+        return _json({"status": "reset", "simulated": True})
+
+
+def create_app(config: StandinConfig | None = None) -> Starlette:
+    server = _Server(config or StandinConfig())
+    app = Starlette(routes=[
+        Route("/v1/chat/completions", server.chat_completions, methods=["POST"]),
+        Route("/v1/models", server.models, methods=["GET"]),
+        Route("/health", server.health, methods=["GET"]),
+        Route("/stats", server.stats, methods=["GET"]),
+        Route("/stats/reset", server.reset_stats, methods=["POST"]),
+    ])
+    app.state.standin = server
+    return app
+
+
+class _Uvicorn(uvicorn.Server):
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.config.app.state.standin.close()
+        await super().shutdown(sockets)
+
+
+def banner(config: StandinConfig, host: str, port: int) -> str:
+    return (
+        f"GenRM STAND-IN on http://{host}:{port} — verdicts are SIMULATED, not from {REAL_MODEL}\n"
+        f"stand-in config: {orjson.dumps(asdict(config)).decode()}"
+    )
+
+
+def serve(config: StandinConfig | None = None, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve until interrupted (blocking). Requests still held at shutdown get a 503 at once."""
+    config = config or StandinConfig()
+    print(banner(config, host, port), file=sys.stderr, flush=True)
+    # One worker: counters, slots and the fault stream live in this process. The graceful timeout only
+    # backs up close(), which ends held requests at once.
+    settings = uvicorn.Config(
+        create_app(config), host=host, port=port, log_level="warning", access_log=False,
+        timeout_graceful_shutdown=2,
+    )
+    _Uvicorn(settings).run()
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="GenRM stand-in server (SIMULATED verdicts).")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    defaults = StandinConfig()
+    for f in fields(StandinConfig):
+        kind = type(getattr(defaults, f.name))
+        parser.add_argument(_flag(f.name), type=kind, default=getattr(defaults, f.name))
+    args = vars(parser.parse_args(argv))
+    host, port = args.pop("host"), args.pop("port")
+    serve(StandinConfig(**args), host=host, port=port)
+
+
+# ---------------------------------------------------------------- subprocess handle
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+# No proxies: the stand-in is always local.
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class StandinProcess:
+    """Runs the stand-in as a subprocess for the duration of a `with` block.
+
+    `.url` is the OpenAI base URL (`.../v1`), `.base` the server root. The child's stderr goes to a
+    temporary file, forwarded to our stderr once it is up and again on exit.
+    """
+
+    def __init__(self, config: StandinConfig | None = None, port: int | None = None, host: str = "127.0.0.1"):
+        self.config = config or StandinConfig()
+        self.host = host
+        self.port = port or _free_port(host)
+        self.base = f"http://{host}:{self.port}"
+        self.url = f"{self.base}/v1"
+        self._process: subprocess.Popen | None = None
+        self._log: IO[bytes] | None = None
+        self._forwarded = 0
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "the stand-in was never started"
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """None while running; -15 after a clean stop (uvicorn re-raises the SIGTERM it handled), -9 if killed."""
+        return None if self._process is None else self._process.poll()
+
+    def __enter__(self) -> StandinProcess:
+        argv = [sys.executable, "-m", "tasks.judge.standin", "--host", self.host, "--port", str(self.port)]
+        for name, value in asdict(self.config).items():
+            argv += [_flag(name), str(value)]
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])  # importable even without an installed package
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self._log, self._forwarded = tempfile.TemporaryFile(), 0
+        self._process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._log, env=env)
+        try:
+            self._wait_healthy(timeout=60.0)
+        except BaseException:
+            self._stop()
+            raise
+        self._forward_log()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()
+
+    def _read_log(self) -> str:
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")
+
+    def _forward_log(self) -> None:
+        text = self._read_log()
+        sys.stderr.write(text[self._forwarded:])
+        self._forwarded = len(text)
+
+    def _wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(
+                    f"GenRM stand-in exited with code {self._process.returncode} before answering /health; "
+                    f"its stderr:\n{self._read_log()}"
+                )
+            try:
+                with _opener.open(f"{self.base}/health", timeout=1.0) as reply:
+                    if reply.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError(f"GenRM stand-in not healthy after {timeout:.0f} s; its stderr:\n{self._read_log()}")
+
+    def _stop(self) -> None:
+        process = self._process
+        if process is None or self._log is None or self._log.closed:
+            return
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait()
+        self._forward_log()
+        self._log.close()
+
+    def stats(self, start: float | None = None, end: float | None = None) -> dict:
+        """GET /stats, optionally over the wall-clock window [start, end]."""
+        query = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
+        suffix = f"?{urllib.parse.urlencode(query)}" if query else ""
+        with _opener.open(f"{self.base}/stats{suffix}", timeout=10) as reply:
+            return orjson.loads(reply.read())
+
+    def reset_stats(self) -> None:
+        with _opener.open(urllib.request.Request(f"{self.base}/stats/reset", method="POST"), timeout=10):
+            pass
+
+
+if __name__ == "__main__":
+    main()

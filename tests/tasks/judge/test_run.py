@@ -1,0 +1,142 @@
+"""Judging against the stand-in over real HTTP: throughput plumbing, faults, retries and resume."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tasks.judge.client import ClientOptions
+from tasks.judge.config import JudgeConfig
+from tasks.judge.run import judge_pairs
+from tasks.judge.standin import StandinConfig, StandinProcess
+from tasks.judge.strategies import Strategy
+from tasks.ingest.synth import TextMaker
+
+
+def _pairs(n, seed=0):
+    tm = TextMaker(seed)
+    return [(f"{seed:04x}{i:028x}", [{"role": "user", "content": tm.text(200)}], tm.text(300), tm.text(300))
+            for i in range(n)]
+
+
+def _states(results):
+    """What the warehouse would hold after these results (the cache for the next run)."""
+    states = {}
+    for r in results:
+        key = (r.request.pair_id, r.request.order, r.request.sample)
+        side = r.side
+        states[key] = (r.status, r.request.prior_attempts + r.request.attempts, side.margin if side else None,
+                       side.score_a if side else None, side.score_b if side else None)
+    return states
+
+
+def _judge(url, pairs, strategy="swap", states=None, **opts):
+    written = []
+    options = ClientOptions(max_in_flight=opts.pop("max_in_flight", 16), request_timeout=opts.pop("timeout", 5.0),
+                            max_retries=opts.pop("max_retries", 2), backoff_base=0.05, backoff_max=0.2, cooldown=0.2)
+    summary = judge_pairs(pairs, endpoints=[url] if isinstance(url, str) else url, config=JudgeConfig(),
+                          strategy=Strategy.parse(strategy), options=options, states=states or {},
+                          write=written.extend, sink_batch=8, **opts)
+    return summary, written
+
+
+def test_swap_judges_both_orders_and_maps_to_a_side():
+    pairs = _pairs(20)
+    with StandinProcess(StandinConfig(capacity=8, latency_mean=0.01)) as server:
+        summary, results = _judge(server.url, pairs)
+        stats = server.stats()
+    assert summary["judged"] == 40 and summary["requests"] == 40 == stats["requests"]
+    assert summary["tokens_in"] > 0 and summary["tokens_out"] > 0
+    by_key = {(r.request.pair_id, r.request.order): r for r in results}
+    for pair_id, *_ in pairs:
+        ab, ba = by_key[(pair_id, "ab")], by_key[(pair_id, "ba")]
+        # the stand-in has no position bias here: both orders agree once mapped to A's side
+        assert ab.side.ranking_a == ba.side.ranking_a and ab.verdict.ranking == 7 - ba.verdict.ranking
+        assert "SIMULATED" in ab.served_model
+
+
+def test_faults_end_judged_or_failed_with_a_reason_and_a_clean_rerun_completes_exactly_those():
+    pairs = _pairs(60, seed=1)
+    faulty = StandinConfig(capacity=16, latency_mean=0.01, error_rate=0.10, hang_rate=0.05, malformed_rate=0.05,
+                           truncated_rate=0.02, seed=3)
+    with StandinProcess(faulty) as server:
+        first, results = _judge(server.url, pairs, timeout=1.0, max_retries=1)
+    assert len(results) == 120  # every judgment ends with a result
+    failed = [r for r in results if r.status == "failed"]
+    assert failed and all(r.failure_reason for r in failed)
+    reasons = Counter(r.failure_reason for r in failed)
+    assert set(reasons) <= {"http_500", "timeout", "no_json", "truncated", "not_a_number", "out_of_range"}
+    assert reasons["no_json"] + reasons["truncated"] > 0  # malformed answers are failures, not default scores
+    assert first["requests"] > 120  # transient failures were retried within the run
+    failed_keys = {(r.request.pair_id, r.request.order, r.request.sample) for r in failed}
+
+    with StandinProcess(StandinConfig(capacity=16, latency_mean=0.01)) as clean:
+        second, redo = _judge(clean.url, pairs, states=_states(results))
+    assert {(r.request.pair_id, r.request.order, r.request.sample) for r in redo} == failed_keys
+    assert second["skipped_cached"] == 120 - len(failed_keys) and all(r.status == "ok" for r in redo)
+    assert second["requests"] == len(failed_keys)
+
+
+def test_failures_stop_being_retried_at_the_attempt_limit():
+    pairs = _pairs(5, seed=2)
+    with StandinProcess(StandinConfig(latency_mean=0.01, malformed_rate=1.0)) as server:
+        _, first = _judge(server.url, pairs, strategy="single", max_attempts=2)
+        states = _states(first)
+        _, second = _judge(server.url, pairs, strategy="single", states=states, max_attempts=2)
+        summary, third = _judge(server.url, pairs, strategy="single", states=_states(second), max_attempts=2)
+    assert len(first) == len(second) == 5 and third == [] and summary["skipped_exhausted"] == 5
+
+
+def test_bad_request_is_not_retried():
+    pairs = [("0" * 32, [{"role": "user", "content": "q"}], "a", "b")]
+    with StandinProcess(StandinConfig(latency_mean=0.01)) as server:
+        # a history that ends with an assistant turn is refused by the server with a 400
+        bad = [("1" * 32, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "x"}], "a", "b")]
+        from tasks.judge import run as run_mod
+
+        real = run_mod.build_messages
+        run_mod.build_messages = lambda h, a, b, o: h + [{"role": "response_1", "content": a}, {"role": "response_2", "content": b}]
+        try:
+            summary, results = _judge(server.url, bad, strategy="single")
+        finally:
+            run_mod.build_messages = real
+        ok_summary, _ = _judge(server.url, pairs, strategy="single")
+    assert summary["failed"] == {"http_400": 1} and summary["requests"] == 1
+    assert ok_summary["judged"] == 1
+
+
+def test_adaptive_asks_for_more_only_on_borderline_pairs():
+    pairs = _pairs(80, seed=4)
+    with StandinProcess(StandinConfig(capacity=16, latency_mean=0.005)) as server:
+        swap, _ = _judge(server.url, pairs, strategy="swap")
+        adaptive, results = _judge(server.url, pairs, strategy="adaptive:2")
+    firsts = {r.request.pair_id: r for r in results if (r.request.order, r.request.sample) == ("ab", 0)}
+    extra = Counter(r.request.pair_id for r in results if (r.request.order, r.request.sample) != ("ab", 0))
+    for pair_id, first in firsts.items():
+        borderline = abs(first.side.margin) <= 1.0 or not (first.side.score_a == first.side.score_b or
+                                                           (first.side.score_a > first.side.score_b) == (first.side.margin > 0))
+        assert extra[pair_id] == (3 if borderline else 0)
+    assert adaptive["requests"] < swap["requests"]
+
+
+def test_a_dead_endpoint_is_set_aside_and_work_goes_to_the_live_one():
+    pairs = _pairs(30, seed=5)
+    with StandinProcess(StandinConfig(capacity=8, latency_mean=0.01)) as live:
+        dead = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
+        summary, results = _judge([dead, live.url], pairs, strategy="swap", max_retries=6)
+    assert summary["judged"] == 60 and all(r.endpoint == live.url.rstrip("/") for r in results)
+    assert summary["requests"] - 60 < 30  # the dead endpoint was tried, then set aside
+
+
+def test_a_sink_that_cannot_write_stops_the_run_loudly():
+    pairs = _pairs(10, seed=6)
+
+    def broken(batch):
+        raise OSError("disk full")
+
+    options = ClientOptions(max_in_flight=4, request_timeout=5.0)
+    with StandinProcess(StandinConfig(latency_mean=0.01)) as server:
+        with pytest.raises(OSError, match="disk full"):
+            judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=Strategy.parse("single"),
+                        options=options, states={}, write=broken, sink_batch=2)
