@@ -16,6 +16,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import get_run_context
+from prefect.utilities.annotations import quote
 
 from curator import progress
 from curator.settings import Settings, get_settings
@@ -152,7 +153,10 @@ def ingest(
                 batch_size=settings.batch_size, retries=settings.hub_retries, retry_wait=settings.hub_retry_wait,
             )
             for batch in limit_rows(batches, limit):
-                counts.add(ingest_batch(wh, batch, src, settings, rev, run_id, index, decontaminator, location))
+                # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
+                # futures, twice per task: about a second per 5,000-row batch, measured.
+                counts.add(ingest_batch(wh, quote(batch), src, settings, rev, run_id, quote(index),
+                                        quote(decontaminator), location))
                 progress.report(len(batch), total, src.name)
         except BaseException as err:
             wh.finish_ingest_run(run_id, "failed", summarize(counts), error=f"{type(err).__name__}: {err}")

@@ -79,9 +79,14 @@ class NearDupIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def signatures_of(self, texts: list[str]) -> np.ndarray:
-        hashes, offsets = minhash.shingle_hashes(texts)
-        return minhash.signatures(hashes, offsets, self.num_perm)
+    def signatures_of(self, texts: list[str], chunk: int = 256) -> np.ndarray:
+        # A few hundred docs at a time keep numpy's temporaries small enough to be reused from the heap:
+        # whole 5,000-doc batches allocate fresh pages every time and measured 1.5-4x slower.
+        parts = [
+            minhash.signatures(*minhash.shingle_hashes(texts[i : i + chunk]), self.num_perm)
+            for i in range(0, len(texts), chunk)
+        ]
+        return np.concatenate(parts) if parts else np.empty((0, self.num_perm), np.uint32)
 
     @property
     def _all_sigs(self) -> np.ndarray:

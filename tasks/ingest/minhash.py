@@ -48,9 +48,10 @@ def _mix64(x: np.ndarray) -> np.ndarray:
 def shingle_hashes(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(64-bit hash per shingle, doc offsets): shingles of doc i are hashes[offsets[i]:offsets[i+1]]."""
     pad = b"\0" * _PAD
-    raw = pad.join(t.encode("utf-8", "surrogatepass") for t in texts) + pad
+    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    raw = pad.join(encoded) + pad
     buf = _LOWER[np.frombuffer(raw, dtype=np.uint8)]
-    lengths = np.fromiter((len(t.encode("utf-8", "surrogatepass")) for t in texts), dtype=np.int64, count=len(texts))
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
     starts = np.concatenate(([0], np.cumsum(lengths + _PAD)[:-1]))
 
     space = buf == 32
