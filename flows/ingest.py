@@ -22,7 +22,7 @@ from curator import progress
 from curator.settings import Settings, get_settings
 from tasks.ingest.decontam import Decontaminator
 from tasks.ingest.dedup import NearDupIndex
-from tasks.ingest.land import BatchCounts, flag_contamination, land_batch
+from tasks.ingest.land import BackgroundWriter, BatchCounts, flag_contamination, land_batch
 from tasks.ingest.prepare import prepare_batch
 from tasks.ingest.read import RawBatch, SourceReadError, count_rows, limit_rows, file_revision, read_source, resolve_hub_revision
 from tasks.ingest.sources import EvalPrompt, Source, get_source
@@ -69,10 +69,12 @@ def ingest_batch(
     index: NearDupIndex,
     decontaminator: Decontaminator,
     where: str,
+    writer: BackgroundWriter,
 ) -> BatchCounts:
     prepared = prepare_batch(batch, source, settings, where)
     return land_batch(
-        wh, prepared, source=source.name, revision=revision, run_id=run_id, index=index, decontaminator=decontaminator
+        wh, prepared, source=source.name, revision=revision, run_id=run_id, index=index, decontaminator=decontaminator,
+        writer=writer,
     )
 
 
@@ -147,6 +149,7 @@ def ingest(
         if limit is not None:
             total = min(total, limit) if total is not None else limit
         counts = BatchCounts()
+        writer = BackgroundWriter()
         try:
             batches = read_source(
                 src.hub_id, src.config, src.splits, path=Path(path) if path else None, revision=rev,
@@ -156,9 +159,14 @@ def ingest(
                 # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
                 # futures, twice per task: about a second per 5,000-row batch, measured.
                 counts.add(ingest_batch(wh, quote(batch), src, settings, rev, run_id, quote(index),
-                                        quote(decontaminator), location))
+                                        quote(decontaminator), location, quote(writer)))
                 progress.report(len(batch), total, src.name)
+            writer.close()  # the last batch is committed before the run says it completed
         except BaseException as err:
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                pass
             wh.finish_ingest_run(run_id, "failed", summarize(counts), error=f"{type(err).__name__}: {err}")
             raise
         summary = summarize(

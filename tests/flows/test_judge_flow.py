@@ -1,0 +1,123 @@
+"""The real `judge` flow on Prefect's ephemeral API: a launched stand-in, the cache, shards, and a
+judging process killed with SIGKILL part-way."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flows.ingest import ingest
+from flows.judge import JUDGE_SUMMARY_KEYS, judge
+from tasks.ingest.synth import write_synth
+from tasks.judge.server import ServerStartError
+from tasks.judge.standin import StandinConfig, StandinProcess
+from warehouse.store import Warehouse
+
+pytestmark = pytest.mark.prefect
+
+
+@pytest.fixture
+def ingested(tmp_path, warehouse_path):
+    data = tmp_path / "hs.jsonl"
+    write_synth(data, "helpsteer3", 80, seed=21, pair_bytes=600, bad_rate=0.0, exact_dup_rate=0.0, near_dup_rate=0.0)
+    ingest("helpsteer3", str(data), warehouse=str(warehouse_path))
+    with Warehouse(warehouse_path, read_only=True) as wh:
+        n = wh.counts()["pairs_for_curation"]
+    return warehouse_path, n
+
+
+def _verdicts(path: Path) -> dict:
+    with Warehouse(path, read_only=True) as wh:
+        rows = wh.query('SELECT pair_id, "order", sample_index, status, score_1, score_2, ranking FROM judgments')
+    return {(r[0], r[1], r[2]): r[3:] for r in rows}
+
+
+def test_judge_with_a_launched_standin_then_a_rerun_costs_nothing(ingested, monkeypatch):
+    path, n = ingested
+    port = 18000 + random.randrange(1000)
+    s = judge(strategy="swap", launch="standin", port=port, warehouse=str(path))
+    assert set(JUDGE_SUMMARY_KEYS) <= set(s)
+    assert (s["pairs"], s["judged"], s["failed"], s["skipped_cached"], s["requests"]) == (n, 2 * n, {}, 0, 2 * n)
+    assert all("SIMULATED" in m for m in s["served_models"])
+    verdicts = _verdicts(path)
+    assert len(verdicts) == 2 * n and all(v[0] == "ok" for v in verdicts.values())
+    # the launched server was stopped with the flow
+    with pytest.raises(OSError):
+        import urllib.request
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+
+    with StandinProcess(StandinConfig(latency_mean=0.01)) as server:
+        again = judge(endpoints=[server.url], strategy="swap", warehouse=str(path))
+        assert server.stats()["requests"] == 0
+    assert (again["requests"], again["skipped_cached"], again["judged"]) == (0, 2 * n, 0)
+    # switching strategy reuses what is cached: `single` needs only the ab verdicts, already there
+    assert judge(endpoints=["http://127.0.0.1:9/v1"], strategy="single", warehouse=str(path))["requests"] == 0
+
+
+def test_shards_split_the_pending_pairs_without_overlap(ingested):
+    path, n = ingested
+    with StandinProcess(StandinConfig(latency_mean=0.01)) as server:
+        first = judge(endpoints=[server.url], strategy="single", shard="0/2", warehouse=str(path))
+        second = judge(endpoints=[server.url], strategy="single", shard="1/2", warehouse=str(path))
+    assert first["pairs"] + second["pairs"] == n and first["pairs"] > 0 and second["pairs"] > 0
+    assert len(_verdicts(path)) == n
+
+
+def test_launch_vllm_without_vllm_is_a_clear_error(ingested):
+    path, _ = ingested
+    try:
+        import vllm  # noqa: F401
+        pytest.skip("vllm is installed here")
+    except ImportError:
+        pass
+    with pytest.raises(ServerStartError, match="pip install 'preference-curator\\[gpu\\]'"):
+        judge(launch="vllm", warehouse=str(path))
+
+
+def test_sigkill_mid_run_then_rerun_equals_an_uninterrupted_run(tmp_path, ingested):
+    """kill -9 the judging process at a random point: the rerun finishes, the verdicts equal an
+    uninterrupted run's, and the stand-in saw at most one batch (plus what was in flight) twice."""
+    path, n = ingested
+    clean = tmp_path / "clean.duckdb"
+    clean.write_bytes(path.read_bytes())
+    batch, in_flight = 8, 4
+    env = {**os.environ, "CURATE_JUDGE_WRITE_BATCH": str(batch), "CURATE_JUDGE_MAX_IN_FLIGHT": str(in_flight)}
+    curate = os.path.join(os.path.dirname(sys.executable), "curate")
+    config = StandinConfig(capacity=in_flight, latency_mean=0.03, latency_sigma=0.2)
+
+    with StandinProcess(config) as server:
+        judge(endpoints=[server.url], strategy="swap", warehouse=str(clean))
+        reference = _verdicts(clean)
+        server.reset_stats()
+
+        proc = subprocess.Popen([curate, "judge", "--endpoint", server.url, "--strategy", "swap", "--warehouse",
+                                 str(path), "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline, kill_after = time.time() + 120, random.randint(n // 2, 3 * n // 2)
+        while server.stats()["completed"] < kill_after and time.time() < deadline:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        killed_requests = server.stats()["requests"]
+        with Warehouse(path, read_only=True) as wh:
+            done_before = len(wh.query("SELECT 1 FROM judgments WHERE status = 'ok'"))
+        assert 0 < killed_requests < 2 * n
+
+        rerun = subprocess.run([curate, "judge", "--endpoint", server.url, "--strategy", "swap", "--warehouse",
+                                str(path), "--json"], env=env, capture_output=True, text=True, timeout=300)
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        summary = json.loads(rerun.stdout)
+        total_requests = server.stats()["requests"]
+
+    assert _verdicts(path) == reference
+    assert summary["skipped_cached"] == done_before and summary["judged"] == 2 * n - done_before
+    repeated = total_requests - 2 * n
+    assert 0 <= repeated <= batch + in_flight, f"{repeated} judgments were paid for twice"
