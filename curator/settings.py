@@ -65,3 +65,9 @@ class Settings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
+
+
+def settings_with(**overrides: object) -> Settings:
+    """The settings, with the flags a caller actually passed (None means: not passed)."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return get_settings().model_copy(update=given) if given else get_settings()

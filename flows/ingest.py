@@ -8,18 +8,17 @@ the run, and left as a Prefect table artifact.
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.context import get_run_context
 from prefect.utilities.annotations import quote
 
 from curator import progress
-from curator.settings import Settings, get_settings
+from curator.settings import Settings, settings_with
+from flows.runs import current_run_id
 from tasks.ingest.decontam import Decontaminator
 from tasks.ingest.dedup import NearDupIndex
 from tasks.ingest.land import BackgroundWriter, BatchCounts, flag_contamination, land_batch
@@ -78,11 +77,19 @@ def ingest_batch(
     )
 
 
-def _run_id() -> str:
-    try:
-        return str(get_run_context().flow_run.id)
-    except Exception:  # noqa: BLE001 - outside a flow run (plain function call in tests)
-        return str(uuid.uuid4())
+def _pin(wh: Warehouse, src: Source, revision: str | None, path: str | None) -> tuple[str, str]:
+    """(revision, location) this run reads; a Hub revision becomes the source's pin."""
+    rev = resolve_revision(src, revision, wh.source_pin(src.name), path)
+    if path is None:
+        wh.set_source_pin(src.name, src.hub_id, rev)
+    return rev, str(Path(path).resolve()) if path else f"hf://datasets/{src.hub_id}"
+
+
+def _batches(src: Source, path: str | None, revision: str, settings: Settings):
+    return read_source(
+        src.hub_id, src.config, src.splits, path=Path(path) if path else None, revision=revision,
+        batch_size=settings.batch_size, retries=settings.hub_retries, retry_wait=settings.hub_retry_wait,
+    )
 
 
 def summarize(counts: BatchCounts, **extra: Any) -> dict[str, Any]:
@@ -130,19 +137,13 @@ def ingest(
     """Ingest one source (a local JSONL/Parquet file, or the Hub at a pinned revision) into the warehouse."""
     log = get_run_logger()
     started = time.perf_counter()
-    settings = get_settings()
-    overrides = {k: v for k, v in {"warehouse": warehouse, "batch_size": batch_size}.items() if v is not None}
-    if overrides:
-        settings = settings.model_copy(update=overrides)
+    settings = settings_with(warehouse=warehouse, batch_size=batch_size)
     src = get_source(source)
     if src.kind != "pairs":
         raise ValueError(f"{source} is an evaluation set: load it with `curate eval-set load {source}`")
     with Warehouse(settings.warehouse) as wh:
-        rev = resolve_revision(src, revision, wh.source_pin(src.name), path)
-        if path is None:
-            wh.set_source_pin(src.name, src.hub_id, rev)
-        location = str(Path(path).resolve()) if path else f"hf://datasets/{src.hub_id}"
-        run_id = _run_id()
+        rev, location = _pin(wh, src, revision, path)
+        run_id = current_run_id()
         wh.start_ingest_run(run_id, src.name, location, rev, settings.model_dump(mode="json"))
         index, decontaminator = open_indexes(wh, settings)
         total = count_rows(Path(path)) if path else None
@@ -151,11 +152,7 @@ def ingest(
         counts = BatchCounts()
         writer = BackgroundWriter()
         try:
-            batches = read_source(
-                src.hub_id, src.config, src.splits, path=Path(path) if path else None, revision=rev,
-                batch_size=settings.batch_size, retries=settings.hub_retries, retry_wait=settings.hub_retry_wait,
-            )
-            for batch in limit_rows(batches, limit):
+            for batch in limit_rows(_batches(src, path, rev, settings), limit):
                 # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
                 # futures, twice per task: about a second per 5,000-row batch, measured.
                 counts.add(ingest_batch(wh, quote(batch), src, settings, rev, run_id, quote(index),
@@ -194,24 +191,16 @@ def load_eval_set(
     benchmark: str, path: str | None = None, revision: str | None = None, warehouse: str | None = None
 ) -> dict[str, Any]:
     """Load an evaluation set's prompts, then flag every pair in the warehouse that overlaps them."""
-    settings = get_settings()
-    if warehouse:
-        settings = settings.model_copy(update={"warehouse": warehouse})
+    settings = settings_with(warehouse=warehouse)
     src = get_source(benchmark)
     if src.kind != "eval_prompts":
         raise ValueError(f"{benchmark} is not an evaluation set (try: rm-bench, judgebench)")
     with Warehouse(settings.warehouse) as wh:
-        rev = resolve_revision(src, revision, wh.source_pin(src.name), path)
-        if path is None:
-            wh.set_source_pin(src.name, src.hub_id, rev)
-        location = str(Path(path).resolve()) if path else f"hf://datasets/{src.hub_id}"
+        rev, location = _pin(wh, src, revision, path)
         counts = BatchCounts()
         prompts: dict[str, str] = {}
-        run_id = _run_id()
-        for batch in read_source(
-            src.hub_id, src.config, src.splits, path=Path(path) if path else None, revision=rev,
-            batch_size=settings.batch_size, retries=settings.hub_retries, retry_wait=settings.hub_retry_wait,
-        ):
+        run_id = current_run_id()
+        for batch in _batches(src, path, rev, settings):
             prepared = prepare_batch(batch, src, settings, location)
             prompts.update({p.benchmark_id: p.prompt for p in prepared.prompts})
             counts.add(land_batch(wh, prepared, source=src.name, revision=rev, run_id=run_id,

@@ -7,17 +7,16 @@ missing; failed judgments are asked again until `judge_max_attempts`.
 
 from __future__ import annotations
 
-import uuid
 from contextlib import nullcontext
 from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.context import get_run_context
 
 from curator import progress
-from curator.settings import Settings, get_settings
+from curator.settings import Settings, settings_with
+from flows.runs import current_run_id
 from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
 from tasks.judge.run import judge_pairs, results_table
@@ -81,13 +80,6 @@ def judge_shard(wh: Warehouse, pairs: list, endpoints: list[str], config: JudgeC
     )
 
 
-def _run_id() -> str:
-    try:
-        return str(get_run_context().flow_run.id)
-    except Exception:  # noqa: BLE001
-        return str(uuid.uuid4())
-
-
 @flow(name="judge", log_prints=False)
 def judge(
     endpoints: list[str] | None = None,
@@ -102,17 +94,15 @@ def judge(
 ) -> dict[str, Any]:
     """Judge the pending pairs (of one shard "i/n") on the given endpoints, or on a server launched here."""
     log = get_run_logger()
-    settings = get_settings()
-    overrides = {k: v for k, v in {"warehouse": warehouse, "judge_max_in_flight": max_in_flight,
-                                    "judge_request_timeout": request_timeout}.items() if v is not None}
-    settings = settings.model_copy(update=overrides) if overrides else settings
+    settings = settings_with(warehouse=warehouse, judge_max_in_flight=max_in_flight,
+                             judge_request_timeout=request_timeout)
     config = judge_config_from(settings)
     plan = Strategy.parse(strategy or settings.judge_strategy, settings.judge_adaptive_margin)
     server, launched = _launcher(launch, settings, config, port or settings.vllm_port)
     targets = list(endpoints or settings.judge_endpoints) + ([launched] if launched else [])
     if not targets:
         raise ValueError("no judge endpoint: pass --endpoint URL (repeatable) or --launch-vllm")
-    run_id = _run_id()
+    run_id = current_run_id()
     with Warehouse(settings.warehouse) as wh:
         wh.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
             "model", "served_revision", "prompt_version", "temperature", "top_p", "max_tokens")}})

@@ -11,7 +11,7 @@ from typing import Any
 
 from schemas import raw
 from schemas.pair import CandidatePair, Rejection
-from tasks.ingest.sources.arena_common import WINNER_LABELS, pair_turns
+from tasks.ingest.sources.arena_common import arena_pair
 from tasks.ingest.sources.base import AdapterContext, Source
 
 
@@ -77,21 +77,9 @@ def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair | Rejecti
     both = sides(row)
     if isinstance(both, str):
         return Rejection([both])
-    turns = pair_turns(both[0], both[1], ctx.settings.arena_multiturn)
-    if isinstance(turns, Rejection):
-        return turns
-    history, answer_a, answer_b, extra = turns
-    label, both_bad = WINNER_LABELS[row["winner"]]
     language = row.get("language")
-    return CandidatePair(
-        source="arena",
-        source_id=source_id(row),
-        history=history,
-        response_a=answer_a,
-        response_b=answer_b,
-        human_label=label,
-        raw_label=row["winner"],
-        both_bad=both_bad,
+    return arena_pair(
+        "arena", source_id(row), both, row["winner"], ctx.settings.arena_multiturn,
         domain=domain_of(row),
         # `und` is also used on plainly Chinese rows: unknown is more honest than a wrong code.
         language=None if language in (None, "und") else language,
@@ -102,7 +90,6 @@ def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair | Rejecti
             "evaluation_order": row.get("evaluation_order"),
             "timestamp": row.get("timestamp"),
             "language_reported": language,
-            **extra,
         },
     )
 

@@ -8,8 +8,10 @@ kept as the history and the pair is flagged `context_dropped`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from curator.settings import MultiTurnPolicy
-from schemas.pair import Rejection
+from schemas.pair import CandidatePair, Rejection
 from tasks.ingest.normalize import last_turn_only, split_shared_history
 
 # winner -> (human label from response A's side, both_bad)
@@ -36,3 +38,27 @@ def pair_turns(
             return (*last, {"context_dropped": True, "dropped_messages": dropped})
         shared = last
     return Rejection([shared], f"{len(side_a)} and {len(side_b)} messages")
+
+
+def arena_pair(
+    source: str,
+    source_id: str,
+    sides: tuple[list[dict[str, str]], list[dict[str, str]]],
+    winner: str,
+    policy: MultiTurnPolicy,
+    *,
+    domain: str | None,
+    language: str | None,
+    metadata: dict[str, Any],
+) -> CandidatePair | Rejection:
+    """The canonical pair of an arena-style vote, or why there is none."""
+    turns = pair_turns(sides[0], sides[1], policy)
+    if isinstance(turns, Rejection):
+        return turns
+    history, answer_a, answer_b, extra = turns
+    label, both_bad = WINNER_LABELS[winner]
+    return CandidatePair(
+        source=source, source_id=source_id, history=history, response_a=answer_a, response_b=answer_b,
+        human_label=label, raw_label=winner, both_bad=both_bad, domain=domain, language=language,
+        metadata={**metadata, **extra},
+    )

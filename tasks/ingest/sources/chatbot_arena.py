@@ -6,7 +6,7 @@ from typing import Any
 
 from schemas import raw
 from schemas.pair import CandidatePair, Rejection
-from tasks.ingest.sources.arena_common import WINNER_LABELS, pair_turns
+from tasks.ingest.sources.arena_common import arena_pair
 from tasks.ingest.sources.base import AdapterContext, Source
 
 
@@ -17,23 +17,11 @@ def source_id(row: dict[str, Any]) -> str:
 def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair | Rejection:
     side_a = [{"role": m["role"], "content": m["content"]} for m in row["conversation_a"]]
     side_b = [{"role": m["role"], "content": m["content"]} for m in row["conversation_b"]]
-    turns = pair_turns(side_a, side_b, ctx.settings.arena_multiturn)
-    if isinstance(turns, Rejection):
-        return turns
-    history, answer_a, answer_b, extra = turns
-    label, both_bad = WINNER_LABELS[row["winner"]]
-    return CandidatePair(
-        source="chatbot-arena",
-        source_id=source_id(row),
-        history=history,
-        response_a=answer_a,
-        response_b=answer_b,
-        human_label=label,
-        raw_label=row["winner"],
-        both_bad=both_bad,
+    return arena_pair(
+        "chatbot-arena", source_id(row), (side_a, side_b), row["winner"], ctx.settings.arena_multiturn,
         domain="general",
         language=row.get("language"),
-        metadata={"model_a": row.get("model_a"), "model_b": row.get("model_b"), "turn": row.get("turn"), **extra},
+        metadata={"model_a": row.get("model_a"), "model_b": row.get("model_b"), "turn": row.get("turn")},
     )
 
 
