@@ -40,27 +40,38 @@ class _Segment:
     """Band keys of a block of indexed docs, sorted per band for searchsorted look-ups."""
 
     def __init__(self, keys: np.ndarray, first_doc: int):
-        order = np.argsort(keys, axis=0, kind="stable")
-        self.keys = np.take_along_axis(keys, order, axis=0)
+        # one contiguous sorted row per band: searchsorted copies a strided column on every call
+        by_band = np.ascontiguousarray(keys.T)
+        order = np.argsort(by_band, axis=1, kind="stable")
+        self.keys = np.take_along_axis(by_band, order, axis=1)
         self.docs = order + first_doc
 
-    def candidates(self, query: np.ndarray, max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
+    def candidates(self, query: "SortedQuery", max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
+        """(query doc, indexed doc) pairs that share a band key, at most `max_bucket` per key."""
         qs, ds = [], []
-        for band in range(query.shape[1]):
-            col = self.keys[:, band]
-            lo = np.searchsorted(col, query[:, band], "left")
-            hi = np.searchsorted(col, query[:, band], "right")
+        for band in range(query.keys.shape[0]):
+            col = self.keys[band]
+            lo = np.searchsorted(col, query.keys[band], "left")
+            hi = np.searchsorted(col, query.keys[band], "right")
             counts = np.minimum(hi - lo, max_bucket)
             total = int(counts.sum())
             if not total:
                 continue
-            q = np.repeat(np.arange(len(query)), counts)
             within = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-            qs.append(q)
-            ds.append(self.docs[np.repeat(lo, counts) + within, band])
+            qs.append(np.repeat(query.docs[band], counts))
+            ds.append(self.docs[band, np.repeat(lo, counts) + within])
         if not qs:
             return np.empty(0, np.intp), np.empty(0, np.intp)
         return np.concatenate(qs), np.concatenate(ds)
+
+
+class SortedQuery:
+    """A batch's band keys sorted per band: searchsorted with sorted needles is about 5x faster."""
+
+    def __init__(self, keys: np.ndarray):
+        by_band = np.ascontiguousarray(keys.T)
+        self.docs = np.argsort(by_band, axis=1, kind="stable")
+        self.keys = np.take_along_axis(by_band, self.docs, axis=1)
 
 
 class NearDupIndex:
@@ -72,8 +83,7 @@ class NearDupIndex:
         self.bands, self.rows = minhash.lsh_params(threshold, num_perm)
         self.max_bucket = max_bucket
         self.ids: list[str] = []
-        self._sigs: list[np.ndarray] = []
-        self._sig_cache: np.ndarray | None = None
+        self._sigs = np.empty((1024, num_perm), np.uint32)  # grown by doubling, filled to len(self.ids)
         self._segments: list[_Segment] = []
 
     def __len__(self) -> int:
@@ -90,23 +100,22 @@ class NearDupIndex:
 
     @property
     def _all_sigs(self) -> np.ndarray:
-        if self._sig_cache is None or len(self._sig_cache) != len(self.ids):
-            self._sig_cache = (
-                np.concatenate(self._sigs) if self._sigs else np.empty((0, self.num_perm), np.uint32)
-            )
-            self._sigs = [self._sig_cache]
-        return self._sig_cache
+        return self._sigs[: len(self.ids)]
 
     def add(self, ids: list[str], sigs: np.ndarray) -> None:
         if not ids:
             return
+        start, end = len(self.ids), len(self.ids) + len(ids)
+        if end > len(self._sigs):
+            grown = np.empty((max(end, 2 * len(self._sigs)), self.num_perm), np.uint32)
+            grown[:start] = self._sigs[:start]
+            self._sigs = grown
+        self._sigs[start:end] = sigs
         keys = minhash.band_keys(sigs, self.bands, self.rows)
-        self._segments.append(_Segment(keys, len(self.ids)))
+        self._segments.append(_Segment(keys, start))
         self.ids.extend(ids)
-        self._sigs.append(sigs)
         if len(self._segments) > 16:  # keep look-ups to a few sorted arrays
-            all_keys = minhash.band_keys(self._all_sigs, self.bands, self.rows)
-            self._segments = [_Segment(all_keys, 0)]
+            self._segments = [_Segment(minhash.band_keys(self._all_sigs, self.bands, self.rows), 0)]
 
     def _verified(self, q: np.ndarray, d: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
         if len(q) == 0:
@@ -123,15 +132,16 @@ class NearDupIndex:
         """Decide, in order, which of these new pairs are near duplicates; index the ones kept."""
         n = len(ids)
         keys = minhash.band_keys(sigs, self.bands, self.rows) if n else np.empty((0, self.bands), np.uint64)
+        query = SortedQuery(keys)
         best_old: dict[int, tuple[float, int]] = {}
         for seg in self._segments:
-            q, d = seg.candidates(keys, self.max_bucket)
+            q, d = seg.candidates(query, self.max_bucket)
             for qi, di, s in zip(*self._verified(q, d, sigs, self._all_sigs)):
                 if qi not in best_old or s > best_old[qi][0]:
                     best_old[int(qi)] = (float(s), int(di))
         within: dict[int, list[tuple[float, int]]] = {}
         if n > 1:
-            q, d = _Segment(keys, 0).candidates(keys, self.max_bucket)
+            q, d = _Segment(keys, 0).candidates(query, self.max_bucket)
             earlier = d < q
             for qi, di, s in zip(*self._verified(q[earlier], d[earlier], sigs, sigs)):
                 within.setdefault(int(qi), []).append((float(s), int(di)))
