@@ -68,3 +68,25 @@ def test_console_script_reports_a_locked_warehouse_clearly(tmp_path, warehouse_p
     finally:
         holder.kill()
         holder.wait(10)
+
+
+def test_judge_json_has_the_documented_keys(tmp_path, warehouse_path):
+    from tasks.judge.standin import StandinConfig, StandinProcess
+
+    data = tmp_path / "hs.jsonl"
+    write_synth(data, "helpsteer3", 30, seed=5, pair_bytes=500, bad_rate=0.0)
+    assert runner.invoke(app, ["ingest", "--source", "helpsteer3", "--path", str(data), "--warehouse",
+                               str(warehouse_path), "--json"]).exit_code == 0
+    with StandinProcess(StandinConfig(latency_mean=0.01)) as server:
+        result = runner.invoke(app, ["judge", "--endpoint", server.url, "--strategy", "single", "--limit", "10",
+                                     "--warehouse", str(warehouse_path), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    for key in ("pairs", "judged", "failed", "skipped_cached", "requests", "tokens_in", "tokens_out", "seconds"):
+        assert key in summary
+    assert (summary["pairs"], summary["judged"], summary["requests"]) == (10, 10, 10)
+
+
+def test_judge_without_an_endpoint_is_a_clear_error(warehouse_path):
+    result = runner.invoke(app, ["judge", "--warehouse", str(warehouse_path)])
+    assert result.exit_code == 2 and "no judge endpoint" in result.output
