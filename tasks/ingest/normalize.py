@@ -20,7 +20,7 @@ from schemas.pair import CandidatePair
 # Chat-template overhead per message and per request, in tokens (generous for Qwen3's template).
 _TOKENS_PER_MESSAGE = 8
 _TOKENS_PER_REQUEST = 64
-_DIGITS = "0123456789"
+_DIGITS = b"0123456789"
 
 
 def normalize_text(text: str) -> str:
@@ -46,8 +46,17 @@ def texts_of(pair: CandidatePair) -> list[str]:
     return [m["content"] for m in pair.history] + [pair.response_a, pair.response_b]
 
 
-def texts_valid_utf8(pair: CandidatePair) -> bool:
-    return all(is_valid_utf8(t) for t in texts_of(pair))
+def _encoded(text: str) -> tuple[bytes, bool]:
+    """UTF-8 bytes of a text, and whether it encodes cleanly (a lone surrogate does not)."""
+    try:
+        return text.encode("utf-8"), True
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass"), False
+
+
+def _tokens_of_bytes(data: bytes) -> int:
+    digits = len(data) - len(data.translate(None, _DIGITS))
+    return math.ceil((len(data) - digits) / 3) + digits
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -56,15 +65,23 @@ def estimate_text_tokens(text: str) -> int:
     One token per 3 UTF-8 bytes (English averages about 4 characters a token, a CJK character is 3
     bytes and at most one token), and one token per digit (Qwen splits numbers into digits).
     """
-    n_bytes = len(text.encode("utf-8", "surrogatepass"))
-    digits = sum(map(text.count, _DIGITS)) if any(d in text for d in _DIGITS) else 0
-    return math.ceil((n_bytes - digits) / 3) + digits
+    return _tokens_of_bytes(_encoded(text)[0])
+
+
+def pair_text_facts(pair: CandidatePair) -> tuple[int, bool]:
+    """(estimated judge input tokens, every text valid UTF-8), encoding each text once."""
+    texts = texts_of(pair)
+    tokens, valid = _TOKENS_PER_REQUEST + _TOKENS_PER_MESSAGE * len(texts), True
+    for text in texts:
+        data, ok = _encoded(text)
+        tokens += _tokens_of_bytes(data)
+        valid &= ok
+    return tokens, valid
 
 
 def estimate_pair_tokens(pair: CandidatePair) -> int:
     """Tokens of the judge's input for this pair: every message plus the two responses and the template."""
-    texts = texts_of(pair)
-    return sum(estimate_text_tokens(t) for t in texts) + _TOKENS_PER_MESSAGE * len(texts) + _TOKENS_PER_REQUEST
+    return pair_text_facts(pair)[0]
 
 
 def _canonical_json(value: Any) -> bytes:

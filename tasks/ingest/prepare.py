@@ -99,8 +99,9 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
         return out
 
     pairs = [nz.normalize_pair(p) for _, p in adapted]
-    utf8_ok = [nz.texts_valid_utf8(p) for p in pairs]
-    tokens = [nz.estimate_pair_tokens(p) for p in pairs]
+    facts = [nz.pair_text_facts(p) for p in pairs]
+    tokens = [f[0] for f in facts]
+    utf8_ok = [f[1] for f in facts]
     frame = frame_of(
         [
             {

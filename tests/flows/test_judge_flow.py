@@ -98,13 +98,15 @@ def test_sigkill_mid_run_then_rerun_equals_an_uninterrupted_run(tmp_path, ingest
         reference = _verdicts(clean)
         server.reset_stats()
 
+        # its own process group: SIGKILL reaches the judging process and the Prefect server it started
         proc = subprocess.Popen([curate, "judge", "--endpoint", server.url, "--strategy", "swap", "--warehouse",
-                                 str(path), "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                 str(path), "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
         deadline, kill_after = time.time() + 120, random.randint(n // 2, 3 * n // 2)
         while server.stats()["completed"] < kill_after and time.time() < deadline:
             assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
             time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
         killed_requests = server.stats()["requests"]
         with Warehouse(path, read_only=True) as wh:
