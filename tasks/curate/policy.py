@@ -1,0 +1,66 @@
+"""The filter policy, as data: a TOML file (or flags) that decides which judged pairs a version keeps.
+
+Unknown keys and out-of-range values are refused with the key's name. The policy is stored with every
+version, so a version says exactly how it was made.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class PolicyError(ValueError):
+    pass
+
+
+class FilterPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_abs_margin: float = Field(1.0, ge=0.0, le=2.5, description="keep pairs whose |mean margin| is at least this")
+    min_confidence: float = Field(0.0, ge=0.0, le=1.0)
+    require_order_agreement: bool = Field(True, description="both orders must prefer the same response")
+    require_score_agreement: bool = Field(False, description="every verdict's scores must agree with its ranking")
+    max_spread: float | None = Field(None, ge=0.0, le=2.5, description="largest standard deviation of margins")
+    human_label: Literal["ignore", "require_agreement", "flag_disagreement"] = "flag_disagreement"
+    human_ties: Literal["keep", "drop"] = Field("keep", description="pairs whose human label is a tie")
+    both_bad: Literal["keep", "drop"] = Field("drop", description="pairs a human marked both-bad")
+    max_per_source: int | None = Field(None, ge=1)
+    max_per_domain: int | None = Field(None, ge=1)
+    max_per_prompt: int | None = Field(None, ge=1)
+    exclude_contaminated: bool = True
+    validation_share: float = Field(0.05, ge=0.0, lt=1.0, description="share of prompts in the validation split")
+
+
+def _explain(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        key = ".".join(str(x) for x in e["loc"]) or "policy"
+        if e["type"] == "extra_forbidden":
+            parts.append(f"unknown key {key!r}")
+        else:
+            parts.append(f"{key}: {e['msg']} (got {e.get('input')!r})")
+    return "; ".join(parts)
+
+
+def make_policy(values: dict) -> FilterPolicy:
+    try:
+        return FilterPolicy(**values)
+    except ValidationError as err:
+        raise PolicyError(f"invalid filter policy: {_explain(err)}") from None
+
+
+def load_policy(path: Path | None, overrides: dict | None = None) -> FilterPolicy:
+    """The policy from a TOML file (its `[policy]` table, or the whole file), with flags on top."""
+    values: dict = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as err:
+            raise PolicyError(f"{path}: cannot read the policy: {err}") from None
+        values = data.get("policy", data) if isinstance(data.get("policy", data), dict) else {}
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return make_policy(values)

@@ -1,0 +1,148 @@
+"""From judged pairs to the rows of a dataset version: confidence, the policy's filters and caps, the
+chosen/rejected direction, a train/validation split by prompt, and a content hash (pure functions)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from tasks.curate.confidence import Confidence, pair_confidence
+from tasks.curate.policy import FilterPolicy
+from tasks.judge.genrm import SideVerdict
+
+
+@dataclass(slots=True)
+class JudgedPair:
+    pair_id: str
+    source: str
+    source_id: str
+    source_revision: str
+    history: list[dict[str, str]]
+    response_a: str
+    response_b: str
+    human_label: float | None
+    both_bad: bool
+    domain: str | None
+    language: str | None
+    contaminated: bool
+    verdicts: list[tuple[str, SideVerdict]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class VersionRow:
+    pair_id: str
+    prompt: list[dict[str, str]]
+    chosen: str
+    rejected: str
+    chosen_side: str  # "a" | "b": which of the pair's responses the judge prefers
+    margin: float  # mean margin from the chosen response's side (> 0)
+    confidence: float
+    orders_agree: bool | None
+    scores_agree: bool
+    spread: float
+    verdicts: int
+    human_label: float | None  # from the chosen response's side
+    human_agrees: bool | None
+    source: str
+    source_id: str
+    source_revision: str
+    domain: str | None
+    language: str | None
+    split: str
+
+
+def prompt_key(history: list[dict[str, str]]) -> str:
+    text = json.dumps([[m["role"], m["content"]] for m in history], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def split_of(history: list[dict[str, str]], validation_share: float) -> str:
+    """Deterministic by prompt: every pair of one prompt lands in the same split."""
+    bucket = int(prompt_key(history)[:8], 16) / 0xFFFFFFFF
+    return "validation" if bucket < validation_share else "train"
+
+
+def _drop_reason(pair: JudgedPair, c: Confidence, policy: FilterPolicy) -> str | None:
+    if pair.contaminated and policy.exclude_contaminated:
+        return "contaminated"
+    if pair.both_bad and policy.both_bad == "drop":
+        return "both_bad"
+    if pair.human_label == 0 and policy.human_ties == "drop":
+        return "human_tie"
+    if c.direction == "tie":
+        return "judge_tie"
+    if abs(c.margin) < policy.min_abs_margin:
+        return "margin_below_min"
+    if c.confidence < policy.min_confidence:
+        return "confidence_below_min"
+    if policy.require_order_agreement and c.orders_agree is None:
+        return "one_order_only"
+    if policy.require_order_agreement and not c.orders_agree:
+        return "orders_disagree"
+    if policy.require_score_agreement and not c.scores_agree:
+        return "scores_disagree"
+    if policy.max_spread is not None and c.spread > policy.max_spread:
+        return "spread_above_max"
+    if policy.human_label == "require_agreement" and c.human_agrees is False:
+        return "human_disagrees"
+    return None
+
+
+def select_rows(pairs: list[JudgedPair], policy: FilterPolicy) -> tuple[list[VersionRow], Counter]:
+    """The rows a policy keeps, in a stable order, and the dropped pairs counted by reason."""
+    dropped: Counter = Counter()
+    kept: list[tuple[JudgedPair, Confidence]] = []
+    for pair in pairs:
+        if not pair.verdicts:
+            dropped["not_judged"] += 1
+            continue
+        c = pair_confidence(pair.verdicts, pair.human_label)
+        reason = _drop_reason(pair, c, policy)
+        if reason:
+            dropped[reason] += 1
+        else:
+            kept.append((pair, c))
+    # Caps keep the most confident pairs first; ties broken by pair id, so the choice is reproducible.
+    kept.sort(key=lambda pc: (-pc[1].confidence, pc[0].pair_id))
+    caps = [("prompt", policy.max_per_prompt, lambda p: prompt_key(p.history)),
+            ("domain", policy.max_per_domain, lambda p: p.domain or ""),
+            ("source", policy.max_per_source, lambda p: p.source)]
+    for name, cap, key in caps:
+        if cap is None:
+            continue
+        seen: Counter = Counter()
+        survivors = []
+        for pair, c in kept:
+            k = key(pair)
+            if seen[k] >= cap:
+                dropped[f"cap_per_{name}"] += 1
+                continue
+            seen[k] += 1
+            survivors.append((pair, c))
+        kept = survivors
+    rows = []
+    for pair, c in sorted(kept, key=lambda pc: pc[0].pair_id):
+        a_wins = c.direction == "a"
+        rows.append(VersionRow(
+            pair_id=pair.pair_id, prompt=pair.history,
+            chosen=pair.response_a if a_wins else pair.response_b,
+            rejected=pair.response_b if a_wins else pair.response_a,
+            chosen_side=c.direction, margin=abs(c.margin), confidence=c.confidence, orders_agree=c.orders_agree,
+            scores_agree=c.scores_agree, spread=c.spread, verdicts=c.verdicts,
+            human_label=None if pair.human_label is None else (pair.human_label if a_wins else -pair.human_label),
+            human_agrees=c.human_agrees if policy.human_label != "ignore" else None,
+            source=pair.source, source_id=pair.source_id, source_revision=pair.source_revision,
+            domain=pair.domain, language=pair.language, split=split_of(pair.history, policy.validation_share),
+        ))
+    return rows, dropped
+
+
+def content_hash(rows: list[VersionRow]) -> str:
+    """A hash of what a version holds: the same policy over the same judgments gives the same hash."""
+    h = hashlib.blake2b(digest_size=16)
+    for row in sorted(rows, key=lambda r: r.pair_id):
+        h.update(json.dumps(asdict(row), ensure_ascii=False, sort_keys=True, default=str).encode("utf-8", "surrogatepass"))
+        h.update(b"\n")
+    return h.hexdigest()
