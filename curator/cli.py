@@ -24,7 +24,7 @@ err = Console(stderr=True)
 out = Console()
 
 _KNOWN_ERRORS = ("WarehouseLockedError", "SourceReadError", "MissingColumnsError", "ValueError", "FileNotFoundError",
-                 "ServerStartError")
+                 "ServerStartError", "PolicyError", "EmptyVersionError")
 
 
 def _settings_env(warehouse: Optional[Path]) -> None:
@@ -220,6 +220,67 @@ def judge_standin(
                   "--latency-sigma", str(latency_sigma), "--position-bias", str(position_bias), "--error-rate",
                   str(error_rate), "--hang-rate", str(hang_rate), "--malformed-rate", str(malformed_rate),
                   "--truncated-rate", str(truncated_rate), "--seed", str(seed)])
+
+
+@app.command("build-version")
+def build_version(
+    name: str = typer.Argument(..., help="dataset name (letters, digits, . _ -)"),
+    policy: Optional[Path] = typer.Option(None, "--policy", help="filter policy TOML file"),
+    judge_config: Optional[str] = typer.Option(None, "--judge-config", help="judge configuration id (default: latest)"),
+    min_abs_margin: Optional[float] = typer.Option(None, "--min-abs-margin"),
+    min_confidence: Optional[float] = typer.Option(None, "--min-confidence"),
+    require_order_agreement: Optional[bool] = typer.Option(None, "--require-order-agreement/--allow-order-disagreement"),
+    require_score_agreement: Optional[bool] = typer.Option(None, "--require-score-agreement/--allow-score-disagreement"),
+    max_spread: Optional[float] = typer.Option(None, "--max-spread"),
+    human_label: Optional[str] = typer.Option(None, "--human-label", help="ignore | require_agreement | flag_disagreement"),
+    human_ties: Optional[str] = typer.Option(None, "--human-ties", help="keep | drop"),
+    both_bad: Optional[str] = typer.Option(None, "--both-bad", help="keep | drop"),
+    max_per_source: Optional[int] = typer.Option(None, "--max-per-source"),
+    max_per_domain: Optional[int] = typer.Option(None, "--max-per-domain"),
+    max_per_prompt: Optional[int] = typer.Option(None, "--max-per-prompt"),
+    exclude_contaminated: Optional[bool] = typer.Option(None, "--exclude-contaminated/--include-contaminated"),
+    validation_share: Optional[float] = typer.Option(None, "--validation-share"),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Materialize the next immutable version of NAME from the judged pairs and a filter policy."""
+    _settings_env(warehouse)
+    overrides = {k: v for k, v in dict(
+        min_abs_margin=min_abs_margin, min_confidence=min_confidence, require_order_agreement=require_order_agreement,
+        require_score_agreement=require_score_agreement, max_spread=max_spread, human_label=human_label,
+        human_ties=human_ties, both_bad=both_bad, max_per_source=max_per_source, max_per_domain=max_per_domain,
+        max_per_prompt=max_per_prompt, exclude_contaminated=exclude_contaminated, validation_share=validation_share,
+    ).items() if v is not None}
+    from tasks.curate.policy import load_policy
+
+    _run(load_policy, policy, overrides)  # refuse a bad policy before any flow run starts
+    from flows.versions import build_version as build_flow
+
+    summary = _run(build_flow, name, str(policy) if policy else None, overrides, judge_config)
+    _print_summary(f"version {name}", summary, as_json)
+
+
+@app.command()
+def versions(
+    name: Optional[str] = typer.Argument(None),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """List dataset versions."""
+    _settings_env(warehouse)
+    from curator.settings import get_settings
+    from warehouse.store import Warehouse
+
+    with _run(Warehouse, get_settings().warehouse, read_only=True) as wh:
+        found = wh.versions(name)
+    if as_json:
+        sys.stdout.write(json.dumps(found, default=str) + "\n")
+        return
+    table = Table("name", "version", "parent", "created", "rows", "content hash", "judge config", "published")
+    for v in found:
+        table.add_row(v["name"], str(v["version"]), str(v["parent_version"] or "-"), str(v["created_at"])[:19],
+                      str(v["row_count"]), v["content_hash"], v["judge_config_id"], v["published_tag"] or "-")
+    out.print(table)
 
 
 @app.command()

@@ -378,6 +378,81 @@ class Warehouse:
             "SELECT status, count(*) FROM judgments WHERE judge_config_id = ? GROUP BY status", [config_id]
         ).fetchall())
 
+    # -- dataset versions ----------------------------------------------------------------------------
+    def latest_judge_config_id(self) -> str | None:
+        row = self.con.execute(
+            "SELECT judge_config_id FROM judgments WHERE status = 'ok' GROUP BY judge_config_id "
+            "ORDER BY max(finished_at) DESC LIMIT 1"
+        ).fetchone()
+        return row[0] if row else None
+
+    def judged_pairs(self, config_id: str) -> list[dict[str, Any]]:
+        """Every pair that is not a near duplicate, with its ok verdicts under `config_id` and whether it is
+        contaminated (the policy decides what to do with that)."""
+        cur = self.con.execute(
+            """
+            SELECT p.pair_id, p.source, p.source_id, p.source_revision, p.history, p.response_a, p.response_b,
+                   p.human_label, p.both_bad, p.domain, p.language,
+                   EXISTS (SELECT 1 FROM contamination c WHERE c.pair_id = p.pair_id) AS contaminated,
+                   coalesce(list(struct_pack(o := j."order", s := j.sample_index, score_a := j.score_a,
+                                             score_b := j.score_b, ranking_a := j.ranking_a, margin := j.margin_a)
+                                 ORDER BY j."order", j.sample_index)
+                            FILTER (WHERE j.pair_id IS NOT NULL), []) AS verdicts
+            FROM candidate_pairs p
+            LEFT JOIN judgments j ON j.pair_id = p.pair_id AND j.judge_config_id = ? AND j.status = 'ok'
+            WHERE NOT EXISTS (SELECT 1 FROM near_duplicates n WHERE n.pair_id = p.pair_id)
+            GROUP BY ALL
+            ORDER BY p.pair_id
+            """,
+            [config_id],
+        )
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def latest_version(self, name: str) -> dict[str, Any] | None:
+        cur = self.con.execute(
+            "SELECT name, version, content_hash, row_count, created_at, judge_config_id FROM dataset_versions "
+            "WHERE name = ? ORDER BY version DESC LIMIT 1",
+            [name],
+        )
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row)) if row else None
+
+    def write_version(self, meta: dict[str, Any], rows: pa.Table) -> None:
+        """A new version and its rows, in one transaction: a version is there whole or not at all."""
+        with self.transaction():
+            self.con.execute(
+                "INSERT INTO dataset_versions (name, version, parent_version, created_at, judge_config_id, policy, "
+                "source_revisions, row_count, content_hash, stats) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [meta["name"], meta["version"], meta["parent_version"], _now(), meta["judge_config_id"],
+                 json.dumps(meta["policy"]), json.dumps(meta["source_revisions"]), meta["row_count"],
+                 meta["content_hash"], json.dumps(meta["stats"], default=str)],
+            )
+            self.con.register("batch_rows", rows)
+            try:
+                cols = ", ".join(rows.column_names)
+                self.con.execute(f"INSERT INTO dataset_rows ({cols}) SELECT {cols} FROM batch_rows")
+            finally:
+                self.con.unregister("batch_rows")
+
+    def versions(self, name: str | None = None) -> list[dict[str, Any]]:
+        cur = self.con.execute(
+            "SELECT name, version, parent_version, created_at, row_count, content_hash, judge_config_id, "
+            "published_target, published_tag FROM dataset_versions WHERE (? IS NULL OR name = ?) "
+            "ORDER BY name, version",
+            [name, name],
+        )
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def version_rows(self, name: str, version: int) -> list[dict[str, Any]]:
+        cur = self.con.execute(
+            "SELECT * EXCLUDE (name, version) FROM dataset_rows WHERE name = ? AND version = ? ORDER BY pair_id",
+            [name, version],
+        )
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
     # -- counts for summaries and tests -----------------------------------------------------------
     def counts(self) -> dict[str, int]:
         tables = ["candidate_pairs", "pair_sightings", "quarantine", "near_duplicates", "contamination", "ingest_runs"]

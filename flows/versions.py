@@ -1,0 +1,137 @@
+"""Build a dataset version: the policy applied to one judge configuration's verdicts, stored immutably.
+
+Reads like the process: load the policy, gather the judged pairs, keep what the policy keeps, and store
+a new version unless its content equals the latest one's (then say so and make nothing).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from curator.settings import settings_with
+from schemas.pair import MESSAGE_TYPE
+from tasks.curate.policy import FilterPolicy, load_policy
+from tasks.curate.select import JudgedPair, VersionRow, content_hash, select_rows
+from tasks.judge.genrm import SideVerdict
+from warehouse.store import Warehouse
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+
+
+class EmptyVersionError(ValueError):
+    """The policy keeps nothing: no empty dataset is made."""
+
+
+def check_name(name: str) -> str:
+    """A dataset name safe as a folder and a Hub repo name: no path traversal, no spaces."""
+    if not NAME_PATTERN.fullmatch(name) or ".." in name:
+        raise ValueError(f"invalid dataset name {name!r}: use letters, digits, '.', '_' or '-' (at most 96)")
+    return name
+
+
+def _judged(row: dict[str, Any]) -> JudgedPair:
+    verdicts = [(v["o"], SideVerdict(v["score_a"], v["score_b"], v["ranking_a"], v["margin"])) for v in row["verdicts"]]
+    return JudgedPair(
+        pair_id=row["pair_id"], source=row["source"], source_id=row["source_id"],
+        source_revision=row["source_revision"], history=row["history"], response_a=row["response_a"],
+        response_b=row["response_b"], human_label=row["human_label"], both_bad=row["both_bad"], domain=row["domain"],
+        language=row["language"], contaminated=row["contaminated"], verdicts=verdicts,
+    )
+
+
+def rows_table(name: str, version: int, rows: list[VersionRow]) -> pa.Table:
+    data = [asdict(r) for r in rows]
+    columns = {k: [d[k] for d in data] for k in (data[0] if data else {})}
+    columns["prompt"] = pa.array(columns["prompt"], pa.list_(MESSAGE_TYPE))
+    return pa.table({"name": [name] * len(rows), "version": pa.array([version] * len(rows), pa.int32()), **columns})
+
+
+def version_stats(rows: list[VersionRow], dropped: Counter, considered: int) -> dict[str, Any]:
+    def count(key):
+        return dict(sorted(Counter(getattr(r, key) or "unknown" for r in rows).items()))
+
+    agreements = [r.human_agrees for r in rows if r.human_agrees is not None]
+    return {
+        "considered": considered,
+        "kept": len(rows),
+        "dropped": dict(dropped.most_common()),
+        "splits": count("split"),
+        "by_source": count("source"),
+        "by_domain": count("domain"),
+        "by_language": count("language"),
+        "judge_human_agreement": round(sum(agreements) / len(agreements), 4) if agreements else None,
+        "human_labelled": len(agreements),
+    }
+
+
+@task(cache_policy=NO_CACHE)
+def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> tuple[list[VersionRow], Counter, int]:
+    pairs = [_judged(r) for r in wh.judged_pairs(config_id)]
+    rows, dropped = select_rows(pairs, policy)
+    return rows, dropped, len(pairs)
+
+
+@flow(name="build-version", log_prints=False)
+def build_version(
+    name: str,
+    policy_path: str | None = None,
+    policy_overrides: dict[str, Any] | None = None,
+    judge_config_id: str | None = None,
+    warehouse: str | None = None,
+) -> dict[str, Any]:
+    """Materialize the next immutable version of `name`, or say that nothing changed."""
+    log = get_run_logger()
+    check_name(name)
+    policy = load_policy(Path(policy_path) if policy_path else None, policy_overrides)
+    settings = settings_with(warehouse=warehouse)
+    with Warehouse(settings.warehouse) as wh:
+        config_id = judge_config_id or wh.latest_judge_config_id()
+        if config_id is None:
+            raise EmptyVersionError("no judged pairs yet: run `curate judge` first")
+        rows, dropped, considered = select_version_rows(wh, config_id, policy)
+        if not rows:
+            raise EmptyVersionError(
+                f"the policy keeps none of {considered} pairs (dropped: {dict(dropped.most_common())}); "
+                "loosen it rather than publish an empty dataset")
+        digest = content_hash(rows)
+        latest = wh.latest_version(name)
+        stats = version_stats(rows, dropped, considered)
+        if latest is not None and latest["content_hash"] == digest and latest["judge_config_id"] == config_id:
+            summary = {"name": name, "version": latest["version"], "rows": latest["row_count"], "content_hash": digest,
+                       "created": str(latest["created_at"]), "new_version": False,
+                       "note": f"unchanged: same content as {name} v{latest['version']}", "stats": stats}
+            log.info(summary["note"])
+            return summary
+        version = (latest["version"] + 1) if latest else 1
+        revisions: dict[str, list[str]] = {}
+        for r in rows:
+            revisions.setdefault(r.source, [])
+            if r.source_revision not in revisions[r.source]:
+                revisions[r.source].append(r.source_revision)
+        meta = {"name": name, "version": version, "parent_version": latest["version"] if latest else None,
+                "judge_config_id": config_id, "policy": policy.model_dump(), "source_revisions": revisions,
+                "row_count": len(rows), "content_hash": digest, "stats": stats}
+        wh.write_version(meta, rows_table(name, version, rows))
+        created = wh.latest_version(name)["created_at"]
+    summary = {"name": name, "version": version, "rows": len(rows), "content_hash": digest,
+               "created": str(created), "new_version": True,
+               "parent_version": meta["parent_version"], "judge_config_id": config_id, "stats": stats}
+    create_table_artifact(key=f"version-{name}".lower().replace("_", "-").replace(".", "-"),
+                          table=[{"measure": k, "value": str(v)} for k, v in stats.items()],
+                          description=f"{name} v{version}: {len(rows)} rows, content {digest}")
+    create_markdown_artifact(
+        key=f"version-{name}-summary".lower().replace("_", "-").replace(".", "-"),
+        markdown=(f"# {name} v{version}\n\n{len(rows)} rows kept of {considered} judged pairs "
+                  f"(judge configuration `{config_id}`).\n\nDropped: {dict(dropped.most_common())}\n\n"
+                  f"Splits: {stats['splits']}\n\nContent hash: `{digest}`\n"),
+    )
+    return summary
