@@ -24,7 +24,7 @@ err = Console(stderr=True)
 out = Console()
 
 _KNOWN_ERRORS = ("WarehouseLockedError", "SourceReadError", "MissingColumnsError", "ValueError", "FileNotFoundError",
-                 "ServerStartError", "PolicyError", "EmptyVersionError")
+                 "ServerStartError", "PolicyError", "EmptyVersionError", "PublishError")
 
 
 def _settings_env(warehouse: Optional[Path]) -> None:
@@ -281,6 +281,53 @@ def versions(
         table.add_row(v["name"], str(v["version"]), str(v["parent_version"] or "-"), str(v["created_at"])[:19],
                       str(v["row_count"]), v["content_hash"], v["judge_config_id"], v["published_tag"] or "-")
     out.print(table)
+
+
+@app.command()
+def diff(
+    name: str = typer.Argument(...),
+    old: int = typer.Argument(..., metavar="A", help="the earlier version"),
+    new: int = typer.Argument(..., metavar="B", help="the later version"),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Pairs added, removed and flipped between versions A and B of NAME, and how the statistics moved."""
+    _settings_env(warehouse)
+    from curator.settings import get_settings
+    from tasks.curate.diff import diff_versions
+    from warehouse.store import Warehouse
+
+    with _run(Warehouse, get_settings().warehouse, read_only=True) as wh:
+        missing = [v for v in (old, new) if wh.version_meta(name, v) is None or wh.version_meta(name, v)["version"] != v]
+        if missing:
+            _fail(f"{name} has no version {missing[0]}")
+        result = diff_versions(wh.version_rows(name, old), wh.version_rows(name, new))
+    if as_json:
+        sys.stdout.write(json.dumps(result) + "\n")
+        return
+    summary = {"added": len(result["added"]), "removed": len(result["removed"]), "flipped": len(result["flipped"])}
+    for key in ("rows", "mean_margin", "mean_confidence", "by_source", "by_split"):
+        summary[key] = f"{result['before'][key]} -> {result['after'][key]}"
+    _print_summary(f"{name} v{old} -> v{new}", summary, False)
+
+
+@app.command()
+def publish(
+    name: str = typer.Argument(...),
+    version: Optional[int] = typer.Argument(None, help="default: the latest version"),
+    to: str = typer.Option("published", "--to", help="a local folder (Hub layout) or hf://ORG/NAME"),
+    private: bool = typer.Option(False, "--private", help="create the Hub repo private"),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Publish a version: Parquet shards per format and split, a dataset card, a tag per version."""
+    _settings_env(warehouse)
+    from flows.publish import publish as publish_flow
+
+    summary = _run(publish_flow, name, version, to, private)
+    if not as_json:
+        summary = {**summary, "files": f"{len(summary['files'])} files"}
+    _print_summary(f"publish {name}", summary, as_json)
 
 
 @app.command()

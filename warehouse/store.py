@@ -445,6 +445,32 @@ class Warehouse:
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
+    def version_meta(self, name: str, version: int | None = None) -> dict[str, Any] | None:
+        """One version's record (the latest when `version` is None), JSON fields decoded."""
+        cur = self.con.execute(
+            "SELECT * FROM dataset_versions WHERE name = ? AND (? IS NULL OR version = ?) ORDER BY version DESC LIMIT 1",
+            [name, version, version],
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        meta = dict(zip([d[0] for d in cur.description], row))
+        for key in ("policy", "source_revisions", "stats"):
+            meta[key] = json.loads(meta[key]) if isinstance(meta[key], str) else meta[key]
+        return meta
+
+    def judge_config(self, config_id: str) -> dict[str, Any]:
+        cur = self.con.execute("SELECT * FROM judge_configs WHERE judge_config_id = ?", [config_id])
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row)) if row else {"judge_config_id": config_id}
+
+    def mark_published(self, name: str, version: int, target: str, tag: str | None, commit: str | None) -> None:
+        self.con.execute(
+            "UPDATE dataset_versions SET published_target = ?, published_tag = ?, published_commit = ?, published_at = ? "
+            "WHERE name = ? AND version = ?",
+            [target, tag, commit, _now(), name, version],
+        )
+
     def version_rows(self, name: str, version: int) -> list[dict[str, Any]]:
         cur = self.con.execute(
             "SELECT * EXCLUDE (name, version) FROM dataset_rows WHERE name = ? AND version = ? ORDER BY pair_id",

@@ -72,3 +72,47 @@ def test_cli_build_version_and_versions_json(judged):
     assert json.loads(listed.stdout)[0]["content_hash"] == summary["content_hash"]
     bad = runner.invoke(app, ["build-version", "cli-set", "--min-abs-margin", "9", "--warehouse", str(judged)])
     assert bad.exit_code == 2 and "min_abs_margin" in bad.output
+
+
+def test_publish_locally_in_hub_layout_then_again_is_a_no_op(judged, tmp_path):
+    import datasets
+    import yaml
+
+    from flows.publish import publish
+
+    made = build_version("pub-set", warehouse=str(judged))
+    target = tmp_path / "published"
+    first = publish("pub-set", to=str(target), warehouse=str(judged))
+    assert first["published"] and not first["already_published"] and first["version"] == made["version"]
+    folder = target / "pub-set" / f"v{made['version']}"
+    assert "README.md" in first["files"] and any(f.startswith("data/dpo/train-") for f in first["files"])
+    card = (folder / "README.md").read_text()
+    front = yaml.safe_load(card.split("---\n")[1])
+    assert {c["config_name"] for c in front["configs"]} == {"dpo", "rm", "helpsteer3"}
+    assert front["license"] == "cc-by-4.0" and "text-generation" in front["task_categories"]
+    assert made["content_hash"] in card and "margin_confidence.svg" in card
+    dpo = datasets.load_dataset(str(folder), "dpo")
+    total = sum(len(dpo[s]) for s in dpo)
+    assert total == made["rows"]
+    row = dpo["train"][0]
+    assert row["prompt"][-1]["role"] == "user" and row["chosen"][0]["role"] == "assistant"
+    assert 0 < row["confidence"] <= 1 and row["margin"] >= 1.0
+    hs3 = datasets.load_dataset(str(folder), "helpsteer3")
+    assert set(hs3["train"][0]) >= {"context", "response1", "response2", "overall_preference"}
+
+    again = publish("pub-set", to=str(target), warehouse=str(judged))
+    assert again["already_published"] and again["files"] == first["files"]
+    with Warehouse(judged, read_only=True) as wh:
+        assert wh.version_meta("pub-set")["published_tag"] == f"v{made['version']}"
+
+
+def test_publish_refuses_unknown_versions_and_occupied_folders(judged, tmp_path):
+    from flows.publish import publish
+
+    with pytest.raises(ValueError, match="no version"):
+        publish("never-built", to=str(tmp_path), warehouse=str(judged))
+    build_version("occupied", warehouse=str(judged))
+    (tmp_path / "occupied" / "v1").mkdir(parents=True)
+    (tmp_path / "occupied" / "v1" / "something.txt").write_text("not ours")
+    with pytest.raises(ValueError, match="refusing to overwrite"):
+        publish("occupied", to=str(tmp_path), warehouse=str(judged))

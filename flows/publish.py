@@ -1,0 +1,99 @@
+"""Publish a dataset version: to a local folder in the Hub's layout (the default), or to the Hub.
+
+Reads like the process: read the version, lay out its files (Parquet shards per format and split, the
+card, the plot), then place them: a local folder by one rename, the Hub by one commit and a tag `vN`.
+Publishing what is already published does nothing and says so; a failed upload leaves the version
+marked unpublished.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from curator.settings import settings_with
+from flows.versions import check_name
+from tasks.ingest.sources import SOURCES
+from tasks.publish.card import card_markdown, distributions_svg
+from tasks.publish.layout import MARKER, PLOT, export_files, list_files, read_marker, write_atomically
+from warehouse.store import Warehouse
+
+HF_PREFIX = "hf://"
+
+
+def _licenses(rows: list[dict[str, Any]]) -> list[str]:
+    """Each source's license, as its card states it."""
+    return [f"{s}: {SOURCES[s].license}" if s in SOURCES else f"{s}: unknown" for s in sorted({r["source"] for r in rows})]
+
+
+def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict[str, Any]):
+    def fill(folder: Path) -> None:
+        configs = export_files(folder, rows)
+        (folder / PLOT).write_text(distributions_svg([r["margin"] for r in rows], [r["confidence"] for r in rows]))
+        (folder / "README.md").write_text(card_markdown(
+            name=meta["name"], version=meta["version"], content_hash=meta["content_hash"], rows=rows,
+            stats=meta["stats"], policy=meta["policy"], judge_config=judge_config,
+            source_revisions=meta["source_revisions"], licenses=_licenses(rows), configs=configs, plot_file=PLOT,
+        ))
+        (folder / MARKER).write_text(
+            '{"name": "%s", "version": %d, "content_hash": "%s"}' % (meta["name"], meta["version"], meta["content_hash"]))
+    return fill
+
+
+@flow(name="publish", log_prints=False)
+def publish(
+    name: str, version: int | None = None, to: str = "published", private: bool = False, warehouse: str | None = None,
+) -> dict[str, Any]:
+    """Publish `name` (its latest version unless `version`) to a local folder or to `hf://ORG/NAME`."""
+    log = get_run_logger()
+    check_name(name)
+    settings = settings_with(warehouse=warehouse)
+    with Warehouse(settings.warehouse, read_only=True) as wh:
+        meta = wh.version_meta(name, version)
+        if meta is None:
+            raise ValueError(f"no version {version or '(latest)'} of {name!r}: run `curate build-version {name}` first")
+        rows = wh.version_rows(name, meta["version"])
+        judge_config = wh.judge_config(meta["judge_config_id"])
+    tag = f"v{meta['version']}"
+    fill = _filler(meta, rows, judge_config)
+
+    if to.startswith(HF_PREFIX):
+        from tasks.publish.hub import publish_folder_to_hub, resolve_hf_token  # the Hub path only when asked
+        import tempfile
+
+        repo_id = to[len(HF_PREFIX):].strip("/")
+        org, _, repo = repo_id.partition("/")
+        check_name(org), check_name(repo)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "upload"
+            folder.mkdir()
+            fill(folder)
+            files = list_files(folder)
+            result = publish_folder_to_hub(folder, repo_id, tag, token=resolve_hf_token(),
+                                           commit_message=f"{name} {tag} ({meta['content_hash']})", private=private)
+        target, commit, already = f"{HF_PREFIX}{repo_id}", result.commit, result.already_published
+    else:
+        final = Path(to) / name / tag
+        marker = read_marker(final)
+        if final.exists() and (marker is None or marker.get("content_hash") != meta["content_hash"]):
+            raise ValueError(f"{final} exists and is not {name} {tag}: refusing to overwrite it")
+        already = final.exists()
+        if not already:
+            write_atomically(final, fill)
+        files, target, commit = list_files(final), str(final.resolve()), None
+
+    with Warehouse(settings.warehouse) as wh:
+        wh.mark_published(name, meta["version"], target, tag, commit)
+    summary = {"name": name, "version": meta["version"], "target": target, "tag": tag, "commit": commit,
+               "files": files, "published": True, "already_published": already, "rows": len(rows),
+               "content_hash": meta["content_hash"]}
+    log.info("%s %s %s %s", name, tag, "already published at" if already else "published to", target)
+    create_table_artifact(key=f"publish-{name}".lower().replace("_", "-").replace(".", "-"),
+                          table=[{"file": f} for f in files], description=f"{name} {tag} at {target}")
+    create_markdown_artifact(key=f"publish-{name}-link".lower().replace("_", "-").replace(".", "-"),
+                             markdown=f"# {name} {tag}\n\n{'Already published' if already else 'Published'} at "
+                                      f"`{target}` ({len(rows)} rows, content `{meta['content_hash']}`).\n")
+    return summary

@@ -1,0 +1,149 @@
+"""The dataset card: README.md with Hugging Face YAML front matter, and an SVG plot of the margin and
+confidence distributions (no plotting library needed)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import yaml
+
+BINS = 10
+
+
+def histogram(values: list[float], low: float, high: float, bins: int = BINS) -> list[int]:
+    counts = [0] * bins
+    for v in values:
+        i = min(bins - 1, max(0, int((v - low) / (high - low) * bins)))
+        counts[i] += 1
+    return counts
+
+
+def distributions_svg(margins: list[float], confidences: list[float]) -> str:
+    """Two bar charts side by side: margin (0..2.5) and confidence (0..1)."""
+    width, height, pad = 640, 240, 30
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">']
+    for k, (title, values, high) in enumerate((("margin from the chosen side", margins, 2.5), ("confidence", confidences, 1.0))):
+        counts = histogram(values, 0.0, high)
+        top = max(counts) or 1
+        x0 = k * width // 2 + pad
+        plot_w, plot_h = width // 2 - 2 * pad, height - 2 * pad - 10
+        bar = plot_w / len(counts)
+        parts.append(f'<text x="{x0}" y="{pad - 10}">{title} (n={len(values)})</text>')
+        for i, c in enumerate(counts):
+            h = plot_h * c / top
+            parts.append(f'<rect x="{x0 + i * bar:.1f}" y="{pad + plot_h - h:.1f}" width="{bar - 2:.1f}" height="{h:.1f}" fill="#4c78a8"><title>{c}</title></rect>')
+        parts.append(f'<text x="{x0}" y="{pad + plot_h + 14}">0</text>')
+        parts.append(f'<text x="{x0 + plot_w - 16}" y="{pad + plot_h + 14}">{high:g}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _quantiles(values: list[float]) -> str:
+    if not values:
+        return "-"
+    s = sorted(values)
+    pick = lambda q: s[min(len(s) - 1, int(q * len(s)))]  # noqa: E731
+    return " / ".join(f"{pick(q):.2f}" for q in (0.1, 0.25, 0.5, 0.75, 0.9))
+
+
+def _table(counts: dict[str, Any]) -> str:
+    lines = ["| | rows |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in counts.items()]
+    return "\n".join(lines)
+
+
+def card_markdown(
+    *, name: str, version: int, content_hash: str, rows: list[dict[str, Any]], stats: dict[str, Any],
+    policy: dict[str, Any], judge_config: dict[str, Any], source_revisions: dict[str, list[str]],
+    licenses: list[str], configs: dict[str, list[str]], plot_file: str,
+) -> str:
+    """README.md: YAML front matter (configs and splits, licenses, task categories), then the card."""
+    # One SPDX-style id only when every source says the same plain license; otherwise "other" + details.
+    ids = {entry.split(": ", 1)[-1] for entry in licenses}
+    plain = len(ids) == 1 and " " not in next(iter(ids))
+    front = {
+        "license": next(iter(ids)) if plain else "other",
+        "license_details": None if plain else "; ".join(licenses),
+        "task_categories": ["text-generation"],
+        "tags": ["dpo", "reward-modeling", "preference", "llm-judge"],
+        "pretty_name": f"{name} v{version}",
+        "configs": [
+            {"config_name": config, **({"default": True} if config == "dpo" else {}),
+             "data_files": [{"split": split, "path": f"data/{config}/{split}-*.parquet"} for split in splits]}
+            for config, splits in configs.items()
+        ],
+    }
+    front = {k: v for k, v in front.items() if v is not None}
+    margins = [r["margin"] for r in rows]
+    confidences = [r["confidence"] for r in rows]
+    dropped = stats.get("dropped", {})
+    agreement = stats.get("judge_human_agreement")
+    body = f"""# {name} v{version}
+
+Preference pairs (a conversation ending with a user turn, a chosen and a rejected answer) kept from
+human-preference sources after judging with `{judge_config.get('model')}` and filtering by how confident
+its ranking is. Content hash `{content_hash}`.
+
+```python
+from datasets import load_dataset
+dpo = load_dataset("<this repo or folder>", "dpo")          # TRL conversational DPO format
+rm = load_dataset("<this repo or folder>", "rm")            # reward-model pairs
+hs3 = load_dataset("<this repo or folder>", "helpsteer3")   # HelpSteer3-style rows
+```
+
+## Counts
+
+{len(rows)} rows kept of {stats.get('considered')} judged pairs. Splits: {json.dumps(stats.get('splits'))}
+(by prompt: no prompt is in both).
+
+By source:
+
+{_table(stats.get('by_source', {}))}
+
+By domain:
+
+{_table(stats.get('by_domain', {}))}
+
+By language:
+
+{_table(stats.get('by_language', {}))}
+
+Dropped, by reason:
+
+{_table(dropped) if dropped else 'nothing dropped'}
+
+## Margin and confidence
+
+![margin and confidence distributions]({plot_file})
+
+| | p10 / p25 / p50 / p75 / p90 |
+|---|---|
+| margin (0 .. 2.5) | {_quantiles(margins)} |
+| confidence (0 .. 1) | {_quantiles(confidences)} |
+
+Judge-human agreement: {'n/a' if agreement is None else f'{agreement:.1%} of {stats.get("human_labelled")} human-labelled pairs'}.
+
+## Filter policy
+
+```json
+{json.dumps(policy, indent=2, sort_keys=True)}
+```
+
+## Judge configuration
+
+```json
+{json.dumps(judge_config, indent=2, sort_keys=True, default=str)}
+```
+
+## Sources
+
+{_table({s: ", ".join(revs) for s, revs in source_revisions.items()})}
+
+Licenses carried from the sources: {'; '.join(licenses)}.
+"""
+    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+
+
+def count_by(rows: list[dict[str, Any]], key: str) -> dict[str, int]:
+    return dict(sorted(Counter(r.get(key) or "unknown" for r in rows).items()))

@@ -1,0 +1,35 @@
+from tasks.curate.diff import diff_versions
+from tasks.curate.exports import dpo_record, helpsteer3_record, rm_record
+
+ROW = {"pair_id": "p1", "prompt": [{"role": "user", "content": "q?"}], "chosen": "good", "rejected": "bad",
+       "chosen_side": "b", "margin": 2.5, "confidence": 0.9, "source": "arena", "domain": "general",
+       "language": "en", "split": "train"}
+
+
+def test_dpo_is_trl_conversational():
+    r = dpo_record(ROW)
+    assert r["prompt"] == [{"role": "user", "content": "q?"}]
+    assert r["chosen"] == [{"role": "assistant", "content": "good"}]
+    assert r["rejected"] == [{"role": "assistant", "content": "bad"}]
+    assert (r["margin"], r["confidence"]) == (2.5, 0.9)
+
+
+def test_rm_pairs_are_whole_conversations():
+    r = rm_record(ROW)
+    assert r["chosen"][-1] == {"role": "assistant", "content": "good"} and r["chosen"][:-1] == ROW["prompt"]
+    assert r["rejected"][-1]["content"] == "bad"
+
+
+def test_helpsteer3_keeps_the_pair_order_and_sign():
+    r = helpsteer3_record(ROW)  # chosen is B: response2, positive preference
+    assert (r["response1"], r["response2"], r["overall_preference"]) == ("bad", "good", 3)
+    weak_a = helpsteer3_record({**ROW, "chosen_side": "a", "margin": 1.0})
+    assert (weak_a["response1"], weak_a["overall_preference"]) == ("good", -1)
+
+
+def test_diff_added_removed_flipped():
+    old = [dict(ROW), {**ROW, "pair_id": "p2"}, {**ROW, "pair_id": "p3"}]
+    new = [{**ROW, "chosen_side": "a"}, {**ROW, "pair_id": "p3"}, {**ROW, "pair_id": "p4", "margin": 1.0}]
+    d = diff_versions(old, new)
+    assert (d["added"], d["removed"], d["flipped"]) == (["p4"], ["p2"], ["p1"])
+    assert d["before"]["rows"] == d["after"]["rows"] == 3 and d["after"]["mean_margin"] < d["before"]["mean_margin"]
