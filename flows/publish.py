@@ -76,7 +76,9 @@ def publish(
                                            commit_message=f"{name} {tag} ({meta['content_hash']})", private=private)
         target, commit, already = f"{HF_PREFIX}{repo_id}", result.commit, result.already_published
     else:
-        final = Path(to) / name / tag
+        # The folder's name carries the content hash: datasets 5.2 caches a local folder's data by the
+        # folder's base name and config, so two different "v1" folders would read as one (measured).
+        final = Path(to) / name / f"{tag}-{meta['content_hash'][:12]}"
         marker = read_marker(final)
         if final.exists() and (marker is None or marker.get("content_hash") != meta["content_hash"]):
             raise ValueError(f"{final} exists and is not {name} {tag}: refusing to overwrite it")

@@ -84,7 +84,8 @@ def test_publish_locally_in_hub_layout_then_again_is_a_no_op(judged, tmp_path):
     target = tmp_path / "published"
     first = publish("pub-set", to=str(target), warehouse=str(judged))
     assert first["published"] and not first["already_published"] and first["version"] == made["version"]
-    folder = target / "pub-set" / f"v{made['version']}"
+    folder = target / "pub-set" / f"v{made['version']}-{made['content_hash'][:12]}"
+    assert first["target"] == str(folder.resolve())
     assert "README.md" in first["files"] and any(f.startswith("data/dpo/train-") for f in first["files"])
     card = (folder / "README.md").read_text()
     front = yaml.safe_load(card.split("---\n")[1])
@@ -111,8 +112,46 @@ def test_publish_refuses_unknown_versions_and_occupied_folders(judged, tmp_path)
 
     with pytest.raises(ValueError, match="no version"):
         publish("never-built", to=str(tmp_path), warehouse=str(judged))
-    build_version("occupied", warehouse=str(judged))
-    (tmp_path / "occupied" / "v1").mkdir(parents=True)
-    (tmp_path / "occupied" / "v1" / "something.txt").write_text("not ours")
+    made = build_version("occupied", warehouse=str(judged))
+    taken = tmp_path / "occupied" / f"v1-{made['content_hash'][:12]}"
+    taken.mkdir(parents=True)
+    (taken / "something.txt").write_text("not ours")
     with pytest.raises(ValueError, match="refusing to overwrite"):
         publish("occupied", to=str(tmp_path), warehouse=str(judged))
+
+
+def test_publish_to_the_hub_one_commit_a_tag_and_no_token_leak(judged, monkeypatch):
+    """Against a local HTTP stand-in of the Hub endpoints huggingface_hub uses (HF_ENDPOINT)."""
+    from huggingface_hub import constants as hf_constants
+
+    from flows.publish import publish
+    from tasks.publish.hub import PublishError
+    from tests.tasks.publish.hub_standin import HubStandin
+
+    made = build_version("hub-set", warehouse=str(judged))
+    token = "hf_secret_token_for_tests"
+    with HubStandin(token=token, fail_next={"/commit/": [429]}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_TOKEN", token)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)  # read at import (see tests/tasks/publish/test_hub.py)
+        monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr("tasks.publish.hub.time.sleep", lambda s: None)
+        first = publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged))
+        assert first["target"] == "hf://curators/hub-set" and first["tag"] == "v1" and not first["already_published"]
+        assert hub.statuses("/commit/") == [429, 200]  # the 429 was retried
+        assert len(hub.commits) == 1 and hub.tags["curators/hub-set"]["v1"] == hub.commits[0].oid == first["commit"]
+        files = hub.commits[0].files
+        assert set(files) == set(first["files"]) and "README.md" in files
+        assert token.encode() not in files["README.md"] and made["content_hash"].encode() in files["README.md"]
+        again = publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged))
+        assert again["already_published"] and len(hub.commits) == 1
+
+        build_version("hub-set", policy_overrides={"min_abs_margin": 2.0}, warehouse=str(judged))
+        hub.fail_next = {"/commit/": [403]}
+        with pytest.raises(PublishError) as info:
+            publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged))
+        assert token not in str(info.value)
+    with Warehouse(judged, read_only=True) as wh:
+        assert wh.version_meta("hub-set", 1)["published_tag"] == "v1"
+        assert wh.version_meta("hub-set", 2)["published_target"] is None  # a failed upload records nothing

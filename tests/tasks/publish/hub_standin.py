@@ -9,6 +9,8 @@ Endpoints (as called by huggingface_hub 2.4 for create_repo / list_repo_refs / c
     POST /api/{type}s/{repo_id}/commit/{revision}       create_commit -> NDJSON payload, base64 content inline
     POST /api/{type}s/{repo_id}/tag/{revision}          create_tag (409 when the tag exists)
     GET  /api/{type}s/{repo_id}[/revision/{revision}]   repo_info (only used by create_commit on a no-op commit)
+    GET  /api/agent-harnesses                           unauthenticated, best-effort registry fetch made while
+                                                        building the user agent in AI-agent shells; answered 404
 
 Every file is answered "regular" by preupload, so no LFS/Xet negotiation ever happens: the content arrives
 inline in the commit payload. Runs an `http.server.ThreadingHTTPServer` in a thread on 127.0.0.1 (free port).
@@ -110,6 +112,11 @@ class HubStandin:
             if needle in path and codes:
                 status = codes.pop(0)
                 return status, {}, {"error": f"stand-in injected HTTP {status}"}
+
+        if method == "GET" and path == "/api/agent-harnesses":
+            # huggingface_hub's user-agent builder fetches this registry (no auth, best effort, errors swallowed)
+            # when it detects an AI-agent environment. A 404 keeps it from caching anything under HF_HOME.
+            return 404, {}, {"error": "stand-in: no agent harness registry"}
 
         if self.token is not None and headers.get("Authorization") != f"Bearer {self.token}":
             self.auth_failures += 1

@@ -1,0 +1,223 @@
+"""publish_folder_to_hub against a local stand-in of the Hub (tests/tasks/publish/hub_standin.py).
+
+huggingface_hub reads HF_ENDPOINT and HF_HUB_OFFLINE once, at import, into `huggingface_hub.constants`
+(`ENDPOINT`, `HF_HUB_OFFLINE`; `HfApi()` defaults to `constants.ENDPOINT` and every request is blocked when
+`constants.is_offline_mode()`, which returns `constants.HF_HUB_OFFLINE`). tests/conftest.py sets
+HF_HUB_OFFLINE=1 before anything imports huggingface_hub, so setting the env vars alone is not enough: the
+fixture patches both the environment and the constants module attributes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from huggingface_hub import constants as hf_constants
+
+from tasks.publish.hub import HubPublication, PublishError, publish_folder_to_hub, resolve_hf_token
+from tests.tasks.publish.hub_standin import HubStandin
+
+TOKEN = "hf_secretTOKEN_do_not_leak_123"
+REPO = "curator-org/preferences"
+
+FILES = {
+    "README.md": b"---\nlicense: cc-by-4.0\n---\n# Preferences\n",
+    "data/dpo/train-00000-of-00001.parquet": b"PAR1" + bytes(range(256)) * 4 + b"PAR1",
+    "manifest.json": b'{"version": "v1", "rows": 3}\n',
+}
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "release"
+    for rel, content in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    return root
+
+
+@pytest.fixture
+def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[HubStandin]:
+    with HubStandin(token=TOKEN) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+        # Read at import time by huggingface_hub (see module docstring).
+        monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)
+        monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+        yield hub
+
+
+class FakeSleep:
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+
+
+def _publish(folder: Path, tag: str = "v1", **kwargs) -> HubPublication:
+    kwargs.setdefault("token", TOKEN)
+    kwargs.setdefault("commit_message", f"Publish {tag}")
+    kwargs.setdefault("sleep", FakeSleep())
+    return publish_folder_to_hub(folder, REPO, tag, **kwargs)
+
+
+def _exception_texts(exc: BaseException) -> list[str]:
+    texts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        texts += [str(current), repr(current)]
+        current = current.__cause__ or current.__context__
+    return texts
+
+
+def test_publish_creates_repo_one_commit_and_tag(standin: HubStandin, folder: Path) -> None:
+    result = _publish(folder, private=True)
+
+    assert [r["repo_id"] for r in standin.created_repos] == [REPO]
+    assert standin.created_repos[0]["type"] == "dataset"
+    assert standin.created_repos[0]["visibility"] == "private"
+    assert len(standin.commits) == 1
+    commit = standin.commits[0]
+    assert commit.repo_id == REPO
+    assert commit.message == "Publish v1"
+    assert commit.files == FILES
+    assert standin.tags[REPO] == {"v1": commit.oid}
+    assert result == HubPublication(
+        repo_id=REPO,
+        tag="v1",
+        commit=commit.oid,
+        already_published=False,
+        url=f"{standin.url}/datasets/{REPO}/tree/v1",
+    )
+    assert standin.auth_failures == 0
+    hub_calls = [(m, p, s) for m, p, s in standin.requests if p != "/api/agent-harnesses"]
+    assert all(status < 400 for _, _, status in hub_calls), hub_calls
+    assert [(m, p) for m, p, _ in hub_calls] == [
+        ("POST", "/api/repos/create"),
+        ("GET", f"/api/datasets/{REPO}/refs"),
+        ("POST", "/api/validate-yaml"),
+        ("POST", f"/api/datasets/{REPO}/preupload/main"),
+        ("POST", f"/api/datasets/{REPO}/commit/main"),
+        ("POST", f"/api/datasets/{REPO}/tag/{commit.oid}"),
+    ]
+
+
+def test_publishing_the_same_tag_again_is_a_noop(standin: HubStandin, folder: Path) -> None:
+    first = _publish(folder)
+    (folder / "manifest.json").write_bytes(b'{"changed": true}\n')
+    requests_before = len(standin.requests)
+
+    again = _publish(folder)
+
+    assert again.already_published is True
+    assert again.commit == first.commit
+    assert len(standin.commits) == 1
+    later = [(m, p) for m, p, _ in standin.requests[requests_before:]]
+    assert not any("/preupload/" in p or "/commit/" in p or "/tag/" in p for _, p in later)
+
+
+def test_a_429_on_commit_is_retried_then_succeeds(standin: HubStandin, folder: Path) -> None:
+    standin.fail_next["/commit/"] = [429]
+    sleep = FakeSleep()
+
+    result = _publish(folder, sleep=sleep, retry_wait=0.5)
+
+    assert standin.statuses("/commit/", "POST") == [429, 200]
+    assert sleep.calls == [0.5]
+    assert len(standin.commits) == 1
+    assert result.commit == standin.commits[0].oid
+    assert standin.tags[REPO] == {"v1": result.commit}
+
+
+def test_5xx_retries_are_exhausted_into_publish_error(standin: HubStandin, folder: Path) -> None:
+    standin.fail_next["/tag/"] = [503, 503, 503]
+    sleep = FakeSleep()
+
+    with pytest.raises(PublishError) as info:
+        _publish(folder, sleep=sleep, retries=2, retry_wait=1.0)
+
+    assert info.value.step == "create_tag"
+    assert info.value.status_code == 503
+    assert REPO in str(info.value) and "create_tag" in str(info.value)
+    assert standin.statuses("/tag/", "POST") == [503, 503, 503]
+    assert sleep.calls == [1.0, 2.0]  # exponential back-off
+
+
+def test_a_403_is_not_retried(standin: HubStandin, folder: Path) -> None:
+    standin.fail_next["/commit/"] = [403]
+    sleep = FakeSleep()
+    started = time.monotonic()
+
+    with pytest.raises(PublishError) as info:
+        _publish(folder, sleep=sleep)
+
+    assert time.monotonic() - started < 5
+    assert standin.statuses("/commit/", "POST") == [403]
+    assert sleep.calls == []
+    assert info.value.step == "create_commit"
+    assert info.value.status_code == 403
+    assert REPO in str(info.value)
+    assert standin.commits == [] and REPO not in standin.tags
+
+
+def test_token_never_appears_in_errors_or_logs(
+    standin: HubStandin, folder: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    standin.fail_next["/commit/"] = [500, 403]
+
+    with pytest.raises(PublishError) as info:
+        _publish(folder)
+
+    assert standin.statuses("/commit/", "POST") == [500, 403]
+    assert all(TOKEN not in text for text in _exception_texts(info.value))
+    assert TOKEN not in caplog.text
+
+
+def test_wrong_token_fails_without_leaking_it(standin: HubStandin, folder: Path) -> None:
+    with pytest.raises(PublishError) as info:
+        _publish(folder, token="hf_wrong_TOKEN_999")
+
+    assert info.value.step == "create_repo"
+    assert all("hf_wrong_TOKEN_999" not in text for text in _exception_texts(info.value))
+
+
+def test_resolve_hf_token_prefers_explicit_then_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_from_env")
+    assert resolve_hf_token("hf_explicit") == "hf_explicit"
+    assert resolve_hf_token() == "hf_from_env"
+
+
+def test_resolve_hf_token_falls_back_to_secret_block_or_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.blocks import system
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("CURATE_HF_TOKEN_BLOCK", "my-hf-block")
+    loaded: list[str] = []
+
+    class FakeSecret:
+        def __init__(self, value: str) -> None:
+            self.value = value
+
+        def get(self) -> str:
+            return self.value
+
+        @classmethod
+        def load(cls, name: str) -> FakeSecret:
+            loaded.append(name)
+            if name != "my-hf-block":
+                raise ValueError("no such block")
+            return cls("hf_from_block")
+
+    monkeypatch.setattr(system, "Secret", FakeSecret)
+    assert resolve_hf_token() == "hf_from_block"
+    monkeypatch.setenv("CURATE_HF_TOKEN_BLOCK", "missing")
+    assert resolve_hf_token() is None
+    assert loaded == ["my-hf-block", "missing"]
