@@ -155,3 +155,22 @@ def test_publish_to_the_hub_one_commit_a_tag_and_no_token_leak(judged, monkeypat
     with Warehouse(judged, read_only=True) as wh:
         assert wh.version_meta("hub-set", 1)["published_tag"] == "v1"
         assert wh.version_meta("hub-set", 2)["published_target"] is None  # a failed upload records nothing
+
+
+def test_cli_diff_and_publish_json(judged, tmp_path):
+    runner = CliRunner()
+    build_version("diffed", warehouse=str(judged))
+    build_version("diffed", policy_overrides={"min_abs_margin": 2.0}, warehouse=str(judged))
+    result = runner.invoke(app, ["diff", "diffed", "1", "2", "--warehouse", str(judged), "--json"])
+    assert result.exit_code == 0, result.output
+    d = json.loads(result.stdout)
+    assert d["removed"] and not d["added"] and d["after"]["rows"] == d["before"]["rows"] - len(d["removed"])
+    missing = runner.invoke(app, ["diff", "diffed", "1", "7", "--warehouse", str(judged)])
+    assert missing.exit_code == 2 and "no version 7" in missing.output
+    published = runner.invoke(app, ["publish", "diffed", "1", "--to", str(tmp_path / "out"), "--warehouse", str(judged),
+                                     "--json"])
+    assert published.exit_code == 0, published.output
+    summary = json.loads(published.stdout.strip().splitlines()[-1])
+    for key in ("target", "version", "files", "published", "already_published"):
+        assert key in summary
+    assert summary["version"] == 1 and summary["published"] and not summary["already_published"]
