@@ -199,6 +199,49 @@ def judge(
     _print_summary("judge", summary, as_json)
 
 
+@app.command()
+def run(
+    source: Optional[list[str]] = typer.Option(None, "--source", "-s", help="NAME (Hub) or NAME=FILE, repeatable"),
+    endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="judge base URL, repeatable"),
+    launch_vllm: bool = typer.Option(False, "--launch-vllm"),
+    strategy: Optional[str] = typer.Option(None, "--strategy"),
+    dataset: str = typer.Option("preferences", "--dataset", help="dataset name of the version"),
+    policy: Optional[Path] = typer.Option(None, "--policy"),
+    publish_to: Optional[str] = typer.Option("published", "--publish-to", help="DIR or hf://ORG/NAME"),
+    skip: Optional[list[str]] = typer.Option(None, "--skip", help="ingest | judge | version | publish"),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """The whole pipeline: ingest → judge → build version → publish."""
+    _settings_env(warehouse)
+    from flows.pipeline import curate_pipeline
+
+    summary = _run(curate_pipeline, source, endpoint or None, "vllm" if launch_vllm else None, strategy, dataset,
+                   str(policy) if policy else None, publish_to, skip)
+    if as_json:
+        sys.stdout.write(json.dumps(summary, default=str) + "\n")
+        return
+    _print_pipeline(summary)
+
+
+def _print_pipeline(summary: dict[str, Any]) -> None:
+    for name, s in summary["ingest"].items():
+        out.print(f"ingest {name}: read {s['read']}, valid {s['valid']}, new pairs {s['new_pairs']}, "
+                  f"quarantined {s['quarantined_rows']}, near duplicates {s['near_duplicates']}, "
+                  f"contaminated {s['contaminated']}")
+    if summary.get("judge"):
+        j = summary["judge"]
+        out.print(f"judge: {j['judged']} judged, {sum(j['failed'].values())} failed, {j['skipped_cached']} from the "
+                  f"cache, {j['requests']} requests in {j['seconds']} s ({', '.join(j.get('served_models', []))})")
+    if summary.get("version"):
+        v = summary["version"]
+        out.print(f"version: {v.get('name')} v{v.get('version')} with {v.get('rows')} rows" +
+                  (f" ({v['note']})" if v.get("note") else "") if "error" not in v else f"version: {v['error']}")
+    if summary.get("publish"):
+        p = summary["publish"]
+        out.print(f"published: {p['target']}" + (" (already there)" if p["already_published"] else ""))
+
+
 @app.command("judge-standin")
 def judge_standin(
     port: int = typer.Option(8000, "--port"),
@@ -398,37 +441,66 @@ def status(
     out.print(table)
 
 
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    import urllib.request
+
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
+    try:
+        urllib.request.urlopen("https://huggingface.co/api/datasets/nvidia/HelpSteer3", timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
 @app.command()
 def demo(
     workdir: Path = typer.Option(Path("data/demo"), "--workdir", help="where the demo writes its inputs"),
     rows: int = typer.Option(2000, "--rows", min=10),
+    publish_to: str = typer.Option("published", "--publish-to"),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
 ) -> None:
-    """The main job on embedded defaults: a generated sample through the whole ingest."""
+    """The main job on embedded defaults: ingest, judge (a SIMULATED stand-in judge), version, publish."""
     _settings_env(warehouse)
     from curator.settings import get_settings
-    from flows.ingest import ingest as ingest_flow
     from flows.ingest import load_eval_set
+    from flows.pipeline import curate_pipeline
     from tasks.ingest import synth as s
+    from tasks.judge.standin import StandinConfig, StandinProcess
 
     workdir.mkdir(parents=True, exist_ok=True)
     prompts = s.synth_eval_prompts(200)
     s.write_eval_set(workdir / "eval_prompts.jsonl", prompts)
-    s.write_synth(workdir / "helpsteer3.jsonl", "helpsteer3", rows, seed=1, contamination_rate=0.01, eval_prompts=prompts)
-    s.write_synth(workdir / "arena.jsonl", "arena", rows // 2, seed=2, contamination_rate=0.01, eval_prompts=prompts)
-    err.print(f"[bold]demo:[/] generated sample data in {workdir} (synthetic rows, offline)")
-    _print_summary("eval set", _run(load_eval_set, "rm-bench", str(workdir / "eval_prompts.jsonl")), False)
-    for name in ("helpsteer3", "arena"):
-        with _Bar(enabled=sys.stderr.isatty()):
-            summary = _run(ingest_flow, name, str(workdir / f"{name}.jsonl"))
-        _print_summary(f"ingest {name}", summary, False)
-    wh = get_settings().warehouse
+    if _hub_reachable():
+        sources = ["helpsteer3"]
+        err.print(f"[bold]demo:[/] the Hub is reachable: ingesting the first {rows} rows of HelpSteer3 (pinned revision)")
+    else:
+        s.write_synth(workdir / "helpsteer3.jsonl", "helpsteer3", rows, seed=1, contamination_rate=0.01,
+                      eval_prompts=prompts)
+        s.write_synth(workdir / "arena.jsonl", "arena", rows // 2, seed=2, contamination_rate=0.01, eval_prompts=prompts)
+        sources = [f"helpsteer3={workdir / 'helpsteer3.jsonl'}", f"arena={workdir / 'arena.jsonl'}"]
+        err.print(f"[bold]demo:[/] the Hub is not reachable: using a generated sample in {workdir} (synthetic rows)")
+    _run(load_eval_set, "rm-bench", str(workdir / "eval_prompts.jsonl"))
+    err.print("[bold yellow]demo:[/] judging with the GenRM STAND-IN: its verdicts are SIMULATED, not the real judge")
+    with StandinProcess(StandinConfig(capacity=64, latency_mean=0.01, position_bias=0.3)) as standin:
+        summary = _run(curate_pipeline, sources, [standin.url], None, "swap", "demo-preferences", None, publish_to,
+                       limit=rows)
+    _print_pipeline(summary)
+    published = (summary.get("publish") or {}).get("target", "(not published)")
+    me = os.path.relpath(sys.argv[0]) if os.path.exists(sys.argv[0]) else "curate"
     out.print(
-        f"\n[bold]made:[/] warehouse {wh} (tables candidate_pairs, quarantine, near_duplicates, contamination; "
-        f"view pairs_for_curation)\n[bold]next:[/]\n"
-        f"  curate status\n"
-        f"  curate ingest --source helpsteer3 --path {workdir / 'helpsteer3.jsonl'}   # again: adds nothing\n"
-        f"  curate ingest --source helpsteer3 --limit 5000                 # from the Hub, when online\n"
+        f"\n[bold]made:[/] warehouse {get_settings().warehouse}; dataset demo-preferences published at {published}"
+        f"\n[bold]next:[/]\n"
+        f"  {me} status\n"
+        f"  {me} versions demo-preferences\n"
+        f"  python -c \"import datasets; print(datasets.load_dataset('{published}', 'dpo'))\"\n"
+        f"  # with the real judge (8 GPUs):\n"
+        f"  python3 -m vllm.entrypoints.openai.api_server --model nvidia/Qwen3-Nemotron-235B-A22B-GenRM "
+        f"--trust-remote-code --seed=1 --host 0.0.0.0 --port 5000 --served-model-name "
+        f"nvidia/Qwen3-Nemotron-235B-A22B-GenRM --tensor-parallel-size=8 --max-model-len=40000 "
+        f"--gpu-memory-utilization=0.95\n"
+        f"  {me} run --source helpsteer3 --endpoint http://GPU-HOST:5000/v1 --dataset preferences\n",
+        soft_wrap=True,
     )
 
 

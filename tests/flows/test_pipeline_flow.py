@@ -1,0 +1,44 @@
+"""The whole pipeline on the ephemeral API with a stand-in judge: a first run, then an incremental one."""
+
+from __future__ import annotations
+
+import pytest
+
+from flows.pipeline import curate_pipeline, parse_source
+from tasks.ingest.synth import write_synth
+from tasks.judge.standin import StandinConfig, StandinProcess
+from warehouse.store import Warehouse
+
+pytestmark = pytest.mark.prefect
+
+
+def test_parse_source():
+    assert parse_source("helpsteer3") == ("helpsteer3", None)
+    assert parse_source("arena=data/a.jsonl") == ("arena", "data/a.jsonl")
+
+
+def test_first_run_publishes_and_a_rerun_on_unchanged_sources_makes_nothing_new(tmp_path, warehouse_path):
+    data = tmp_path / "hs.jsonl"
+    write_synth(data, "helpsteer3", 80, seed=41, pair_bytes=500, bad_rate=0.0)
+    out = tmp_path / "published"
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
+        first = curate_pipeline([f"helpsteer3={data}"], [server.url], dataset="nightly", publish_to=str(out),
+                                warehouse=str(warehouse_path))
+        requests_after_first = server.stats()["requests"]
+        second = curate_pipeline([f"helpsteer3={data}"], [server.url], dataset="nightly", publish_to=str(out),
+                                 warehouse=str(warehouse_path))
+        assert server.stats()["requests"] == requests_after_first  # 0 judge calls on unchanged sources
+    assert first["ingest"]["helpsteer3"]["new_pairs"] > 0 and first["judge"]["judged"] > 0
+    assert first["version"]["new_version"] and first["publish"]["published"]
+    assert second["ingest"]["helpsteer3"]["new_pairs"] == 0 and second["judge"]["requests"] == 0
+    assert not second["version"]["new_version"] and "unchanged" in second["version"]["note"]
+    assert second["publish"]["already_published"]
+    with Warehouse(warehouse_path, read_only=True) as wh:
+        assert [v["version"] for v in wh.versions("nightly")] == [1]
+
+
+def test_stages_can_be_skipped_and_unknown_ones_are_refused(warehouse_path):
+    with pytest.raises(ValueError, match="unknown stage"):
+        curate_pipeline(skip=["judging"], warehouse=str(warehouse_path))
+    result = curate_pipeline(skip=["ingest", "judge", "version", "publish"], warehouse=str(warehouse_path))
+    assert result == {"ingest": {}, "judge": None, "version": None, "publish": None}
