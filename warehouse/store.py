@@ -111,6 +111,21 @@ class Warehouse:
             raise
         self.con.execute("COMMIT")
 
+    @contextmanager
+    def _registered(self, view: str, data: pa.Table) -> Iterator[None]:
+        """An Arrow table visible to SQL as `view` for the duration of the block."""
+        self.con.register(view, data)
+        try:
+            yield
+        finally:
+            self.con.unregister(view)
+
+    def _insert(self, table: str, data: pa.Table, tail: str = "") -> None:
+        """INSERT an Arrow table's columns into `table` (a name fixed in this module, never input)."""
+        cols = ", ".join(f'"{c}"' for c in data.column_names)
+        with self._registered("batch_rows", data):
+            self.con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM batch_rows {tail}")
+
     # -- ingest runs ------------------------------------------------------------------------------
     def start_ingest_run(self, run_id: str, source: str, location: str, revision: str, settings: dict) -> None:
         self.con.execute(
@@ -135,12 +150,10 @@ class Warehouse:
         return [dict(zip(cols, row)) for row in cur.fetchall()]
 
     # -- look-ups for one batch -------------------------------------------------------------------
-    def _matching(self, sql: str, table: pa.Table) -> list[tuple]:
-        self.con.register("lookup_keys", table)
-        try:
-            return self.con.execute(sql).fetchall()
-        finally:
-            self.con.unregister("lookup_keys")
+    def _matching(self, sql: str, keys: pa.Table, params: list[Any] | None = None) -> list[tuple]:
+        """Run `sql` with `keys` visible as `lookup_keys` (a join against a batch's ids)."""
+        with self._registered("lookup_keys", keys):
+            return self.con.execute(sql, params or []).fetchall()
 
     def known_pair_ids(self, pair_ids: list[str]) -> dict[str, str]:
         """{pair id: md5 of its response A} for the given ids already in the warehouse."""
@@ -156,31 +169,22 @@ class Warehouse:
         """{(source_id, pair_id): ingest run id} for the keys of this source already recorded."""
         if not keys:
             return {}
-        table = pa.table({"source_id": [k[0] for k in keys], "pair_id": [k[1] for k in keys]})
-        self.con.register("lookup_keys", table)
-        try:
-            rows = self.con.execute(
-                "SELECT s.source_id, s.pair_id, s.ingest_run_id FROM pair_sightings s "
-                "JOIN lookup_keys k USING (source_id, pair_id) WHERE s.source = ?",
-                [source],
-            ).fetchall()
-        finally:
-            self.con.unregister("lookup_keys")
+        rows = self._matching(
+            "SELECT s.source_id, s.pair_id, s.ingest_run_id FROM pair_sightings s "
+            "JOIN lookup_keys k USING (source_id, pair_id) WHERE s.source = ?",
+            pa.table({"source_id": [k[0] for k in keys], "pair_id": [k[1] for k in keys]}), [source],
+        )
         return {(a, b): run for a, b, run in rows}
 
     def known_quarantine(self, source: str, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
         """(row_hash, position) keys of this source already quarantined."""
         if not keys:
             return set()
-        self.con.register("lookup_keys", pa.table({"row_hash": [k[0] for k in keys], "position": [k[1] for k in keys]}))
-        try:
-            rows = self.con.execute(
-                "SELECT q.row_hash, q.position FROM quarantine q JOIN lookup_keys k USING (row_hash, position) "
-                "WHERE q.source = ?",
-                [source],
-            ).fetchall()
-        finally:
-            self.con.unregister("lookup_keys")
+        rows = self._matching(
+            "SELECT q.row_hash, q.position FROM quarantine q JOIN lookup_keys k USING (row_hash, position) "
+            "WHERE q.source = ?",
+            pa.table({"row_hash": [k[0] for k in keys], "position": [k[1] for k in keys]}), [source],
+        )
         return {(a, b) for a, b in rows}
 
     # -- writing one ingest batch (one transaction) -----------------------------------------------
@@ -205,15 +209,8 @@ class Warehouse:
         ]
         with self.transaction():
             for table, data in statements:
-                if data is None or data.num_rows == 0:
-                    continue
-                self.con.register("batch_rows", data)
-                try:
-                    cols = ", ".join(data.column_names)
-                    # Table names come from the fixed list above, never from input.
-                    self.con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM batch_rows ON CONFLICT DO NOTHING")
-                finally:
-                    self.con.unregister("batch_rows")
+                if data is not None and data.num_rows:
+                    self._insert(table, data, "ON CONFLICT DO NOTHING")
 
     # -- near-duplicate index ---------------------------------------------------------------------
     def kept_signatures(self, num_perm: int) -> tuple[list[str], np.ndarray]:
@@ -247,18 +244,13 @@ class Warehouse:
         """Insert an Arrow table into one of this module's tables, in a transaction."""
         if table not in {"eval_prompts", "contamination"}:
             raise ValueError(f"write_table does not write {table}")
-        cols = ", ".join(data.column_names)
         if on_conflict == "nothing":
             tail = "ON CONFLICT DO NOTHING"
         else:
             fields = [f.strip() for f in on_conflict.removeprefix("update").split(",")]
             tail = "ON CONFLICT DO UPDATE SET " + ", ".join(f"{f} = excluded.{f}" for f in fields)
         with self.transaction():
-            self.con.register("batch_rows", data)
-            try:
-                self.con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM batch_rows {tail}")
-            finally:
-                self.con.unregister("batch_rows")
+            self._insert(table, data, tail)
 
     def count_eval_prompts(self, benchmark: str | None = None) -> int:
         if benchmark is None:
@@ -324,14 +316,10 @@ class Warehouse:
         """(pair id, history, response A, response B) for the given ids, in the given order."""
         if not pair_ids:
             return []
-        self.con.register("lookup_keys", pa.table({"pair_id": pa.array(pair_ids, pa.string())}))
-        try:
-            rows = self.con.execute(
-                "SELECT p.pair_id, p.history, p.response_a, p.response_b FROM candidate_pairs p "
-                "JOIN lookup_keys k USING (pair_id)"
-            ).fetchall()
-        finally:
-            self.con.unregister("lookup_keys")
+        rows = self._matching(
+            "SELECT p.pair_id, p.history, p.response_a, p.response_b FROM candidate_pairs p JOIN lookup_keys k USING (pair_id)",
+            pa.table({"pair_id": pa.array(pair_ids, pa.string())}),
+        )
         by_id = {r[0]: (r[0], r[1], r[2], r[3]) for r in rows}
         return [by_id[i] for i in pair_ids if i in by_id]
 
@@ -339,33 +327,21 @@ class Warehouse:
         """{(pair id, order, sample): (status, attempts, margin_a, score_a, score_b)} of recorded judgments."""
         if not pair_ids:
             return {}
-        self.con.register("lookup_keys", pa.table({"pair_id": pa.array(pair_ids, pa.string())}))
-        try:
-            rows = self.con.execute(
-                'SELECT j.pair_id, j."order", j.sample_index, j.status, j.attempts, j.margin_a, j.score_a, j.score_b '
-                "FROM judgments j JOIN lookup_keys k USING (pair_id) WHERE j.judge_config_id = ?",
-                [config_id],
-            ).fetchall()
-        finally:
-            self.con.unregister("lookup_keys")
+        rows = self._matching(
+            'SELECT j.pair_id, j."order", j.sample_index, j.status, j.attempts, j.margin_a, j.score_a, j.score_b '
+            "FROM judgments j JOIN lookup_keys k USING (pair_id) WHERE j.judge_config_id = ?",
+            pa.table({"pair_id": pa.array(pair_ids, pa.string())}), [config_id],
+        )
         return {(r[0], r[1], r[2]): (r[3], r[4], r[5], r[6], r[7]) for r in rows}
 
     def write_judgments(self, rows: pa.Table) -> None:
         """Upsert judgments in one transaction: a success replaces an earlier failure; an 'ok' is final."""
         if rows.num_rows == 0:
             return
-        cols = rows.column_names
-        updates = ", ".join(f'"{c}" = excluded."{c}"' for c in cols if c not in ("pair_id", "judge_config_id", "order", "sample_index"))
-        col_list = ", ".join(f'"{c}"' for c in cols)
+        key = ("pair_id", "judge_config_id", "order", "sample_index")
+        updates = ", ".join(f'"{c}" = excluded."{c}"' for c in rows.column_names if c not in key)
         with self.transaction():
-            self.con.register("batch_rows", rows)
-            try:
-                self.con.execute(
-                    f"INSERT INTO judgments ({col_list}) SELECT {col_list} FROM batch_rows "
-                    f"ON CONFLICT DO UPDATE SET {updates} WHERE judgments.status <> 'ok'"
-                )
-            finally:
-                self.con.unregister("batch_rows")
+            self._insert("judgments", rows, f"ON CONFLICT DO UPDATE SET {updates} WHERE judgments.status <> 'ok'")
 
     def served_models(self, run_id: str) -> list[str]:
         """The model names servers answered with in a judge run (a stand-in says SIMULATED here)."""
@@ -428,12 +404,7 @@ class Warehouse:
                  json.dumps(meta["policy"]), json.dumps(meta["source_revisions"]), meta["row_count"],
                  meta["content_hash"], json.dumps(meta["stats"], default=str)],
             )
-            self.con.register("batch_rows", rows)
-            try:
-                cols = ", ".join(rows.column_names)
-                self.con.execute(f"INSERT INTO dataset_rows ({cols}) SELECT {cols} FROM batch_rows")
-            finally:
-                self.con.unregister("batch_rows")
+            self._insert("dataset_rows", rows)
 
     def versions(self, name: str | None = None) -> list[dict[str, Any]]:
         cur = self.con.execute(
