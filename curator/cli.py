@@ -493,7 +493,7 @@ def demo(
         f"\n[bold]next:[/]\n"
         f"  {me} status\n"
         f"  {me} versions demo-preferences\n"
-        f"  python -c \"import datasets; print(datasets.load_dataset('{published}', 'dpo'))\"\n"
+        f"  {os.path.relpath(sys.executable)} -c \"import datasets; print(datasets.load_dataset('{published}', 'dpo'))\"\n"
         f"  # with the real judge (8 GPUs):\n"
         f"  python3 -m vllm.entrypoints.openai.api_server --model nvidia/Qwen3-Nemotron-235B-A22B-GenRM "
         f"--trust-remote-code --seed=1 --host 0.0.0.0 --port 5000 --served-model-name "
