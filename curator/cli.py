@@ -134,6 +134,7 @@ def ingest(
     revision: Optional[str] = typer.Option(None, "--revision", help="Hub branch, tag or commit (default: the pinned one)"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="read at most N rows"),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1),
+    force: bool = typer.Option(False, "--force", help="read a revision again even if it was read in full"),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse", help="DuckDB file (env CURATE_WAREHOUSE)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
 ) -> None:
@@ -143,7 +144,7 @@ def ingest(
     from flows.ingest import ingest as ingest_flow
 
     with _Bar(enabled=not as_json and sys.stderr.isatty()):
-        summary = _run(ingest_flow, source, str(path) if path else None, revision, limit, None, batch_size)
+        summary = _run(ingest_flow, source, str(path) if path else None, revision, limit, None, batch_size, force)
     _print_summary(f"ingest {source}", summary, as_json)
 
 

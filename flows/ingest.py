@@ -133,8 +133,12 @@ def ingest(
     limit: int | None = None,
     warehouse: str | None = None,
     batch_size: int | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Ingest one source (a local JSONL/Parquet file, or the Hub at a pinned revision) into the warehouse."""
+    """Ingest one source (a local JSONL/Parquet file, or the Hub at a pinned revision) into the warehouse.
+
+    A revision already read in full is not read again (a nightly run on unchanged sources costs nothing)
+    unless `force`."""
     log = get_run_logger()
     started = time.perf_counter()
     settings = settings_with(warehouse=warehouse, batch_size=batch_size)
@@ -144,7 +148,18 @@ def ingest(
     with Warehouse(settings.warehouse) as wh:
         rev, location = _pin(wh, src, revision, path)
         run_id = current_run_id()
-        wh.start_ingest_run(run_id, src.name, location, rev, settings.model_dump(mode="json"))
+        wh.start_ingest_run(run_id, src.name, location, rev, {**settings.model_dump(mode="json"), "limit": limit})
+        earlier = None if force or limit is not None else wh.completed_full_ingest(src.name, rev)
+        if earlier is not None:
+            summary = summarize(BatchCounts(), source=src.name, location=location, source_revision=rev, run_id=run_id,
+                                warehouse=str(settings.warehouse), decontaminated_against=wh.eval_prompt_counts(),
+                                seconds=round(time.perf_counter() - started, 3))
+            summary["note"] = (f"unchanged: {src.name} at {rev} was read in full by run {earlier}; nothing read "
+                               "(force to read it again)")
+            wh.finish_ingest_run(run_id, "completed", summary)
+            log.info(summary["note"])
+            _artifact(summary)
+            return summary
         index, decontaminator = open_indexes(wh, settings)
         total = count_rows(Path(path)) if path else None
         if limit is not None:

@@ -149,6 +149,16 @@ class Warehouse:
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur.fetchall()]
 
+    def completed_full_ingest(self, source: str, revision: str) -> str | None:
+        """The id of a completed ingest run that read all of `source` at `revision` (no row limit)."""
+        row = self.con.execute(
+            "SELECT run_id FROM ingest_runs WHERE source = ? AND source_revision = ? AND status = 'completed' "
+            "AND json_extract_string(settings, '$.limit') IS NULL AND coalesce(json_extract_string(summary, '$.read')::BIGINT, 0) > 0 "
+            "ORDER BY started_at LIMIT 1",
+            [source, revision],
+        ).fetchone()
+        return row[0] if row else None
+
     # -- look-ups for one batch -------------------------------------------------------------------
     def _matching(self, sql: str, keys: pa.Table, params: list[Any] | None = None) -> list[tuple]:
         """Run `sql` with `keys` visible as `lookup_keys` (a join against a batch's ids)."""

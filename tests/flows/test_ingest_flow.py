@@ -66,7 +66,9 @@ def test_ingest_lands_pairs_accounts_for_every_row_and_is_idempotent(tmp_path, w
     assert contaminated == planted_contaminated and s["contaminated"] == len(planted_contaminated)
     assert counts["pairs_for_curation"] == counts["candidate_pairs"] - len(near) - len(contaminated)
 
-    again = ingest("helpsteer3", str(data), warehouse=str(warehouse_path), batch_size=400)
+    skipped = ingest("helpsteer3", str(data), warehouse=str(warehouse_path), batch_size=400)
+    assert skipped["read"] == 0 and skipped["note"].startswith("unchanged: helpsteer3 at file:")
+    again = ingest("helpsteer3", str(data), warehouse=str(warehouse_path), batch_size=400, force=True)
     assert again["new_pairs"] == again["exact_duplicates"] == again["near_duplicates"] == again["new_quarantined"] == 0
     assert again["already_ingested"] == s["valid"]
     assert "nothing new" in again["note"]
