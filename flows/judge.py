@@ -19,7 +19,7 @@ from curator.settings import Settings, settings_with
 from flows.runs import current_run_id
 from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
-from tasks.judge.run import judge_pairs, results_table
+from tasks.judge.run import Plan, judge_pairs, planned_slots, results_table
 from tasks.judge.server import ManagedServer, VllmLaunch, require_vllm, standin_command, vllm_command
 from tasks.judge.shards import parse_shard, pair_bucket
 from tasks.judge.strategies import Strategy
@@ -55,29 +55,40 @@ def _launcher(launch: str | None, settings: Settings, config: JudgeConfig, port:
 
 
 @task(cache_policy=NO_CACHE)
-def select_pairs(wh: Warehouse, shard: str | None, limit: int | None) -> list:
+def select_pairs(wh: Warehouse, shard: str | None, limit: int | None) -> list[str]:
+    """Ids of the curation pairs in this shard (texts are read later, only for pairs with work left)."""
     ids = wh.curation_pair_ids()
     if shard is not None:
         index, count = parse_shard(shard)
         ids = [i for i in ids if pair_bucket(i, count) == index]
     if limit is not None:
         ids = ids[:limit]
-    return wh.pair_texts(ids)
+    return ids
 
 
 @task(cache_policy=NO_CACHE)
-def judge_shard(wh: Warehouse, pairs: list, endpoints: list[str], config: JudgeConfig, strategy: Strategy,
+def judge_shard(wh: Warehouse, ids: list[str], endpoints: list[str], config: JudgeConfig, strategy: Strategy,
                 settings: Settings, run_id: str) -> dict[str, Any]:
-    states = wh.judgment_states(config.id, [p[0] for p in pairs])
+    states = wh.judgment_states(config.id, ids)
+    # Pairs the cache answers in full are counted, not loaded: a rerun reads no text at all.
+    done = Plan()
+    pending = [i for i in ids if planned_slots(i, strategy, states, settings.judge_max_attempts, Plan())]
+    for i in set(ids) - set(pending):
+        planned_slots(i, strategy, states, settings.judge_max_attempts, done)
+    pairs = wh.pair_texts(pending)
     options = ClientOptions(max_in_flight=settings.judge_max_in_flight, request_timeout=settings.judge_request_timeout,
                             max_retries=settings.judge_max_retries)
     total = sum(len(strategy.initial()) for _ in pairs)
-    return judge_pairs(
+    summary = judge_pairs(
         pairs, endpoints=endpoints, config=config, strategy=strategy, options=options, states=states,
         write=lambda batch: wh.write_judgments(results_table(batch, config.id, run_id)),
         max_attempts=settings.judge_max_attempts, sink_batch=settings.judge_write_batch,
         on_progress=lambda n: progress.report(n, total, "judge"),
     )
+    summary["pairs"] = len(ids)
+    summary["skipped_cached"] += done.skipped_cached
+    summary["skipped_exhausted"] += done.exhausted
+    return summary
 
 
 @flow(name="judge", log_prints=False)
@@ -106,11 +117,11 @@ def judge(
     with Warehouse(settings.warehouse) as wh:
         wh.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
             "model", "served_revision", "prompt_version", "temperature", "top_p", "max_tokens")}})
-        pairs = select_pairs(wh, shard, limit)
+        ids = select_pairs(wh, shard, limit)
         wh.start_judge_run(run_id, config.id, plan.label, targets, shard)
         try:
             with server:
-                summary = judge_shard(wh, pairs, targets, config, plan, settings, run_id)
+                summary = judge_shard(wh, ids, targets, config, plan, settings, run_id)
         except BaseException as err:
             wh.finish_judge_run(run_id, "failed", {}, f"{type(err).__name__}: {err}")
             raise

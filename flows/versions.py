@@ -6,6 +6,7 @@ a new version unless its content equals the latest one's (then say so and make n
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import asdict
@@ -97,14 +98,22 @@ def build_version(
         config_id = judge_config_id or wh.latest_judge_config_id()
         if config_id is None:
             raise EmptyVersionError("no judged pairs yet: run `curate judge` first")
+        inputs = wh.version_inputs(config_id)
+        latest = wh.latest_version(name)
+        if latest is not None and latest["inputs"] == inputs and json.loads(latest["policy"]) == policy.model_dump():
+            # Nothing it is built from has changed: the same content, known without reading the rows.
+            note = f"unchanged: same inputs and policy as {name} v{latest['version']}"
+            log.info(note)
+            return {"name": name, "version": latest["version"], "rows": latest["row_count"],
+                    "content_hash": latest["content_hash"], "created": str(latest["created_at"]),
+                    "new_version": False, "note": note}
         rows, dropped, considered = select_version_rows(wh, config_id, policy)
         if not rows:
             raise EmptyVersionError(
                 f"the policy keeps none of {considered} pairs (dropped: {dict(dropped.most_common())}); "
                 "loosen it rather than publish an empty dataset")
         digest = content_hash(rows)
-        latest = wh.latest_version(name)
-        stats = version_stats(rows, dropped, considered)
+        stats = {**version_stats(rows, dropped, considered), "inputs": inputs}
         if latest is not None and latest["content_hash"] == digest and latest["judge_config_id"] == config_id:
             summary = {"name": name, "version": latest["version"], "rows": latest["row_count"], "content_hash": digest,
                        "created": str(latest["created_at"]), "new_version": False,

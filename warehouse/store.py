@@ -395,9 +395,24 @@ class Warehouse:
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
+    def version_inputs(self, config_id: str) -> str:
+        """A fingerprint of everything a version is built from (pairs, near duplicates, contamination, the
+        configuration's verdicts): equal fingerprints and policy mean equal content, without reading a row."""
+        row = self.con.execute(
+            """
+            SELECT (SELECT count(*) FROM candidate_pairs) || '/' || (SELECT count(*) FROM near_duplicates) || '/' ||
+                   (SELECT count(*) FROM contamination) || '/' ||
+                   (SELECT count(*) || ':' || coalesce(max(finished_at)::VARCHAR, '') FROM judgments
+                    WHERE judge_config_id = ? AND status = 'ok')
+            """,
+            [config_id],
+        ).fetchone()
+        return f"{config_id}/{row[0]}"
+
     def latest_version(self, name: str) -> dict[str, Any] | None:
         cur = self.con.execute(
-            "SELECT name, version, content_hash, row_count, created_at, judge_config_id FROM dataset_versions "
+            "SELECT name, version, content_hash, row_count, created_at, judge_config_id, policy, "
+            "json_extract_string(stats, '$.inputs') AS inputs FROM dataset_versions "
             "WHERE name = ? ORDER BY version DESC LIMIT 1",
             [name],
         )

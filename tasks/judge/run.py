@@ -94,26 +94,33 @@ def _side_from_state(state) -> SideVerdict | None:
     return SideVerdict(score_a, score_b, int(round(3.5 - margin)), margin)
 
 
+def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts: int, plan: Plan) -> list[tuple[str, int, int]]:
+    """(order, sample, prior attempts) a pair still needs first; cached and exhausted ones are counted."""
+    slots = list(strategy.initial())
+    if strategy.name == "adaptive":
+        first = states.get((pair_id, "ab", 0))
+        side = _side_from_state(first) if first else None
+        if side is not None:  # the first verdict is cached: its follow-ups may be owed
+            plan.cached_sides[(pair_id, ("ab", 0))] = side
+            slots += strategy.follow_ups({("ab", 0): side})
+    needed = []
+    for order, sample in slots:
+        state = states.get((pair_id, order, sample))
+        if state is not None and state[0] == "ok":
+            plan.skipped_cached += 1
+        elif state is not None and state[1] >= max_attempts:
+            plan.exhausted += 1
+        else:
+            needed.append((order, sample, state[1] if state else 0))
+    return needed
+
+
 def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max_attempts: int, plan: Plan) -> Iterator[JudgeRequest]:
     """The requests a run sends first, pair by pair (a pair's orders next to each other)."""
     for pair_id, history, response_a, response_b in pairs:
-        slots = list(strategy.initial())
-        if strategy.name == "adaptive":
-            first = states.get((pair_id, "ab", 0))
-            side = _side_from_state(first) if first else None
-            if side is not None:  # the first verdict is cached: its follow-ups may be owed
-                plan.cached_sides[(pair_id, ("ab", 0))] = side
-                slots += strategy.follow_ups({("ab", 0): side})
-        for order, sample in slots:
-            state = states.get((pair_id, order, sample))
-            if state is not None and state[0] == "ok":
-                plan.skipped_cached += 1
-                continue
-            if state is not None and state[1] >= max_attempts:
-                plan.exhausted += 1
-                continue
+        for order, sample, prior in planned_slots(pair_id, strategy, states, max_attempts, plan):
             yield JudgeRequest(pair_id, order, sample, build_messages(history, response_a, response_b, order),
-                               prior_attempts=state[1] if state else 0)
+                               prior_attempts=prior)
 
 
 def judge_pairs(
