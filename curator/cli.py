@@ -24,7 +24,8 @@ err = Console(stderr=True)
 out = Console()
 
 _KNOWN_ERRORS = ("WarehouseLockedError", "SourceReadError", "MissingColumnsError", "ValueError", "FileNotFoundError",
-                 "ServerStartError", "PolicyError", "EmptyVersionError", "PublishError")
+                 "ServerStartError", "PolicyError", "EmptyVersionError", "PublishError", "PipelineBusyError",
+                 "ShardsIncompleteError")
 
 
 def _settings_env(warehouse: Optional[Path]) -> None:
@@ -200,6 +201,23 @@ def judge(
     _print_summary("judge", summary, as_json)
 
 
+@app.command("judge-shard")
+def judge_shard(
+    work: Path = typer.Argument(..., help="a shard's work file (<exchange>/plans/<plan>/shard-i-of-n.parquet)"),
+    endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL (repeatable)"),
+    launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this worker"),
+    port: Optional[int] = typer.Option(None, "--port", help="port of the launched server"),
+    max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1, help="requests in flight per endpoint"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Judge one shard of a sharded plan by hand, as a GPU worker does; results go to the exchange folder."""
+    from flows.judge import judge_worker
+
+    with _Bar(enabled=not as_json and sys.stderr.isatty()):
+        summary = _run(judge_worker, str(work), endpoint or None, "vllm" if launch_vllm else None, port, max_in_flight)
+    _print_summary("judge shard", summary, as_json)
+
+
 @app.command()
 def run(
     source: Optional[list[str]] = typer.Option(None, "--source", "-s", help="NAME (Hub) or NAME=FILE, repeatable"),
@@ -211,6 +229,7 @@ def run(
     publish_to: Optional[str] = typer.Option("published", "--publish-to", help="DIR or hf://ORG/NAME"),
     skip: Optional[list[str]] = typer.Option(None, "--skip", help="ingest | judge | version | publish"),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    shards: int = typer.Option(0, "--shards", help="judge in N shards on the gpu work pool (needs a Prefect server)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """The whole pipeline: ingest → judge → build version → publish."""
@@ -218,7 +237,7 @@ def run(
     from flows.pipeline import curate_pipeline
 
     summary = _run(curate_pipeline, source, endpoint or None, "vllm" if launch_vllm else None, strategy, dataset,
-                   str(policy) if policy else None, publish_to, skip)
+                   str(policy) if policy else None, publish_to, skip, judge_shards=shards)
     if as_json:
         sys.stdout.write(json.dumps(summary, default=str) + "\n")
         return
@@ -241,6 +260,20 @@ def _print_pipeline(summary: dict[str, Any]) -> None:
     if summary.get("publish"):
         p = summary["publish"]
         out.print(f"published: {p['target']}" + (" (already there)" if p["already_published"] else ""))
+
+
+@app.command("endpoint-limit")
+def endpoint_limit(
+    endpoint: str = typer.Argument(..., help="judge base URL, e.g. http://gpu-3:8000/v1"),
+    slots: int = typer.Option(..., "--slots", min=1, help="requests in flight at once, over every flow"),
+) -> None:
+    """Cap the requests all judge runs send to one endpoint (a Prefect global concurrency limit)."""
+    import asyncio
+
+    from tasks.judge.limits import set_endpoint_limit
+
+    name = asyncio.run(set_endpoint_limit(endpoint, slots))
+    out.print(f"{endpoint}: at most {slots} requests in flight over all flows (global concurrency limit {name!r})")
 
 
 @app.command("judge-standin")

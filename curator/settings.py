@@ -52,6 +52,14 @@ class Settings(BaseSettings):
     vllm_data_parallel_size: int = Field(1, ge=1)
     vllm_gpu_memory_utilization: float = Field(0.95, gt=0.0, le=1.0)
     vllm_port: int = Field(5000, ge=1, le=65535)
+    judge_launch: str | None = Field(None, description="a GPU worker's own server: vllm | standin (unset: use endpoints)")
+
+    # Sharded judging across GPU workers (the pipeline's `judge_shards`)
+    judge_exchange: Path = Field(Path("data/judge-exchange"), description="folder shared by the orchestrator and GPU workers")
+    judge_deployment: str = Field("judge-worker/judge", description="the deployment that judges one shard")
+    judge_shard_poll_seconds: float = Field(5.0, gt=0)
+    judge_shard_stale_seconds: float = Field(300.0, gt=0, description="a running shard silent this long is lost")
+    pipeline_lock_wait: float = Field(0.0, ge=0.0, description="seconds a pipeline run waits for another to finish")
 
     hub_retries: int = Field(5, ge=0, description="attempts to resume a failed Hub read")
     hub_retry_wait: float = Field(2.0, ge=0.0, description="first back-off in seconds, doubled each attempt")

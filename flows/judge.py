@@ -7,8 +7,14 @@ missing; failed judgments are asked again until `judge_max_attempts`.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from contextlib import nullcontext
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
@@ -19,7 +25,9 @@ from curator.settings import Settings, settings_with
 from flows.runs import current_run_id
 from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
-from tasks.judge.run import Plan, judge_pairs, planned_slots, results_table
+from tasks.judge.exchange import Heartbeat, ResultWriter, fold_results, read_work, results_dir
+from tasks.judge.limits import endpoint_limits, slot_gate
+from tasks.judge.run import PairText, Plan, States, judge_pairs, planned_slots, results_table
 from tasks.judge.server import ManagedServer, VllmLaunch, require_vllm, standin_command, vllm_command
 from tasks.judge.shards import parse_shard, pair_bucket
 from tasks.judge.strategies import Strategy
@@ -34,9 +42,20 @@ def judge_config_from(settings: Settings) -> JudgeConfig:
                        max_tokens=settings.judge_max_tokens)
 
 
+def _targets(endpoints: list[str] | None, launch: str | None, port: int | None, settings: Settings,
+             config: JudgeConfig):
+    """(server context, endpoints): the given ones or the settings', plus a server started here."""
+    server, launched = _launcher(launch or settings.judge_launch, settings, config, port or settings.vllm_port)
+    targets = list(endpoints or settings.judge_endpoints) + ([launched] if launched else [])
+    if not targets:
+        raise ValueError("no judge endpoint: pass --endpoint URL (repeatable) or --launch-vllm "
+                         "(a GPU worker: set CURATE_JUDGE_ENDPOINTS or CURATE_JUDGE_LAUNCH)")
+    return server, targets
+
+
 def _launcher(launch: str | None, settings: Settings, config: JudgeConfig, port: int):
     """(server context, endpoint) for a server this worker starts itself."""
-    if launch is None:
+    if launch in (None, "", "none"):
         return nullcontext(), None
     base = f"http://127.0.0.1:{port}"
     if launch == "vllm":
@@ -66,28 +85,45 @@ def select_pairs(wh: Warehouse, shard: str | None, limit: int | None) -> list[st
     return ids
 
 
+def _run_judging(pairs: list[PairText], states: States, done: Plan, targets: list[str], config: JudgeConfig,
+                 strategy: Strategy, settings: Settings, write: Callable[[pa.Table], None], run_id: str) -> dict[str, Any]:
+    """Judge `pairs` (those with work left) on `targets`; every result batch goes through `write`."""
+    limits = asyncio.run(endpoint_limits(targets))
+    if limits:
+        get_run_logger().info("endpoint limits (Prefect global concurrency): %s", limits)
+    options = ClientOptions(max_in_flight=settings.judge_max_in_flight, request_timeout=settings.judge_request_timeout,
+                            max_retries=settings.judge_max_retries)
+    total = sum(len(strategy.initial()) for _ in pairs)
+    summary = judge_pairs(
+        pairs, endpoints=targets, config=config, strategy=strategy, options=options, states=states,
+        write=lambda batch: write(results_table(batch, config.id, run_id)),
+        max_attempts=settings.judge_max_attempts, sink_batch=settings.judge_write_batch,
+        on_progress=lambda n: progress.report(n, total, "judge"), gate=slot_gate(limits),
+    )
+    summary["skipped_cached"] += done.skipped_cached
+    summary["skipped_exhausted"] += done.exhausted
+    summary["endpoint_limits"] = limits
+    return summary
+
+
+def split_pending(ids: list[str], strategy: Strategy, states: States, max_attempts: int) -> tuple[list[str], Plan]:
+    """(ids with work left, a plan counting what the cache answers for the others)."""
+    done = Plan()
+    pending = [i for i in ids if planned_slots(i, strategy, states, max_attempts, Plan())]
+    for i in set(ids) - set(pending):
+        planned_slots(i, strategy, states, max_attempts, done)
+    return pending, done
+
+
 @task(cache_policy=NO_CACHE)
 def judge_shard(wh: Warehouse, ids: list[str], endpoints: list[str], config: JudgeConfig, strategy: Strategy,
                 settings: Settings, run_id: str) -> dict[str, Any]:
     states = wh.judgment_states(config.id, ids)
     # Pairs the cache answers in full are counted, not loaded: a rerun reads no text at all.
-    done = Plan()
-    pending = [i for i in ids if planned_slots(i, strategy, states, settings.judge_max_attempts, Plan())]
-    for i in set(ids) - set(pending):
-        planned_slots(i, strategy, states, settings.judge_max_attempts, done)
-    pairs = wh.pair_texts(pending)
-    options = ClientOptions(max_in_flight=settings.judge_max_in_flight, request_timeout=settings.judge_request_timeout,
-                            max_retries=settings.judge_max_retries)
-    total = sum(len(strategy.initial()) for _ in pairs)
-    summary = judge_pairs(
-        pairs, endpoints=endpoints, config=config, strategy=strategy, options=options, states=states,
-        write=lambda batch: wh.write_judgments(results_table(batch, config.id, run_id)),
-        max_attempts=settings.judge_max_attempts, sink_batch=settings.judge_write_batch,
-        on_progress=lambda n: progress.report(n, total, "judge"),
-    )
+    pending, done = split_pending(ids, strategy, states, settings.judge_max_attempts)
+    summary = _run_judging(wh.pair_texts(pending), states, done, endpoints, config, strategy, settings,
+                           wh.write_judgments, run_id)
     summary["pairs"] = len(ids)
-    summary["skipped_cached"] += done.skipped_cached
-    summary["skipped_exhausted"] += done.exhausted
     return summary
 
 
@@ -109,10 +145,7 @@ def judge(
                              judge_request_timeout=request_timeout)
     config = judge_config_from(settings)
     plan = Strategy.parse(strategy or settings.judge_strategy, settings.judge_adaptive_margin)
-    server, launched = _launcher(launch, settings, config, port or settings.vllm_port)
-    targets = list(endpoints or settings.judge_endpoints) + ([launched] if launched else [])
-    if not targets:
-        raise ValueError("no judge endpoint: pass --endpoint URL (repeatable) or --launch-vllm")
+    server, targets = _targets(endpoints, launch, port, settings, config)
     run_id = current_run_id()
     with Warehouse(settings.warehouse) as wh:
         wh.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
@@ -133,4 +166,51 @@ def judge(
              summary["seconds"])
     rows = [{"measure": k, "value": str(summary[k])} for k in JUDGE_SUMMARY_KEYS + ("judgments_per_second", "strategy")]
     create_table_artifact(key="judge-summary", table=rows, description=f"Judge run {run_id} ({config.id})")
+    return summary
+
+
+@flow(name="judge-worker", log_prints=False)
+def judge_worker(
+    work: str,
+    endpoints: list[str] | None = None,
+    launch: str | None = None,
+    port: int | None = None,
+    max_in_flight: int | None = None,
+    request_timeout: float | None = None,
+) -> dict[str, Any]:
+    """Judge one shard's work file on a GPU worker, writing judgments to the exchange folder (never to the
+    warehouse). Endpoints come from the parameters or the worker's CURATE_JUDGE_ENDPOINTS /
+    CURATE_JUDGE_LAUNCH. A rerun of the same shard skips what an earlier attempt already wrote."""
+    log = get_run_logger()
+    settings = settings_with(judge_max_in_flight=max_in_flight, judge_request_timeout=request_timeout)
+    shard = read_work(Path(work))
+    config = JudgeConfig(**shard.config)
+    plan = Strategy.parse(shard.strategy, settings.judge_adaptive_margin)
+    out = results_dir(Path(work).parents[2], shard.plan_id, shard.label)
+    folded = fold_results(shard.states, out)
+    ids = [p[0] for p in shard.pairs]
+    pending, done = split_pending(ids, plan, shard.states, settings.judge_max_attempts)
+    keep = set(pending)
+    pairs = [p for p in shard.pairs if p[0] in keep]
+    server, targets = _targets(endpoints, launch, port, settings, config)
+    run_id = current_run_id()
+    writer = ResultWriter(out, run_id)
+    record = {"run_id": run_id, "judge_config_id": config.id, "strategy": plan.label, "endpoints": targets,
+              "shard": shard.shard, "started_at": datetime.now(timezone.utc).replace(tzinfo=None), "status": "running"}
+    writer.record(record)
+    log.info("shard %s of plan %s: %d pairs, %d with work left (%d earlier result files read)", shard.shard,
+             shard.plan_id, len(ids), len(pending), folded)
+    try:
+        with Heartbeat(out, run_id), server:
+            summary = _run_judging(pairs, shard.states, done, targets, config, plan, settings, writer.write, run_id)
+    except BaseException as err:
+        writer.record({**record, "status": "failed", "finished_at": datetime.now(timezone.utc).replace(tzinfo=None),
+                       "error": f"{type(err).__name__}: {err}"})
+        raise
+    summary.update(pairs=len(ids), judge_config_id=config.id, strategy=plan.label, shard=shard.shard,
+                   endpoints=targets, run_id=run_id, result_files=writer.seq)
+    writer.record({**record, "status": "completed", "finished_at": datetime.now(timezone.utc).replace(tzinfo=None),
+                   "summary": summary})
+    log.info("shard %s: %d judged, %d failed, %d cached, %d requests in %.1fs", shard.shard, summary["judged"],
+             sum(summary["failed"].values()), summary["skipped_cached"], summary["requests"], summary["seconds"])
     return summary

@@ -4,15 +4,21 @@ version, publish it. Each stage is a subflow and can be skipped; the run leaves 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
 from flows.ingest import ingest
+from curator.settings import settings_with
 from flows.judge import judge
+from flows.judge_shards import judge_sharded
 from flows.publish import publish
+from flows.runs import current_run_id
 from flows.versions import EmptyVersionError, build_version
+from warehouse.lock import pipeline_lock
+from warehouse.store import Warehouse
 
 STAGES = ("ingest", "judge", "version", "publish")
 
@@ -35,20 +41,38 @@ def curate_pipeline(
     skip: list[str] | None = None,
     warehouse: str | None = None,
     limit: int | None = None,
+    judge_shards: int = 0,
+    judge_deployment: str | None = None,
+    exchange: str | None = None,
+    stale_seconds: float | None = None,
 ) -> dict[str, Any]:
-    """ingest → judge → build version → publish; `skip` names stages to leave out."""
-    log = get_run_logger()
+    """ingest → judge → build version → publish; `skip` names stages to leave out. With `judge_shards` N,
+    judging runs the judge deployment once per shard on the gpu pool instead of in this process."""
     skip = set(skip or [])
     unknown = skip - set(STAGES)
     if unknown:
         raise ValueError(f"unknown stage(s) to skip: {sorted(unknown)}; stages: {', '.join(STAGES)}")
+    settings = settings_with(warehouse=warehouse)
+    with pipeline_lock(settings.warehouse, settings.pipeline_lock_wait, current_run_id()):
+        return _stages(sources, endpoints, launch, strategy, dataset, policy_path, publish_to, skip,
+                       str(settings.warehouse), limit, judge_shards, judge_deployment, exchange, stale_seconds)
+
+
+def _stages(sources, endpoints, launch, strategy, dataset, policy_path, publish_to, skip, warehouse, limit,
+            judge_shards, judge_deployment, exchange, stale_seconds) -> dict[str, Any]:
+    log = get_run_logger()
     summary: dict[str, Any] = {"ingest": {}, "judge": None, "version": None, "publish": None}
     if "ingest" not in skip:
         for spec in sources or []:
             name, path = parse_source(spec)
             summary["ingest"][name] = ingest(name, path, limit=limit, warehouse=warehouse)
     if "judge" not in skip:
-        summary["judge"] = judge(endpoints=endpoints, strategy=strategy, launch=launch, warehouse=warehouse)
+        if judge_shards:
+            summary["judge"] = judge_sharded(judge_shards, strategy=strategy, deployment=judge_deployment,
+                                             exchange=exchange, warehouse=warehouse,
+                                             stale_seconds=stale_seconds)
+        else:
+            summary["judge"] = judge(endpoints=endpoints, strategy=strategy, launch=launch, warehouse=warehouse)
     if "version" not in skip:
         try:
             summary["version"] = build_version(dataset, policy_path=policy_path, warehouse=warehouse)
@@ -58,26 +82,48 @@ def curate_pipeline(
     version = summary["version"] or {}
     if "publish" not in skip and publish_to and version.get("version"):
         summary["publish"] = publish(dataset, version["version"], to=publish_to, warehouse=warehouse)
-    _report(summary)
+    _report(summary, warehouse)
     return summary
 
 
-def _report(summary: dict[str, Any]) -> None:
+def published_link(target: str, tag: str | None) -> str:
+    """A link to a published version: the Hub's tree at its tag, or the local folder."""
+    if target.startswith("hf://"):
+        from huggingface_hub import constants
+
+        return f"{constants.ENDPOINT}/datasets/{target[len('hf://'):]}/tree/{tag}"
+    return Path(target).resolve().as_uri()
+
+
+def _report(summary: dict[str, Any], warehouse: str) -> None:
     judged = summary.get("judge") or {}
-    kept_by_source = ((summary.get("version") or {}).get("stats") or {}).get("by_source", {})
+    version = summary.get("version") or {}
+    kept_by_source = (version.get("stats") or {}).get("by_source", {})
+    judged_by_source: dict[str, int] = {}
+    if judged.get("judge_config_id"):
+        with Warehouse(warehouse, read_only=True) as wh:
+            judged_by_source = wh.judged_by_source(judged["judge_config_id"])
     rows = []
     for name, s in summary["ingest"].items():
         rows.append({"source": name, "read": s["read"], "valid": s["valid"], "unique (new)": s["new_pairs"],
-                     "kept in version": kept_by_source.get(name, 0)})
+                     "judged (in warehouse)": judged_by_source.get(name, 0), "kept in version": kept_by_source.get(name, 0)})
     if rows:
-        create_table_artifact(key="pipeline-funnel", table=rows, description="Yield per source in this run")
+        create_table_artifact(key="pipeline-funnel", table=rows, description="Yield per source: read, valid and new "
+                              "in this run; pairs judged and kept in the version, over the warehouse")
+    failed = judged.get("failed") or {}
+    if failed:
+        create_table_artifact(key="pipeline-judge-failures", table=[{"reason": k, "judgments": v} for k, v in failed.items()],
+                              description="Judge failures by reason in this run")
     published = summary.get("publish") or {}
+    if published.get("target"):
+        create_link_artifact(key="pipeline-published", link=published_link(published["target"], published.get("tag")),
+                             link_text=f"{published.get('name')} {published.get('tag')}",
+                             description="The version this run published")
     create_markdown_artifact(key="pipeline-report", markdown="\n".join([
         "# Pipeline run",
         f"- judged {judged.get('judged', 0)} judgments ({judged.get('skipped_cached', 0)} from the cache), "
-        f"failed {judged.get('failed', {})}, tokens in/out {judged.get('tokens_in', 0)}/{judged.get('tokens_out', 0)}, "
-        f"{judged.get('seconds', 0)} s of judging",
-        f"- version: {(summary.get('version') or {}).get('name', '-')} v{(summary.get('version') or {}).get('version', '-')} "
-        f"({(summary.get('version') or {}).get('note', 'new')})",
+        f"failed {sum(failed.values())} {failed or ''}, {judged.get('requests', 0)} requests, tokens in/out "
+        f"{judged.get('tokens_in', 0)}/{judged.get('tokens_out', 0)}, {judged.get('seconds', 0)} s of judging",
+        f"- version: {version.get('name', '-')} v{version.get('version', '-')} ({version.get('note', 'new')})",
         f"- published: {published.get('target', 'not published')}",
     ]))

@@ -348,16 +348,63 @@ class Warehouse:
         """Upsert judgments in one transaction: a success replaces an earlier failure; an 'ok' is final."""
         if rows.num_rows == 0:
             return
+        with self.transaction():
+            self._upsert_judgments(rows)
+
+    def _upsert_judgments(self, rows: pa.Table) -> None:
+        # Order-independent, so replaying files in any order ends the same: 'ok' is final, and a failure
+        # only replaces a failure with no more attempts behind it.
         key = ("pair_id", "judge_config_id", "order", "sample_index")
         updates = ", ".join(f'"{c}" = excluded."{c}"' for c in rows.column_names if c not in key)
+        self._insert("judgments", rows, f"ON CONFLICT DO UPDATE SET {updates} WHERE judgments.status <> 'ok' "
+                                        "AND (excluded.status = 'ok' OR excluded.attempts >= judgments.attempts)")
+
+    def merged_file_keys(self) -> set[str]:
+        return {r[0] for r in self.con.execute("SELECT file_key FROM merged_result_files").fetchall()}
+
+    def merge_result_file(self, key: str, digest: str, rows: pa.Table) -> bool:
+        """Merge one worker batch file and remember it, in one transaction. False if it was merged before
+        (a file merged under the same key with other bytes is an error: files are never rewritten)."""
         with self.transaction():
-            self._insert("judgments", rows, f"ON CONFLICT DO UPDATE SET {updates} WHERE judgments.status <> 'ok'")
+            seen = self.con.execute("SELECT digest FROM merged_result_files WHERE file_key = ?", [key]).fetchone()
+            if seen is not None:
+                if seen[0] != digest:
+                    raise ValueError(f"{key} was merged before with other content ({seen[0]} != {digest})")
+                return False
+            if rows.num_rows:
+                self._upsert_judgments(rows)
+            self.con.execute("INSERT INTO merged_result_files VALUES (?, ?, ?, ?)", [key, digest, rows.num_rows, _now()])
+        return True
+
+    def record_judge_run(self, record: dict[str, Any]) -> None:
+        """A worker's run record from the exchange folder: inserted, or brought up to date (never back)."""
+        self.con.execute(
+            "INSERT INTO judge_runs (run_id, judge_config_id, strategy, endpoints, shard, started_at, finished_at, "
+            "status, summary, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+            "finished_at = excluded.finished_at, status = excluded.status, summary = excluded.summary, "
+            "error = excluded.error WHERE judge_runs.status IN ('running', 'lost') AND excluded.status <> 'running'",
+            [record["run_id"], record["judge_config_id"], record["strategy"], record["endpoints"], record["shard"],
+             record["started_at"], record.get("finished_at"), record["status"],
+             json.dumps(record.get("summary") or {}, default=str), record.get("error")],
+        )
+
+    def mark_judge_run(self, run_id: str, status: str, error: str) -> None:
+        """Close a run that can no longer finish itself (its worker was lost)."""
+        self.con.execute("UPDATE judge_runs SET status = ?, error = ?, finished_at = ? WHERE run_id = ? "
+                         "AND status = 'running'", [status, error, _now(), run_id])
 
     def served_models(self, run_id: str) -> list[str]:
         """The model names servers answered with in a judge run (a stand-in says SIMULATED here)."""
         return [r[0] for r in self.con.execute(
             "SELECT DISTINCT served_model FROM judgments WHERE judge_run_id = ? AND served_model IS NOT NULL ORDER BY 1",
             [run_id]).fetchall()]
+
+    def judged_by_source(self, config_id: str) -> dict[str, int]:
+        """Pairs going on to curation that hold at least one 'ok' verdict under `config_id`, per source."""
+        return dict(self.con.execute(
+            "SELECT p.source, count(*) FROM pairs_for_curation p WHERE EXISTS (SELECT 1 FROM judgments j "
+            "WHERE j.pair_id = p.pair_id AND j.judge_config_id = ? AND j.status = 'ok') GROUP BY p.source",
+            [config_id]).fetchall())
 
     def judgment_counts(self, config_id: str) -> dict[str, int]:
         return dict(self.con.execute(

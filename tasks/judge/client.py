@@ -18,6 +18,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -115,6 +116,7 @@ class Dispatcher:
         options: ClientOptions,
         on_result: Callable[[JudgeResult], Iterable[JudgeRequest]],
         rng: random.Random | None = None,
+        gate: Callable[[str], AbstractAsyncContextManager] | None = None,
     ):
         if not endpoints:
             raise ValueError("at least one endpoint is needed")
@@ -123,6 +125,7 @@ class Dispatcher:
         self.options = options
         self.on_result = on_result
         self.rng = rng or random.Random()
+        self.gate = gate  # a slot shared with other processes per endpoint (a Prefect global concurrency limit)
         self.stats = ClientStats()
         self._ready: list[JudgeRequest] = []  # a stack of follow-ups, consumed before the source
         self._delayed: list[tuple[float, int, JudgeRequest]] = []
@@ -153,6 +156,14 @@ class Dispatcher:
 
     # -- one request ----------------------------------------------------------------------------
     async def _send(self, request: JudgeRequest, endpoint: _Endpoint) -> None:
+        try:
+            async with self.gate(endpoint.url) if self.gate else nullcontext():
+                await self._request(request, endpoint)
+        finally:
+            endpoint.in_flight -= 1
+            self._wake.set()
+
+    async def _request(self, request: JudgeRequest, endpoint: _Endpoint) -> None:
         request.attempts += 1
         self.stats.requests += 1
         self.stats.last_request_sent_at = time.time()
@@ -170,9 +181,6 @@ class Dispatcher:
         except Exception as err:  # noqa: BLE001 - every failure is classified below
             self._failed_request(request, endpoint, err, time.perf_counter() - started)
             return
-        finally:
-            endpoint.in_flight -= 1
-            self._wake.set()
         endpoint.failures = 0
         endpoint.cooldown = self.options.cooldown
         if self.stats.first_response_at is None:

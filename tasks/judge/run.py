@@ -135,6 +135,7 @@ def judge_pairs(
     max_attempts: int = 3,
     sink_batch: int = 64,
     on_progress: Callable[[int], None] | None = None,
+    gate: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
     """Judge `pairs` under `strategy`; write results through `write` in batches. Returns the summary."""
     started = time.perf_counter()
@@ -162,7 +163,7 @@ def judge_pairs(
                                     prior_attempts=state[1] if state else 0))
         return out
 
-    dispatcher = Dispatcher(endpoints, config, options, on_result)
+    dispatcher = Dispatcher(endpoints, config, options, on_result, gate=gate)
     try:
         stats: ClientStats = asyncio.run(dispatcher.run(plan_requests(pairs, strategy, states, max_attempts, plan)))
     finally:

@@ -338,6 +338,7 @@ class _Server:
         self.faults = dict.fromkeys(FAULT_KINDS, 0)
         self.first_request_at: float | None = None
         self.last_request_at: float | None = None
+        self.peak_open = self.queued + self.in_flight  # most requests open at once (queued or in service)
         # Requests still in service keep their (shared, mutable) interval, now starting at the reset.
         self.intervals = [iv for iv in self.intervals if iv[1] is None]
         for iv in self.intervals:
@@ -345,6 +346,7 @@ class _Server:
 
     async def serve_in_slot(self, request: Request, seconds: float) -> bool:
         self.queued += 1
+        self.peak_open = max(self.peak_open, self.queued + self.in_flight)
         try:
             await self.slots.acquire()
         finally:
@@ -441,6 +443,7 @@ class _Server:
             "completed": self.completed,
             "in_flight": self.in_flight,
             "queued": self.queued,
+            "peak_open": self.peak_open,
             "by_status": self.by_status,
             "faults": self.faults,
             "window": {"start": start, "end": end},

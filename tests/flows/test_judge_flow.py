@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from flows.ingest import ingest
 from flows.judge import JUDGE_SUMMARY_KEYS, judge
-from tasks.ingest.synth import write_synth
 from tasks.judge.server import ServerStartError
 from tasks.judge.standin import StandinConfig, StandinProcess
+from tests.flows.conftest import ingest_clean_pairs
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect
@@ -26,11 +25,7 @@ pytestmark = pytest.mark.prefect
 
 @pytest.fixture
 def ingested(tmp_path, warehouse_path):
-    data = tmp_path / "hs.jsonl"
-    write_synth(data, "helpsteer3", 80, seed=21, pair_bytes=600, bad_rate=0.0, exact_dup_rate=0.0, near_dup_rate=0.0)
-    ingest("helpsteer3", str(data), warehouse=str(warehouse_path))
-    with Warehouse(warehouse_path, read_only=True) as wh:
-        n = wh.counts()["pairs_for_curation"]
+    n = ingest_clean_pairs(tmp_path, warehouse_path, 80, seed=21, pair_bytes=600)
     return warehouse_path, n
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from prefect.artifacts import Artifact
 
 from flows.pipeline import curate_pipeline, parse_source
 from tasks.ingest.synth import write_synth
@@ -35,6 +38,27 @@ def test_first_run_publishes_and_a_rerun_on_unchanged_sources_makes_nothing_new(
     assert second["publish"]["already_published"]
     with Warehouse(warehouse_path, read_only=True) as wh:
         assert [v["version"] for v in wh.versions("nightly")] == [1]
+
+
+def test_a_run_leaves_its_funnel_failures_and_a_link_as_artifacts(tmp_path, warehouse_path):
+    data = tmp_path / "hs.jsonl"
+    write_synth(data, "helpsteer3", 60, seed=42, pair_bytes=500, bad_rate=0.1)
+    out = tmp_path / "published"
+    with StandinProcess(StandinConfig(latency_mean=0.005, malformed_rate=0.1)) as server:
+        s = curate_pipeline([f"helpsteer3={data}"], [server.url], dataset="reported", publish_to=str(out),
+                            warehouse=str(warehouse_path))
+    funnel = json.loads(Artifact.get("pipeline-funnel").data)
+    ingest, version = s["ingest"]["helpsteer3"], s["version"]
+    assert funnel == [{"source": "helpsteer3", "read": ingest["read"], "valid": ingest["valid"],
+                       "unique (new)": ingest["new_pairs"], "judged (in warehouse)": funnel[0]["judged (in warehouse)"],
+                       "kept in version": version["stats"]["by_source"]["helpsteer3"]}]
+    assert ingest["read"] > ingest["valid"] and 0 < funnel[0]["kept in version"] <= funnel[0]["judged (in warehouse)"] <= ingest["new_pairs"]
+    failures = json.loads(Artifact.get("pipeline-judge-failures").data)
+    assert failures == [{"reason": k, "judgments": v} for k, v in s["judge"]["failed"].items()] and failures
+    link = Artifact.get("pipeline-published")
+    assert link.data.startswith("[reported v1](file://") and s["publish"]["target"] in link.data
+    report = Artifact.get("pipeline-report").data
+    assert f"tokens in/out {s['judge']['tokens_in']}/{s['judge']['tokens_out']}" in report
 
 
 def test_stages_can_be_skipped_and_unknown_ones_are_refused(warehouse_path):

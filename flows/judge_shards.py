@@ -1,0 +1,211 @@
+"""Sharded judging: the pending pairs split across GPU workers, their judgments merged here.
+
+Reads like the process: merge what workers left behind, plan the pending judgments, write one work file
+per shard, run the judge deployment once per shard on the `gpu` pool, merge each shard's results as it
+finishes, and say plainly which shards did not finish. Workers never open the warehouse; only this flow
+writes to it, and only while it is not waiting on them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.client.orchestration import get_client
+from prefect.deployments import run_deployment
+from prefect.states import Crashed
+
+from curator.settings import settings_with
+from flows.judge import judge_config_from, select_pairs, split_pending
+from tasks.judge.exchange import (file_digest, last_heartbeat, result_files, results_dir, run_records, shard_label,
+                                  work_path, write_work)
+from tasks.judge.exchange import plan_id as make_plan_id
+from tasks.judge.shards import pair_bucket
+from tasks.judge.strategies import Strategy
+from warehouse.store import Warehouse
+
+FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+class ShardsIncompleteError(RuntimeError):
+    """Some shards did not finish; what they wrote is merged, and a rerun judges only the rest."""
+
+
+@dataclass
+class ShardRun:
+    index: int
+    count: int
+    flow_run_id: str
+    state: str = "SCHEDULED"
+    message: str = ""
+    started: float | None = None  # when this flow first saw it running
+
+    @property
+    def shard(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@task(cache_policy=NO_CACHE)
+def merge_exchange(warehouse: str, exchange: str) -> dict[str, int]:
+    """Merge every worker batch file not merged yet, and the workers' run records. Idempotent: a file
+    is merged once (by its path), and merging the same judgments again changes nothing."""
+    root = Path(exchange)
+    with Warehouse(warehouse) as wh:
+        done = wh.merged_file_keys()
+        merged = rows = 0
+        for f in result_files(root):
+            if f.key in done:
+                continue
+            table = pq.read_table(f.path)
+            if wh.merge_result_file(f.key, file_digest(f.path), table):
+                merged += 1
+                rows += table.num_rows
+        records = run_records(root)
+        for record in records:
+            wh.record_judge_run(record)
+    return {"files": merged, "rows": rows, "run_records": len(records)}
+
+
+@task(cache_policy=NO_CACHE)
+def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None, limit: int | None) -> dict[str, Any]:
+    """Write one work file per non-empty shard of the pending pairs; returns the plan."""
+    settings = settings_with(warehouse=warehouse)
+    config = judge_config_from(settings)
+    plan = Strategy.parse(strategy or settings.judge_strategy, settings.judge_adaptive_margin)
+    with Warehouse(warehouse) as wh:
+        wh.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
+            "model", "served_revision", "prompt_version", "temperature", "top_p", "max_tokens")}})
+        ids = select_pairs.fn(wh, None, limit)
+        states = wh.judgment_states(config.id, ids)
+        pending, done = split_pending(ids, plan, states, settings.judge_max_attempts)
+        pid = make_plan_id(config.id, plan.label, pending)
+        files = {}
+        for index in range(shards):
+            mine = [p for p in pending if pair_bucket(p, shards) == index]
+            if not mine:
+                continue
+            keep = set(mine)
+            path = work_path(Path(exchange), pid, index, shards)
+            write_work(path, plan=pid, shard=f"{index}/{shards}", strategy=plan.label,
+                       config={k: getattr(config, k) for k in ("model", "served_revision", "prompt_version",
+                                                               "temperature", "top_p", "max_tokens")},
+                       pairs=wh.pair_texts(mine), states={k: v for k, v in states.items() if k[0] in keep})
+            files[index] = str(path)
+    return {"plan_id": pid, "judge_config_id": config.id, "strategy": plan.label, "pairs": len(ids),
+            "pending": len(pending), "skipped_cached": done.skipped_cached, "skipped_exhausted": done.exhausted,
+            "work": files}
+
+
+def _watch(runs: list[ShardRun], exchange: Path, plan: str, poll: float, stale: float, start_timeout: float) -> None:
+    """Wait until every shard run is final; a running shard whose heartbeat stops is marked crashed, one
+    no worker picks up in `start_timeout` is cancelled."""
+    log = get_run_logger()
+    waiting_since = time.time()
+    with get_client(sync_client=True) as client:
+        while True:
+            open_runs = [r for r in runs if r.state not in FINAL]
+            if not open_runs:
+                return
+            for r in open_runs:
+                fr = client.read_flow_run(r.flow_run_id)
+                r.state, r.message = fr.state_type.value, (fr.state.message or "") if fr.state else ""
+                now = time.time()
+                if r.state == "RUNNING":
+                    r.started = r.started or now
+                    beat = last_heartbeat(results_dir(exchange, plan, shard_label(r.index, r.count)))
+                    last = beat if beat is not None and beat >= r.started - stale else r.started
+                    if now - last > stale:
+                        r.message = (f"no heartbeat from the worker for {now - last:.0f} s (limit {stale:.0f} s): "
+                                     "the worker or its host is gone")
+                        client.set_flow_run_state(r.flow_run_id, Crashed(message=r.message), force=True)
+                        r.state = "CRASHED"
+                        log.error("shard %s (flow run %s): %s", r.shard, r.flow_run_id, r.message)
+                elif r.state in ("SCHEDULED", "PENDING") and now - waiting_since > start_timeout:
+                    r.message = (f"no worker of the gpu pool started it in {start_timeout:.0f} s: "
+                                 "start one with `prefect worker start --pool gpu`")
+                    client.set_flow_run_state(r.flow_run_id, Crashed(message=r.message), force=True)
+                    r.state = "CRASHED"
+                    log.error("shard %s (flow run %s): %s", r.shard, r.flow_run_id, r.message)
+            if any(r.state not in FINAL for r in runs):
+                time.sleep(poll)
+
+
+@flow(name="judge-sharded", log_prints=False)
+def judge_sharded(
+    shards: int,
+    strategy: str | None = None,
+    deployment: str | None = None,
+    exchange: str | None = None,
+    warehouse: str | None = None,
+    limit: int | None = None,
+    stale_seconds: float | None = None,
+    start_timeout: float = 3600.0,
+) -> dict[str, Any]:
+    """Judge the pending pairs in `shards` shards, one run of the judge deployment per shard."""
+    log = get_run_logger()
+    if shards < 1:
+        raise ValueError(f"shards must be >= 1, not {shards}")
+    settings = settings_with(warehouse=warehouse, judge_exchange=exchange, judge_deployment=deployment,
+                             judge_shard_stale_seconds=stale_seconds)
+    root = Path(settings.judge_exchange).resolve()
+    wh_path = str(settings.warehouse)
+    before = merge_exchange(wh_path, str(root))  # a lost worker's finished part counts before planning
+    plan = plan_shards(wh_path, str(root), shards, strategy, limit)
+    summary: dict[str, Any] = {**{k: plan[k] for k in ("plan_id", "judge_config_id", "strategy", "pairs", "pending",
+                                                         "skipped_cached", "skipped_exhausted")},
+                               "merged_before": before, "shards": []}
+    if not plan["work"]:
+        log.info("judge: nothing pending (%d pairs, %d judgments cached)", plan["pairs"], plan["skipped_cached"])
+        summary.update(judged=0, failed={}, requests=0, tokens_in=0, tokens_out=0, seconds=0.0, merged={})
+        return summary
+    runs = []
+    for index, work in sorted(plan["work"].items()):
+        fr = run_deployment(settings.judge_deployment, parameters={"work": work}, timeout=0,
+                            flow_run_name=f"judge {plan['plan_id']} {index}/{shards}")
+        runs.append(ShardRun(index, shards, str(fr.id)))
+        log.info("shard %d/%d -> flow run %s", index, shards, fr.id)
+    started = time.perf_counter()
+    _watch(runs, root, plan["plan_id"], settings.judge_shard_poll_seconds, settings.judge_shard_stale_seconds,
+           start_timeout)
+    summary["merged"] = merge_exchange(wh_path, str(root))
+    lost = [r.flow_run_id for r in runs if r.state != "COMPLETED"]
+    if lost:
+        with Warehouse(wh_path) as wh:
+            for run_id in lost:
+                wh.mark_judge_run(run_id, "lost", "the shard's flow run did not complete; see the pipeline run")
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    summary.update(_totals(root, plan["plan_id"], runs, wh_path))
+    summary["shards"] = [{"shard": r.shard, "flow_run_id": r.flow_run_id, "state": r.state, "message": r.message}
+                         for r in runs]
+    create_table_artifact(key="judge-shards", table=summary["shards"],
+                          description=f"Judge shards of plan {plan['plan_id']}")
+    failed = [r for r in runs if r.state != "COMPLETED"]
+    if failed:
+        raise ShardsIncompleteError(
+            f"{len(failed)} of {len(runs)} judge shards did not finish ("
+            + "; ".join(f"{r.shard} {r.state.lower()}: {r.message or 'see flow run ' + r.flow_run_id}" for r in failed)
+            + f"). Their finished judgments are merged ({summary['merged']['rows']} rows); rerun to judge the rest.")
+    return summary
+
+
+def _totals(root: Path, plan: str, runs: list[ShardRun], warehouse: str) -> dict[str, Any]:
+    """Judged, failed, requests and tokens over the worker runs of this plan (from their records)."""
+    ids = {r.flow_run_id for r in runs}
+    totals: dict[str, Any] = {"judged": 0, "failed": {}, "requests": 0, "tokens_in": 0, "tokens_out": 0}
+    for record in run_records(root):
+        s = record.get("summary") or {}
+        if record["run_id"] not in ids:
+            continue
+        for k in ("judged", "requests", "tokens_in", "tokens_out"):
+            totals[k] += int(s.get(k, 0))
+        for reason, n in (s.get("failed") or {}).items():
+            totals["failed"][reason] = totals["failed"].get(reason, 0) + n
+    with Warehouse(warehouse, read_only=True) as wh:
+        totals["served_models"] = sorted({m for rid in ids for m in wh.served_models(rid)})
+    return totals
