@@ -262,6 +262,90 @@ def _print_pipeline(summary: dict[str, Any]) -> None:
         out.print(f"published: {p['target']}" + (" (already there)" if p["already_published"] else ""))
 
 
+@app.command("evaluate-judge")
+def evaluate_judge(
+    benchmark: str = typer.Option(..., "--benchmark", "-b", help="rm-bench | judgebench"),
+    path: Optional[Path] = typer.Option(None, "--path", help="a local JSONL/Parquet copy (default: the Hub)"),
+    endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL (repeatable)"),
+    strategy: str = typer.Option("swap", "--strategy", help="single | swap | samples:K"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="the first N benchmark rows"),
+    launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server here"),
+    revision: Optional[str] = typer.Option(None, "--revision"),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Judge RM-Bench or JudgeBench and report accuracy by category beside the model card's figures."""
+    _settings_env(warehouse)
+    from flows.evaluate import evaluate_judge as evaluate_flow
+
+    if path is not None and not path.is_file():
+        _fail(f"{path}: no such file")
+    with _Bar(enabled=not as_json and sys.stderr.isatty()):
+        result = _run(evaluate_flow, benchmark, str(path) if path else None, endpoint or None, strategy, limit,
+                      "vllm" if launch_vllm else None, None, revision)
+    if as_json:
+        sys.stdout.write(json.dumps(result, default=str) + "\n")
+        return
+    card = result["model_card"]
+    out.print(f"{result['benchmark']}: accuracy {result['accuracy']}% (model card {card['overall']}%) over "
+              f"{result['scored']} comparisons, {result['failed']} failed; served by {', '.join(result['served_models'])}")
+    for name, acc in [*result["by_category"].items(), *result.get("by_difficulty", {}).items()]:
+        out.print(f"  {name:<10} {acc}%" + (f"   (model card {card[name]}%)" if name in card else ""))
+    if result.get("domains_missing"):
+        out.print(f"  not in this copy: {', '.join(result['domains_missing'])} (the overall averages the rest)")
+
+
+@app.command()
+def snapshot(warehouse: Optional[Path] = typer.Option(None, "--warehouse")) -> None:
+    """Refresh the dashboard's snapshot from the warehouse (the pipeline does this after each stage)."""
+    _settings_env(warehouse)
+    from curator.settings import get_settings
+    from tasks.curate.cost import cost_model
+    from warehouse.snapshot import refresh_snapshot, snapshot_path
+    from warehouse.store import Warehouse
+
+    settings = get_settings()
+    try:
+        Warehouse(settings.warehouse).close()  # migrates, or names the process holding the lock
+    except Exception as e:  # noqa: BLE001
+        if type(e).__name__ in _KNOWN_ERRORS:
+            _fail(str(e))
+        raise
+    target = snapshot_path(settings.warehouse, settings.dashboard_snapshot)
+    counts = refresh_snapshot(settings.warehouse, target, "manual",
+                              {"server_tokens_per_second": settings.cost_server_tokens_per_second,
+                               "gpus_per_server": cost_model(settings).gpus_per_server})
+    out.print(f"snapshot {target}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
+@app.command()
+def dashboard(
+    port: int = typer.Option(8501, "--port"),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    refresh: bool = typer.Option(True, "--refresh/--no-refresh", help="refresh the snapshot first when the warehouse is free"),
+) -> None:
+    """The data team's web dashboard (read-only, over the snapshot the pipeline refreshes)."""
+    _settings_env(warehouse)
+    import subprocess
+
+    from curator.settings import get_settings
+    from warehouse.snapshot import snapshot_path
+
+    settings = get_settings()
+    target = snapshot_path(settings.warehouse, settings.dashboard_snapshot)
+    if refresh and settings.warehouse.exists():
+        try:
+            snapshot(warehouse)
+        except typer.Exit:
+            err.print(f"the warehouse is busy: showing the last snapshot {target}")
+    app_file = Path(__file__).with_name("dashboard") / "app.py"
+    out.print(f"dashboard on http://{host}:{port} (read-only, snapshot {target}); Ctrl-C stops it")
+    raise typer.Exit(subprocess.call([
+        sys.executable, "-m", "streamlit", "run", str(app_file), "--server.headless", "true", "--server.port",
+        str(port), "--server.address", host, "--browser.gatherUsageStats", "false", "--", "--snapshot", str(target)]))
+
+
 @app.command("endpoint-limit")
 def endpoint_limit(
     endpoint: str = typer.Argument(..., help="judge base URL, e.g. http://gpu-3:8000/v1"),

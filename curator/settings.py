@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     judge_deployment: str = Field("judge-worker/judge", description="the deployment that judges one shard")
     judge_shard_poll_seconds: float = Field(5.0, gt=0)
     judge_shard_stale_seconds: float = Field(300.0, gt=0, description="a running shard silent this long is lost")
+    cost_server_tokens_per_second: float = Field(
+        2500.0, gt=0, description="a judge server's throughput (prompt + generated tokens/s) for GPU-hour estimates")
+    dashboard_snapshot: Path | None = Field(None, description="what the dashboard reads (default: dashboard.duckdb "
+                                                             "beside the warehouse)")
     pipeline_lock_wait: float = Field(0.0, ge=0.0, description="seconds a pipeline run waits for another to finish")
 
     hub_retries: int = Field(5, ge=0, description="attempts to resume a failed Hub read")

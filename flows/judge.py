@@ -23,6 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from curator import progress
 from curator.settings import Settings, settings_with
 from flows.runs import current_run_id
+from tasks.curate.cost import cost_model, cost_report
 from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
 from tasks.judge.exchange import Heartbeat, ResultWriter, fold_results, read_work, results_dir
@@ -103,6 +104,9 @@ def _run_judging(pairs: list[PairText], states: States, done: Plan, targets: lis
     summary["skipped_cached"] += done.skipped_cached
     summary["skipped_exhausted"] += done.exhausted
     summary["endpoint_limits"] = limits
+    summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
+                                  tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
+                                  model=cost_model(settings))
     return summary
 
 

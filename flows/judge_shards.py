@@ -23,6 +23,7 @@ from prefect.states import Crashed
 
 from curator.settings import settings_with
 from flows.judge import judge_config_from, select_pairs, split_pending
+from tasks.curate.cost import cost_model, cost_report
 from tasks.judge.exchange import (file_digest, last_heartbeat, result_files, results_dir, run_records, shard_label,
                                   work_path, write_work)
 from tasks.judge.exchange import plan_id as make_plan_id
@@ -181,6 +182,9 @@ def judge_sharded(
                 wh.mark_judge_run(run_id, "lost", "the shard's flow run did not complete; see the pipeline run")
     summary["seconds"] = round(time.perf_counter() - started, 3)
     summary.update(_totals(root, plan["plan_id"], runs, wh_path))
+    summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
+                                  tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
+                                  model=cost_model(settings))
     summary["shards"] = [{"shard": r.shard, "flow_run_id": r.flow_run_id, "state": r.state, "message": r.message}
                          for r in runs]
     create_table_artifact(key="judge-shards", table=summary["shards"],

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
 from flows.ingest import ingest
@@ -17,7 +18,9 @@ from flows.judge_shards import judge_sharded
 from flows.publish import publish
 from flows.runs import current_run_id
 from flows.versions import EmptyVersionError, build_version
+from tasks.curate.cost import cost_model
 from warehouse.lock import pipeline_lock
+from warehouse.snapshot import refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
 
 STAGES = ("ingest", "judge", "version", "publish")
@@ -58,6 +61,20 @@ def curate_pipeline(
                        str(settings.warehouse), limit, judge_shards, judge_deployment, exchange, stale_seconds)
 
 
+@task(cache_policy=NO_CACHE)
+def snapshot_dashboard(warehouse: str, stage: str) -> None:
+    """Refresh what the dashboard reads; a failure here is logged, never fails the data's run."""
+    settings = settings_with(warehouse=warehouse)
+    if not Path(warehouse).exists():
+        return
+    try:
+        refresh_snapshot(warehouse, snapshot_path(warehouse, settings.dashboard_snapshot), stage,
+                         {"server_tokens_per_second": settings.cost_server_tokens_per_second,
+                          "gpus_per_server": cost_model(settings).gpus_per_server})
+    except Exception as err:  # noqa: BLE001 - the dashboard is a reader; the pipeline's data comes first
+        get_run_logger().error("dashboard snapshot after %s failed: %s", stage, err)
+
+
 def _stages(sources, endpoints, launch, strategy, dataset, policy_path, publish_to, skip, warehouse, limit,
             judge_shards, judge_deployment, exchange, stale_seconds) -> dict[str, Any]:
     log = get_run_logger()
@@ -66,6 +83,7 @@ def _stages(sources, endpoints, launch, strategy, dataset, policy_path, publish_
         for spec in sources or []:
             name, path = parse_source(spec)
             summary["ingest"][name] = ingest(name, path, limit=limit, warehouse=warehouse)
+        snapshot_dashboard(warehouse, "ingest")
     if "judge" not in skip:
         if judge_shards:
             summary["judge"] = judge_sharded(judge_shards, strategy=strategy, deployment=judge_deployment,
@@ -73,15 +91,18 @@ def _stages(sources, endpoints, launch, strategy, dataset, policy_path, publish_
                                              stale_seconds=stale_seconds)
         else:
             summary["judge"] = judge(endpoints=endpoints, strategy=strategy, launch=launch, warehouse=warehouse)
+        snapshot_dashboard(warehouse, "judge")
     if "version" not in skip:
         try:
             summary["version"] = build_version(dataset, policy_path=policy_path, warehouse=warehouse)
         except EmptyVersionError as err:
             summary["version"] = {"error": str(err)}
             log.warning("no version built: %s", err)
+        snapshot_dashboard(warehouse, "version")
     version = summary["version"] or {}
     if "publish" not in skip and publish_to and version.get("version"):
         summary["publish"] = publish(dataset, version["version"], to=publish_to, warehouse=warehouse)
+        snapshot_dashboard(warehouse, "publish")
     _report(summary, warehouse)
     return summary
 
@@ -123,7 +144,10 @@ def _report(summary: dict[str, Any], warehouse: str) -> None:
         "# Pipeline run",
         f"- judged {judged.get('judged', 0)} judgments ({judged.get('skipped_cached', 0)} from the cache), "
         f"failed {sum(failed.values())} {failed or ''}, {judged.get('requests', 0)} requests, tokens in/out "
-        f"{judged.get('tokens_in', 0)}/{judged.get('tokens_out', 0)}, {judged.get('seconds', 0)} s of judging",
+        f"{judged.get('tokens_in', 0)}/{judged.get('tokens_out', 0)}, {judged.get('seconds', 0)} s of judging, "
+        f"estimated {(judged.get('cost') or {}).get('gpu_hours', 0)} GPU-hours",
+        f"- version cost: {((version.get('stats') or {}).get('cost') or {}).get('gpu_hours_per_1000_kept', '-')} "
+        "GPU-hours per 1,000 kept pairs (estimate; see the dataset card)",
         f"- version: {version.get('name', '-')} v{version.get('version', '-')} ({version.get('note', 'new')})",
         f"- published: {published.get('target', 'not published')}",
     ]))

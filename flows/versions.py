@@ -20,6 +20,7 @@ from prefect.cache_policies import NO_CACHE
 
 from curator.settings import settings_with
 from schemas.pair import MESSAGE_TYPE
+from tasks.curate.cost import cost_model, cost_report
 from tasks.curate.policy import FilterPolicy, load_policy
 from tasks.curate.select import JudgedPair, VersionRow, content_hash, select_rows
 from tasks.judge.genrm import SideVerdict
@@ -113,7 +114,10 @@ def build_version(
                 f"the policy keeps none of {considered} pairs (dropped: {dict(dropped.most_common())}); "
                 "loosen it rather than publish an empty dataset")
         digest = content_hash(rows)
-        stats = {**version_stats(rows, dropped, considered), "inputs": inputs}
+        totals = wh.judging_totals(config_id)
+        cost = cost_report(requests=totals["requests"], tokens_in=totals["tokens_in"], tokens_out=totals["tokens_out"],
+                           judge_seconds=totals["request_seconds"], kept=len(rows), model=cost_model(settings))
+        stats = {**version_stats(rows, dropped, considered), "inputs": inputs, "cost": cost}
         if latest is not None and latest["content_hash"] == digest and latest["judge_config_id"] == config_id:
             summary = {"name": name, "version": latest["version"], "rows": latest["row_count"], "content_hash": digest,
                        "created": str(latest["created_at"]), "new_version": False,

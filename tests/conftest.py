@@ -53,3 +53,35 @@ def settings() -> Settings:
 @pytest.fixture
 def warehouse_path(tmp_path: Path) -> Path:
     return tmp_path / "warehouse.duckdb"
+
+
+@pytest.fixture(scope="session")
+def dashboard_warehouse(tmp_path_factory) -> tuple[Path, Path, dict]:
+    """A warehouse with every kind of record (ingest with bad rows, judging with failures, a version, a judge
+    evaluation) and its dashboard snapshot; built once per session."""
+    from flows.evaluate import evaluate_judge
+    from flows.pipeline import curate_pipeline
+    from tasks.ingest.synth import write_synth
+    from tasks.judge.standin import StandinConfig, StandinProcess
+    from warehouse.snapshot import snapshot_path
+
+    tmp = tmp_path_factory.mktemp("dashboard")
+    warehouse = tmp / "warehouse.duckdb"
+    hs, arena = tmp / "hs.jsonl", tmp / "arena.jsonl"
+    write_synth(hs, "helpsteer3", 150, seed=81, pair_bytes=400, bad_rate=0.1)
+    write_synth(arena, "arena", 100, seed=82, pair_bytes=400, bad_rate=0.1)
+    judgebench = tmp / "judgebench.jsonl"
+    judgebench.write_text("".join(
+        '{"pair_id": "p%d", "source": "livebench-math", "question": "q%d", "response_A": "a%d", '
+        '"response_B": "b%d", "label": "A>B"}\n' % (i, i, i, i) for i in range(10)))
+    with StandinProcess(StandinConfig(latency_mean=0.002, malformed_rate=0.05)) as server:
+        summary = curate_pipeline([f"helpsteer3={hs}", f"arena={arena}"], [server.url], dataset="dash",
+                                  publish_to=str(tmp / "published"), warehouse=str(warehouse))
+        evaluate_judge("judgebench", str(judgebench), [server.url], warehouse=str(warehouse))
+        # a second version under a looser policy (pairs added), which also refreshes the snapshot after the
+        # evaluation, as `curate snapshot` would
+        looser = tmp / "looser.toml"
+        looser.write_text("min_abs_margin = 0.5\nrequire_order_agreement = false\n")
+        curate_pipeline(skip=["ingest", "judge", "publish"], dataset="dash", policy_path=str(looser),
+                        warehouse=str(warehouse))
+    return warehouse, snapshot_path(warehouse), summary

@@ -90,3 +90,33 @@ def test_judge_json_has_the_documented_keys(tmp_path, warehouse_path):
 def test_judge_without_an_endpoint_is_a_clear_error(warehouse_path):
     result = runner.invoke(app, ["judge", "--warehouse", str(warehouse_path)])
     assert result.exit_code == 2 and "no judge endpoint" in result.output
+
+
+def test_evaluate_judge_json_has_the_documented_keys(tmp_path, warehouse_path):
+    from tasks.judge.standin import StandinConfig, StandinProcess
+
+    data = tmp_path / "jb.jsonl"
+    data.write_text("".join(json.dumps({"pair_id": f"p{i}", "source": src, "question": f"q{i}", "response_A": f"a{i}",
+                                        "response_B": f"b{i}", "label": "A>B" if i % 2 else "B>A"}) + "\n"
+                            for i, src in enumerate(["mmlu-pro-law", "livecodebench"] * 4)) + "{broken\n")
+    with StandinProcess(StandinConfig(latency_mean=0.001)) as server:
+        result = runner.invoke(app, ["evaluate-judge", "--benchmark", "judgebench", "--path", str(data), "--endpoint",
+                                     server.url, "--warehouse", str(warehouse_path), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {"benchmark", "accuracy", "by_category", "pairs", "failed"} <= set(out)
+    assert (out["benchmark"], out["pairs"], out["failed"]) == ("judgebench", 8, 0)
+    assert set(out["by_category"]) == {"knowledge", "coding"} and 0 <= out["accuracy"] <= 100
+    assert [r["reason"] for r in out["rejected"]] == ["malformed_json"]  # the bad line is named, not dropped
+    bad = runner.invoke(app, ["evaluate-judge", "--benchmark", "helpsteer3", "--path", str(data), "--endpoint",
+                              "http://127.0.0.1:9/v1", "--warehouse", str(warehouse_path)])
+    assert bad.exit_code == 2 and "not a judge benchmark" in bad.output
+
+
+def test_snapshot_command_writes_the_dashboard_snapshot(dashboard_warehouse, tmp_path):
+    warehouse, _, _ = dashboard_warehouse
+    copy = tmp_path / "warehouse.duckdb"
+    copy.write_bytes(warehouse.read_bytes())
+    result = runner.invoke(app, ["snapshot", "--warehouse", str(copy)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "dashboard.duckdb").exists() and "dash_funnel" in result.output

@@ -20,6 +20,9 @@ import numpy as np
 import pyarrow as pa
 
 
+JUDGMENT_TABLES = {"judgments": "judgments", "eval_judgments": "eval_judgments"}  # the only names SQL may see
+
+
 class WarehouseLockedError(RuntimeError):
     """Another process holds the warehouse file."""
 
@@ -333,31 +336,32 @@ class Warehouse:
         by_id = {r[0]: (r[0], r[1], r[2], r[3]) for r in rows}
         return [by_id[i] for i in pair_ids if i in by_id]
 
-    def judgment_states(self, config_id: str, pair_ids: list[str]) -> dict[tuple[str, str, int], tuple[str, int, float | None, int | None, int | None]]:
-        """{(pair id, order, sample): (status, attempts, margin_a, score_a, score_b)} of recorded judgments."""
+    def judgment_states(self, config_id: str, pair_ids: list[str], table: str = "judgments") -> dict[tuple[str, str, int], tuple[str, int, float | None, int | None, int | None]]:
+        """{(pair id, order, sample): (status, attempts, margin_a, score_a, score_b)} of recorded judgments
+        (of curation pairs, or of benchmark comparisons with table="eval_judgments")."""
         if not pair_ids:
             return {}
         rows = self._matching(
             'SELECT j.pair_id, j."order", j.sample_index, j.status, j.attempts, j.margin_a, j.score_a, j.score_b '
-            "FROM judgments j JOIN lookup_keys k USING (pair_id) WHERE j.judge_config_id = ?",
+            f"FROM {JUDGMENT_TABLES[table]} j JOIN lookup_keys k USING (pair_id) WHERE j.judge_config_id = ?",
             pa.table({"pair_id": pa.array(pair_ids, pa.string())}), [config_id],
         )
         return {(r[0], r[1], r[2]): (r[3], r[4], r[5], r[6], r[7]) for r in rows}
 
-    def write_judgments(self, rows: pa.Table) -> None:
+    def write_judgments(self, rows: pa.Table, table: str = "judgments") -> None:
         """Upsert judgments in one transaction: a success replaces an earlier failure; an 'ok' is final."""
         if rows.num_rows == 0:
             return
         with self.transaction():
-            self._upsert_judgments(rows)
+            self._upsert_judgments(rows, JUDGMENT_TABLES[table])
 
-    def _upsert_judgments(self, rows: pa.Table) -> None:
+    def _upsert_judgments(self, rows: pa.Table, table: str = "judgments") -> None:
         # Order-independent, so replaying files in any order ends the same: 'ok' is final, and a failure
         # only replaces a failure with no more attempts behind it.
         key = ("pair_id", "judge_config_id", "order", "sample_index")
         updates = ", ".join(f'"{c}" = excluded."{c}"' for c in rows.column_names if c not in key)
-        self._insert("judgments", rows, f"ON CONFLICT DO UPDATE SET {updates} WHERE judgments.status <> 'ok' "
-                                        "AND (excluded.status = 'ok' OR excluded.attempts >= judgments.attempts)")
+        self._insert(table, rows, f"ON CONFLICT DO UPDATE SET {updates} WHERE {table}.status <> 'ok' "
+                                  f"AND (excluded.status = 'ok' OR excluded.attempts >= {table}.attempts)")
 
     def merged_file_keys(self) -> set[str]:
         return {r[0] for r in self.con.execute("SELECT file_key FROM merged_result_files").fetchall()}
@@ -405,6 +409,30 @@ class Warehouse:
             "SELECT p.source, count(*) FROM pairs_for_curation p WHERE EXISTS (SELECT 1 FROM judgments j "
             "WHERE j.pair_id = p.pair_id AND j.judge_config_id = ? AND j.status = 'ok') GROUP BY p.source",
             [config_id]).fetchall())
+
+    def eval_margins(self, config_id: str, item_ids: list[str]) -> dict[str, dict[tuple[str, int], float]]:
+        """{item id: {(order, sample): A-side margin}} of the 'ok' benchmark judgments under `config_id`."""
+        rows = self._matching(
+            'SELECT j.pair_id, j."order", j.sample_index, j.margin_a FROM eval_judgments j JOIN lookup_keys k '
+            "USING (pair_id) WHERE j.judge_config_id = ? AND j.status = 'ok'",
+            pa.table({"pair_id": pa.array(item_ids, pa.string())}), [config_id])
+        out: dict[str, dict[tuple[str, int], float]] = {}
+        for item, order, sample, margin in rows:
+            out.setdefault(item, {})[(order, sample)] = margin
+        return out
+
+    def record_evaluation(self, row: dict[str, Any]) -> None:
+        row = {**row, "created_at": _now()}
+        cols = list(row)
+        self.con.execute(f"INSERT INTO judge_evaluations ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                         [json.dumps(v) if k == "result" else v for k, v in row.items()])
+
+    def judging_totals(self, config_id: str) -> dict[str, Any]:
+        """Requests, tokens and request-seconds of every judgment recorded under `config_id` so far."""
+        row = self.con.execute(
+            "SELECT count(*), coalesce(sum(attempts), 0), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), "
+            "coalesce(sum(latency_s), 0) FROM judgments WHERE judge_config_id = ?", [config_id]).fetchone()
+        return dict(zip(("judgments", "requests", "tokens_in", "tokens_out", "request_seconds"), row))
 
     def judgment_counts(self, config_id: str) -> dict[str, int]:
         return dict(self.con.execute(

@@ -170,13 +170,12 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._beat, daemon=True, name="judge-heartbeat")
 
     def _beat(self) -> None:
-        while True:
+        while not self._stop.wait(self.every):
             self.path.write_text(str(time.time()))
-            if self._stop.wait(self.every):
-                return
 
     def __enter__(self) -> Heartbeat:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(str(time.time()))  # alive from the moment the context is entered
         self._thread.start()
         return self
 

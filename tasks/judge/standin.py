@@ -69,6 +69,10 @@ class StandinConfig:
     model: str = DEFAULT_MODEL
     reasoning_words: int = 60
     hang_seconds: float = 3600.0
+    # Checking an evaluation's plumbing: a JSONL file of {"prompt", "better", "worse"} makes the stand-in
+    # rank by those labels (an oracle), and `first_wins_rate` of verdicts then go to the first-shown answer.
+    oracle: str = ""
+    first_wins_rate: float = 0.0
 
     def __post_init__(self) -> None:
         rates = [self.error_rate, self.hang_rate, self.malformed_rate, self.truncated_rate]
@@ -78,6 +82,8 @@ class StandinConfig:
             raise ValueError(f"capacity must be at least 1, got {self.capacity}")
         if min(self.latency_mean, self.latency_sigma, self.position_bias, self.hang_seconds) < 0:
             raise ValueError("latency_mean, latency_sigma, position_bias and hang_seconds must be >= 0")
+        if not 0.0 <= self.first_wins_rate <= 1.0:
+            raise ValueError(f"first_wins_rate must lie in [0, 1], got {self.first_wins_rate}")
         if self.reasoning_words < 0:
             raise ValueError(f"reasoning_words must be >= 0, got {self.reasoning_words}")
 
@@ -176,15 +182,41 @@ def quality(text: str) -> float:
     return 5.0 * _unit("quality", text)
 
 
-def verdict_for(messages: list[dict[str, str]], seed: int | None, config: StandinConfig) -> Verdict:
+def oracle_key(prompt: str, response: str) -> str:
+    return hashlib.blake2b(f"{prompt}\0{response}".encode(), digest_size=16).hexdigest()
+
+
+def load_oracle(path: str) -> dict[str, float]:
+    """Latent qualities that follow known labels: the better answer of a prompt 4.9, the worse 0.1."""
+    table: dict[str, float] = {}
+    if not path:
+        return table
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                row = json.loads(line)
+                table[oracle_key(row["prompt"], row["worse"])] = 0.1
+                table[oracle_key(row["prompt"], row["better"])] = 4.9
+    return table
+
+
+def verdict_for(messages: list[dict[str, str]], seed: int | None, config: StandinConfig,
+                oracle: dict[str, float] | None = None) -> Verdict:
     """The simulated verdict for a validated request.
 
     The sample noise is drawn for the unordered pair and changes sign with the order, so with no position
     bias the swapped request gets exactly the mirrored verdict (7 - ranking, scores swapped); only
-    identical responses cannot mirror.
+    identical responses cannot mirror. With an oracle, labelled answers take the oracle's qualities; with
+    `first_wins_rate`, that share of requests (drawn from the content) ranks the first-shown answer best.
     """
     text_1, text_2 = messages[-2]["content"], messages[-1]["content"]
-    q1, q2 = quality(text_1), quality(text_2)
+    if config.first_wins_rate and _unit("first-wins", messages, seed) < config.first_wins_rate:
+        return Verdict(5, 1, 1)
+    prompt = messages[-3]["content"] if len(messages) >= 3 else ""
+    q1 = (oracle or {}).get(oracle_key(prompt, text_1)) if oracle else None
+    q2 = (oracle or {}).get(oracle_key(prompt, text_2)) if oracle else None
+    q1 = quality(text_1) if q1 is None else q1
+    q2 = quality(text_2) if q2 is None else q2
     sign = 1.0 if text_1 <= text_2 else -1.0
     noise = sign * NOISE * (2.0 * _unit("noise", sorted([text_1, text_2]), seed) - 1.0)
     raw = 3.5 - RANKING_SCALE * (q1 - q2 + noise) - config.position_bias
@@ -237,11 +269,12 @@ def _malformed_answer(verdict: Verdict, variant: int) -> tuple[str, str]:
     ][variant]
 
 
-def completion_for(request: ChatRequest, config: StandinConfig, fault: str | None) -> tuple[str, str]:
+def completion_for(request: ChatRequest, config: StandinConfig, fault: str | None,
+                   oracle: dict[str, float] | None = None) -> tuple[str, str]:
     """(content, finish_reason) for a served request; `fault` is None, 'malformed' or 'truncated'."""
     messages, seed = request.messages, request.seed
     reasoning = reasoning_for(messages, seed, config.reasoning_words)
-    verdict = verdict_for(messages, seed, config)
+    verdict = verdict_for(messages, seed, config, oracle)
     if fault == "truncated":
         return "<think>\n" + reasoning[: max(1, len(reasoning) // 2)], "length"
     if fault == "malformed":
@@ -312,6 +345,7 @@ class _Server:
         self.config = config
         self.slots = asyncio.Semaphore(config.capacity)
         self.faults_rng = random.Random(config.seed)
+        self.oracle = load_oracle(config.oracle)
         self.started_at = int(time.time())
         self.in_flight = 0
         self.queued = 0
@@ -393,7 +427,7 @@ class _Server:
             return Response(status_code=499)  # nobody is listening
         if fault == "hang":
             return _error(504, f"SIMULATED hang: no answer for {seconds} s", "timeout_error")
-        text, finish = completion_for(chat, config, fault)
+        text, finish = completion_for(chat, config, fault, self.oracle)
         prompt_tokens = token_estimate(sum(len(m["content"]) for m in chat.messages))
         completion_tokens = token_estimate(len(text))
         return _json({

@@ -53,6 +53,17 @@ def _table(counts: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _cost_section(cost: dict[str, Any] | None) -> str:
+    if not cost:
+        return "not recorded for this version"
+    return (f"Every judgment of this judge configuration up to this version: {cost['requests']} requests, "
+            f"{cost['tokens_in']} prompt and {cost['tokens_out']} generated tokens, {cost['judge_seconds']} "
+            f"request-seconds; {cost['tokens_per_kept_pair']} tokens per kept pair. Estimated "
+            f"{cost['gpu_hours']} GPU-hours, {cost['gpu_hours_per_1000_kept']} per 1,000 kept pairs, assuming "
+            f"{cost['assumed_server_tokens_per_second']} tokens/s per server of {cost['assumed_gpus_per_server']} GPUs "
+            "(an estimate from a configured throughput, not a measurement).")
+
+
 def card_markdown(
     *, name: str, version: int, content_hash: str, rows: list[dict[str, Any]], stats: dict[str, Any],
     policy: dict[str, Any], judge_config: dict[str, Any], source_revisions: dict[str, list[str]],
@@ -123,6 +134,10 @@ Dropped, by reason:
 | confidence (0 .. 1) | {_quantiles(confidences)} |
 
 Judge-human agreement: {'n/a' if agreement is None else f'{agreement:.1%} of {stats.get("human_labelled")} human-labelled pairs'}.
+
+## Cost of judging
+
+{_cost_section(stats.get('cost'))}
 
 ## Filter policy
 

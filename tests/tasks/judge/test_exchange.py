@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
 import pyarrow as pa
@@ -79,6 +80,6 @@ def test_heartbeat_is_touched_while_held(tmp_path):
     assert last_heartbeat(tmp_path) is None
     with Heartbeat(tmp_path, "run-a", every=0.05):
         first = last_heartbeat(tmp_path)
-        import time
+        assert first is not None  # written on entry, not on the thread's first beat
         time.sleep(0.3)
         assert last_heartbeat(tmp_path) > first

@@ -1,0 +1,139 @@
+"""The data team's dashboard (Streamlit), read-only, over the snapshot the pipeline refreshes.
+
+Run it with `curate dashboard`; the snapshot's path comes from the command line (after `--`) or
+CURATE_DASHBOARD_SNAPSHOT.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from curator.dashboard import data
+from curator.dashboard.data import Filters, NoSnapshotError, Snapshot
+
+
+def _snapshot_path() -> str:
+    args = sys.argv[1:]
+    if "--snapshot" in args:
+        return args[args.index("--snapshot") + 1]
+    return os.environ.get("CURATE_DASHBOARD_SNAPSHOT", "data/dashboard.duckdb")
+
+
+def bar_chart(df: pd.DataFrame, x: str, y: str, title: str, color: str | None = None) -> alt.Chart:
+    """Bars with their value written on them: the numbers are readable without hovering."""
+    enc = {"x": alt.X(f"{x}:N", sort=None, title=x.replace("_", " ")), "y": alt.Y(f"{y}:Q", title=y.replace("_", " "))}
+    if color:
+        enc["color"] = alt.Color(f"{color}:N")
+    bars = alt.Chart(df, title=title).mark_bar().encode(**enc, tooltip=list(df.columns))
+    labels = alt.Chart(df).mark_text(dy=-6).encode(x=enc["x"], y=enc["y"], text=alt.Text(f"{y}:Q"))
+    return bars + labels if not color else bars
+
+
+def section(title: str, df: pd.DataFrame, x: str, y: str, chart_title: str, table: bool = True) -> None:
+    """A subheader, a labelled bar chart when there is data, and the table under it."""
+    st.subheader(title)
+    if len(df):
+        st.altair_chart(bar_chart(df, x, y, chart_title), width="stretch")
+    if table:
+        st.table(df)
+
+
+def main() -> None:
+    st.set_page_config(page_title="preference-curator", layout="wide")
+    st.title("preference-curator")
+    try:
+        snap = Snapshot.open(_snapshot_path())
+    except NoSnapshotError as err:
+        st.error(str(err))
+        return
+    st.caption(f"Snapshot taken {snap.info['taken_at']:%Y-%m-%d %H:%M:%S} UTC after the {snap.info['stage']} stage "
+               f"of `{snap.info['warehouse']}` (read-only; reload the page after the next stage).")
+
+    versions = data.versions(snap)
+    with st.sidebar:
+        st.header("Filters")
+        chosen_sources = st.multiselect("Source", data.sources(snap), key="sources")
+        chosen_domains = st.multiselect("Domain", data.domains(snap), key="domains")
+        labels = [f"{r.dataset} v{r.version}" for r in versions.itertuples()]
+        label = st.selectbox("Dataset version", labels, key="version") if labels else None
+    dataset, version = (label.rsplit(" v", 1)[0], int(label.rsplit(" v", 1)[1])) if label else (None, None)
+    f = Filters(tuple(chosen_sources), tuple(chosen_domains), dataset, version)
+
+    funnel = data.funnel(snap, f)
+    agreement = data.agreement(snap, f)
+    costs = data.version_costs(snap)
+    this_cost = costs[(costs["dataset"] == dataset) & (costs["version"] == version)] if dataset else costs.iloc[0:0]
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Pairs read", int(funnel["read"].sum()) if len(funnel) else 0)
+    c2.metric("Pairs judged", int(funnel.drop_duplicates("source")["judged"].sum()) if len(funnel) else 0)
+    comparable = int(agreement["comparable"].sum()) if len(agreement) else 0
+    c3.metric("Judge-human agreement", f"{100.0 * agreement['agree'].sum() / comparable:.1f}%" if comparable else "n/a")
+    c4.metric(f"GPU-hours / 1,000 kept ({label or '-'})",
+              f"{this_cost['gpu_hours_per_1000_kept'].iloc[0]:.4f}" if len(this_cost) else "n/a")
+
+    st.header("Yield funnel per source")
+    if len(funnel):
+        long = funnel.drop_duplicates("source").melt(
+            id_vars="source", value_vars=["read", "valid", "unique_pairs", "for_curation", "judged"],
+            var_name="stage", value_name="pairs")
+        kept = funnel[funnel["dataset"] == dataset][["source", "kept"]].rename(columns={"kept": "pairs"})
+        long = pd.concat([long, kept.assign(stage="kept")])
+        st.altair_chart(alt.Chart(long, title="read → valid → unique → for curation → judged → kept").mark_bar()
+                        .encode(x=alt.X("stage:N", sort=["read", "valid", "unique_pairs", "for_curation", "judged", "kept"]),
+                                y="pairs:Q", color="source:N", xOffset="source:N", tooltip=["source", "stage", "pairs"]),
+                        width="stretch")
+    st.table(funnel)
+
+    left, right = st.columns(2)
+    with left:
+        q = data.quarantine(snap, f)
+        st.subheader("Quarantine reasons")
+        if len(q):
+            st.altair_chart(bar_chart(q.groupby("reason", as_index=False)["rows"].sum(), "reason", "rows",
+                                      "quarantined rows by reason"), width="stretch")
+        st.table(q)
+    with right:
+        section("Judge failures by reason", data.failures(snap), "failure_reason", "judgments", "failed judgments")
+
+    left, right = st.columns(2)
+    with left:
+        section("Margin distribution", data.margin_histogram(snap, f), "abs_margin_bin", "pairs",
+                "|mean margin| of judged pairs", table=False)
+    with right:
+        section(f"Confidence distribution ({label or 'no version'})",
+                data.confidence_histogram(snap, f) if dataset else pd.DataFrame(), "confidence_bin", "pairs",
+                f"confidence of kept pairs in {label}", table=False)
+
+    st.header("Judge-human agreement by source and domain")
+    if len(agreement):
+        st.altair_chart(bar_chart(agreement.assign(group=agreement["source"] + " / " + agreement["domain"]),
+                                  "group", "agreement_pct", "agreement % (pairs where both prefer a side)"),
+                        width="stretch")
+    st.table(agreement)
+
+    st.header("Throughput and tokens")
+    tp = data.throughput(snap)
+    if len(tp):
+        st.altair_chart(bar_chart(tp.assign(run=tp["run_id"].str[:8]), "run", "judgments_per_s", "judgments/s per judge run"),
+                        width="stretch")
+    st.table(tp)
+
+    st.header("Versions, their diffs and cost")
+    st.table(versions)
+    st.caption(f"GPU-hours are estimated from tokens at {snap.cost_model.server_tokens_per_second} tokens/s per "
+               f"server of {snap.cost_model.gpus_per_server} GPUs (CURATE_COST_SERVER_TOKENS_PER_SECOND).")
+    st.table(costs)
+
+    st.header("Judge quality checks")
+    st.table(data.evaluations(snap))
+
+    st.header("Runs")
+    st.table(data.runs(snap))
+
+
+main()

@@ -1,0 +1,45 @@
+"""What judging cost: requests, tokens, judge time, and GPU-hours under a configured server throughput.
+
+GPU time is estimated, not measured: the tokens a server processed (prompt and generated) divided by the
+throughput a team measured for its deployment (`CURATE_COST_SERVER_TOKENS_PER_SECOND`, the whole server's
+tokens/s), times the GPUs that server holds. Reasoning traces dominate; the estimate says which figures it
+used, so a dashboard reader can redo it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    server_tokens_per_second: float  # prompt + generated tokens per second, one judge server
+    gpus_per_server: int
+
+    def gpu_hours(self, tokens: int) -> float:
+        return tokens / self.server_tokens_per_second / 3600.0 * self.gpus_per_server
+
+
+def cost_model(settings: Any) -> CostModel:
+    """The settings' estimate: CURATE_COST_SERVER_TOKENS_PER_SECOND on a server of TP x DP GPUs."""
+    return CostModel(settings.cost_server_tokens_per_second,
+                     settings.vllm_tensor_parallel_size * settings.vllm_data_parallel_size)
+
+
+def cost_report(*, requests: int, tokens_in: int, tokens_out: int, judge_seconds: float, kept: int | None,
+                model: CostModel) -> dict[str, Any]:
+    """One cost block: the measured counts, then the estimate and the assumptions behind it."""
+    tokens = tokens_in + tokens_out
+    gpu_hours = model.gpu_hours(tokens)
+    return {
+        "requests": requests,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "judge_seconds": round(judge_seconds, 3),
+        "tokens_per_kept_pair": round(tokens / kept, 1) if kept else None,
+        "gpu_hours": round(gpu_hours, 6),
+        "gpu_hours_per_1000_kept": round(1000.0 * gpu_hours / kept, 6) if kept else None,
+        "assumed_server_tokens_per_second": model.server_tokens_per_second,
+        "assumed_gpus_per_server": model.gpus_per_server,
+    }

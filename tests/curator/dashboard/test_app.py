@@ -1,0 +1,84 @@
+"""The dashboard through Streamlit's own test harness: real numbers from a test warehouse's snapshot,
+filters, and a clear message without a snapshot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from warehouse.store import Warehouse
+
+pytestmark = pytest.mark.prefect
+
+APP = str(Path(__file__).resolve().parents[3] / "curator" / "dashboard" / "app.py")
+
+
+def _run(monkeypatch, snapshot) -> AppTest:
+    monkeypatch.setenv("CURATE_DASHBOARD_SNAPSHOT", str(snapshot))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _chart_rows(chart) -> list[dict]:
+    """The rows a Vega-Lite chart element draws (Streamlit ships them as Arrow IPC)."""
+    (dataset,) = {d.data.data: d for d in chart.proto.datasets}.values()  # layers share one dataset
+    return pa.ipc.open_stream(dataset.data.data).read_all().to_pylist()
+
+
+def _title(spec: dict) -> str:
+    title = spec.get("title") or next((layer.get("title") for layer in spec.get("layer", []) if layer.get("title")), "")
+    return title["text"] if isinstance(title, dict) else title
+
+
+def _charts(at: AppTest) -> dict[str, list[dict]]:
+    return {_title(json.loads(c.proto.spec)): _chart_rows(c) for c in at.get("vega_lite_chart")}
+
+
+def test_metrics_tables_and_charts_show_the_warehouse_numbers(dashboard_warehouse, monkeypatch):
+    warehouse, snapshot, summary = dashboard_warehouse
+    at = _run(monkeypatch, snapshot)
+    with Warehouse(warehouse, read_only=True) as wh:
+        judged = wh.query("SELECT count(DISTINCT pair_id) FROM judgments j JOIN pairs_for_curation USING (pair_id) "
+                          "WHERE j.status = 'ok'")[0][0]
+        margins = dict(wh.query("SELECT floor(abs(m) * 2) / 2, count(*) FROM (SELECT pair_id, avg(margin_a) AS m "
+                                "FROM judgments JOIN pairs_for_curation USING (pair_id) WHERE status = 'ok' GROUP BY 1) GROUP BY 1"))
+        failures = dict(wh.query("SELECT failure_reason, count(*) FROM judgments WHERE status = 'failed' GROUP BY 1"))
+    metrics = {m.label: m.value for m in at.metric}
+    read = sum(s["read"] for s in summary["ingest"].values())
+    assert metrics["Pairs read"] == str(read) and metrics["Pairs judged"] == str(judged)
+    assert metrics["GPU-hours / 1,000 kept (dash v2)"] != "n/a"  # the newest version is selected first
+
+    charts = _charts(at)
+    funnel = charts["read → valid → unique → for curation → judged → kept"]
+    for source, s in summary["ingest"].items():
+        got = {r["stage"]: r["pairs"] for r in funnel if r["source"] == source}
+        assert got["read"] == s["read"] and got["valid"] == s["valid"] and got["kept"] > 0
+    assert {r["abs_margin_bin"]: r["pairs"] for r in charts["|mean margin| of judged pairs"]} == margins
+    assert {r["failure_reason"]: r["judgments"] for r in charts["failed judgments"]} == failures
+    assert sum(r["pairs"] for r in charts["confidence of kept pairs in dash v2"]) == \
+        next(r["row_count"] for r in at.table[-4].value.to_dict("records") if r["version"] == 2)
+    headers = [h.value for h in at.header]
+    assert headers[:2] == ["Yield funnel per source", "Judge-human agreement by source and domain"]
+
+
+def test_filters_narrow_every_view(dashboard_warehouse, monkeypatch):
+    _, snapshot, summary = dashboard_warehouse
+    at = _run(monkeypatch, snapshot)
+    at.sidebar.multiselect(key="sources").select("arena").run()
+    assert not at.exception
+    assert set(at.table[0].value["source"]) == {"arena"}
+    assert at.metric[0].value == str(summary["ingest"]["arena"]["read"])
+    at.sidebar.selectbox(key="version").select("dash v1").run()
+    charts = _charts(at)
+    assert "confidence of kept pairs in dash v1" in charts
+    assert all(r["source"] == "arena" for r in charts["read → valid → unique → for curation → judged → kept"])
+
+
+def test_without_a_snapshot_it_says_what_to_run(monkeypatch, tmp_path):
+    at = _run(monkeypatch, tmp_path / "none.duckdb")
+    assert "curate snapshot" in at.error[0].value
