@@ -611,6 +611,7 @@ def demo(
         f"\n[bold]next:[/]\n"
         f"  {me} status\n"
         f"  {me} versions demo-preferences\n"
+        f"  {me} dashboard            # the data team's dashboard on http://127.0.0.1:8501\n"
         f"  {os.path.relpath(sys.executable)} -c \"import datasets; print(datasets.load_dataset('{published}', 'dpo'))\"\n"
         f"  # with the real judge (8 GPUs):\n"
         f"  python3 -m vllm.entrypoints.openai.api_server --model nvidia/Qwen3-Nemotron-235B-A22B-GenRM "

@@ -92,6 +92,12 @@ def test_publish_locally_in_hub_layout_then_again_is_a_no_op(judged, tmp_path):
     assert {c["config_name"] for c in front["configs"]} == {"dpo", "rm", "helpsteer3"}
     assert front["license"] == "cc-by-4.0" and "text-generation" in front["task_categories"]
     assert made["content_hash"] in card and "margin_confidence.svg" in card
+    cost = made["stats"]["cost"]
+    with Warehouse(judged, read_only=True) as wh:
+        tokens = wh.query("SELECT sum(tokens_in), sum(tokens_out) FROM judgments")[0]
+    assert (cost["tokens_in"], cost["tokens_out"]) == tokens and cost["gpu_hours_per_1000_kept"] > 0
+    assert cost["tokens_per_kept_pair"] == round((tokens[0] + tokens[1]) / made["rows"], 1)
+    assert "## Cost of judging" in card and f"{cost['gpu_hours_per_1000_kept']} per 1,000 kept pairs" in card
     dpo = datasets.load_dataset(str(folder), "dpo")
     total = sum(len(dpo[s]) for s in dpo)
     assert total == made["rows"]
