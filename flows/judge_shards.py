@@ -137,6 +137,21 @@ def _watch(runs: list[ShardRun], exchange: Path, plan: str, poll: float, stale: 
                 time.sleep(poll)
 
 
+def _require_deployment(name: str) -> None:
+    """Refuse before planning when the shard deployment is not on this Prefect API."""
+    from prefect.exceptions import ObjectNotFound
+    from prefect.settings import PREFECT_API_URL
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_deployment_by_name(name)
+        except ObjectNotFound:
+            raise ValueError(
+                f"no deployment {name!r} on the Prefect API ({PREFECT_API_URL.value() or 'ephemeral'}): sharded "
+                "judging needs a Prefect server with the deployments (`prefect --no-prompt deploy --all`) and "
+                "workers on the gpu pool; without them, judge in process (no --shards)") from None
+
+
 @flow(name="judge-sharded", log_prints=False)
 def judge_sharded(
     shards: int,
@@ -156,6 +171,7 @@ def judge_sharded(
                              judge_shard_stale_seconds=stale_seconds)
     root = Path(settings.judge_exchange).resolve()
     wh_path = str(settings.warehouse)
+    _require_deployment(settings.judge_deployment)
     before = merge_exchange(wh_path, str(root))  # a lost worker's finished part counts before planning
     plan = plan_shards(wh_path, str(root), shards, strategy, limit)
     summary: dict[str, Any] = {**{k: plan[k] for k in ("plan_id", "judge_config_id", "strategy", "pairs", "pending",

@@ -91,3 +91,12 @@ def test_a_worker_killed_mid_shard_then_rerun_judges_only_the_rest(tmp_path, ing
     assert len(rows) == 2 * n and {r[3] for r in rows} == {"ok"}
     with Warehouse(path, read_only=True) as wh:  # the killed run's record stays 'running' until the pipeline says
         assert sorted(s for (s,) in wh.query("SELECT status FROM judge_runs")) == ["completed", "running"]
+
+
+def test_sharding_without_the_deployment_is_a_clear_error(tmp_path, ingested):
+    from flows.judge_shards import judge_sharded
+
+    path, _ = ingested
+    with pytest.raises(ValueError, match="no deployment 'judge-worker/judge'.*deploy --all"):
+        judge_sharded(2, warehouse=path, exchange=str(tmp_path / "exchange"))
+    assert not (tmp_path / "exchange").exists()  # refused before planning anything
