@@ -25,7 +25,7 @@ out = Console()
 
 _KNOWN_ERRORS = ("WarehouseLockedError", "SourceReadError", "MissingColumnsError", "ValueError", "FileNotFoundError",
                  "ServerStartError", "PolicyError", "EmptyVersionError", "PublishError", "PipelineBusyError",
-                 "ShardsIncompleteError")
+                 "ShardsIncompleteError", "EndpointsDownError")
 
 
 def _settings_env(warehouse: Optional[Path]) -> None:
@@ -373,14 +373,19 @@ def judge_standin(
     malformed_rate: float = typer.Option(0.0, "--malformed-rate", help="share of answers without a verdict"),
     truncated_rate: float = typer.Option(0.0, "--truncated-rate", help="share of answers cut off at max_tokens"),
     seed: int = typer.Option(0, "--seed"),
+    oracle: Optional[Path] = typer.Option(None, "--oracle", help='JSONL of {"prompt", "better", "worse"}: rank by these labels'),
+    first_wins_rate: float = typer.Option(0.0, "--first-wins-rate", help="share of verdicts given to the first-shown answer"),
 ) -> None:
     """Serve the GenRM STAND-IN: an OpenAI-compatible server whose verdicts are SIMULATED (tests, demo, benchmarks)."""
     from tasks.judge import standin
 
+    if oracle is not None and not oracle.is_file():
+        _fail(f"{oracle}: no such file")
     standin.main(["--host", host, "--port", str(port), "--capacity", str(capacity), "--latency-mean", str(latency_mean),
                   "--latency-sigma", str(latency_sigma), "--position-bias", str(position_bias), "--error-rate",
                   str(error_rate), "--hang-rate", str(hang_rate), "--malformed-rate", str(malformed_rate),
-                  "--truncated-rate", str(truncated_rate), "--seed", str(seed)])
+                  "--truncated-rate", str(truncated_rate), "--seed", str(seed), "--oracle", str(oracle or ""),
+                  "--first-wins-rate", str(first_wins_rate)])
 
 
 @app.command("build-version")

@@ -67,6 +67,7 @@ class ClientOptions:
     backoff_max: float = 60.0
     failure_threshold: int = 5  # consecutive transient failures that set an endpoint aside
     cooldown: float = 15.0  # first set-aside, doubled while it keeps failing
+    give_up_after: int = 4  # set-asides in a row, on every endpoint at once, that end the run (all are down)
     api_key: str = "EMPTY"
 
 
@@ -92,6 +93,12 @@ class _Endpoint:
         self.failures = 0
         self.available_at = 0.0
         self.cooldown = options.cooldown
+        self.set_asides = 0  # in a row, since its last success
+        self.last_error = ""
+
+
+class EndpointsDownError(RuntimeError):
+    """Every endpoint failed again and again: the run stops, nothing is lost."""
 
 
 def _transient(err: Exception) -> tuple[bool, str]:
@@ -183,6 +190,7 @@ class Dispatcher:
             return
         endpoint.failures = 0
         endpoint.cooldown = self.options.cooldown
+        endpoint.set_asides = 0
         if self.stats.first_response_at is None:
             self.stats.first_response_at = time.time()
         self._finish(self._result_from_body(request, endpoint, body, time.perf_counter() - started))
@@ -206,11 +214,21 @@ class Dispatcher:
 
     def _failed_request(self, request: JudgeRequest, endpoint: _Endpoint, err: Exception, latency: float) -> None:
         retry, reason = _transient(err)
-        if retry:
+        # A request sent before its endpoint was set aside does not count against it again.
+        if retry and endpoint.available_at <= time.monotonic():
             endpoint.failures += 1
+            endpoint.last_error = f"{reason}: {str(err)[:200]}"
             if endpoint.failures >= self.options.failure_threshold:
                 endpoint.available_at = time.monotonic() + endpoint.cooldown
                 endpoint.cooldown = min(endpoint.cooldown * 2, 600.0)
+                endpoint.set_asides += 1
+                if all(e.set_asides >= self.options.give_up_after for e in self.endpoints) and self._error is None:
+                    # Every endpoint keeps failing: stop with the reason rather than wait out ever longer
+                    # cool-downs. Judgments not yet sent stay pending for the next run.
+                    self._error = EndpointsDownError(
+                        "every judge endpoint kept failing (" + "; ".join(
+                            f"{e.url}: {e.set_asides} cool-downs in a row, last {e.last_error}" for e in self.endpoints)
+                        + "): is the server up? Judgments not sent stay pending; rerun when it is")
                 endpoint.failures = 0
         if retry and request.attempts <= self.options.max_retries:
             self.stats.retries += 1
@@ -272,8 +290,11 @@ class Dispatcher:
                     continue
             if held is None and exhausted and not self._tasks and not self._delayed and not self._ready:
                 break
-            # wait for a slot, a result, or the next delayed retry / endpoint coming back
-            waits = [d[0] for d in self._delayed[:1]] + [e.available_at for e in self.endpoints if e.available_at > now]
+            # wait for a slot, a result, or the next delayed retry / endpoint coming back; a request already
+            # held waits only for an endpoint (a delayed retry past due cannot go first, so it must not wake us)
+            waits = [e.available_at for e in self.endpoints if e.available_at > now]
+            if held is None:
+                waits += [d[0] for d in self._delayed[:1]]
             timeout = max(0.0, min(waits) - now) if waits else None
             self._wake.clear()
             try:

@@ -140,3 +140,25 @@ def test_a_sink_that_cannot_write_stops_the_run_loudly():
         with pytest.raises(OSError, match="disk full"):
             judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=Strategy.parse("single"),
                         options=options, states={}, write=broken, sink_batch=2)
+
+
+def test_a_sole_dead_endpoint_ends_the_run_clearly_without_spinning():
+    """Connection refused on every request: the run stops after a few cool-downs with the reason, and it
+    waits out each cool-down asleep (a waiting loop must not burn the CPU)."""
+    import resource
+    import time
+
+    from tasks.judge.client import EndpointsDownError
+
+    options = ClientOptions(max_in_flight=8, request_timeout=2.0, max_retries=2, backoff_base=0.05, backoff_max=0.1,
+                            cooldown=0.3, give_up_after=3)
+    written = []
+    before, started = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    with pytest.raises(EndpointsDownError, match=r"127\.0\.0\.1:9/v1: 3 cool-downs in a row, last connection_error"):
+        judge_pairs(_pairs(40, seed=7), endpoints=["http://127.0.0.1:9/v1"], config=JudgeConfig(),
+                    strategy=Strategy.parse("swap"), options=options, states={}, write=written.extend, sink_batch=4)
+    after, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - started
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    assert 0.3 + 0.6 <= wall < 30 and cpu < 0.5 * wall, (wall, cpu)
+    # what was answered (failed for good after its retries) was written, not lost
+    assert all(r.status == "failed" and r.failure_reason == "connection_error" for r in written)
