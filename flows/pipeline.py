@@ -79,11 +79,21 @@ def _stages(sources, endpoints, launch, strategy, dataset, policy_path, publish_
             judge_shards, judge_deployment, exchange, stale_seconds) -> dict[str, Any]:
     log = get_run_logger()
     summary: dict[str, Any] = {"ingest": {}, "judge": None, "version": None, "publish": None}
+    pending: list[str] = []  # stages whose records the dashboard has not seen yet
+
+    def after(stage: str, changed: bool) -> None:
+        # The dashboard sees a stage's data as soon as it changed something; stages that changed nothing
+        # (a nightly rerun on unchanged sources) wait for the one refresh at the end.
+        pending.append(stage)
+        if changed:
+            snapshot_dashboard(warehouse, stage)
+            pending.clear()
+
     if "ingest" not in skip:
         for spec in sources or []:
             name, path = parse_source(spec)
             summary["ingest"][name] = ingest(name, path, limit=limit, warehouse=warehouse)
-        snapshot_dashboard(warehouse, "ingest")
+        after("ingest", any(s.get("new_pairs") or s.get("new_quarantined") for s in summary["ingest"].values()))
     if "judge" not in skip:
         if judge_shards:
             summary["judge"] = judge_sharded(judge_shards, strategy=strategy, deployment=judge_deployment,
@@ -91,18 +101,20 @@ def _stages(sources, endpoints, launch, strategy, dataset, policy_path, publish_
                                              stale_seconds=stale_seconds)
         else:
             summary["judge"] = judge(endpoints=endpoints, strategy=strategy, launch=launch, warehouse=warehouse)
-        snapshot_dashboard(warehouse, "judge")
+        after("judge", bool(summary["judge"].get("requests")))
     if "version" not in skip:
         try:
             summary["version"] = build_version(dataset, policy_path=policy_path, warehouse=warehouse)
         except EmptyVersionError as err:
             summary["version"] = {"error": str(err)}
             log.warning("no version built: %s", err)
-        snapshot_dashboard(warehouse, "version")
+        after("version", bool(summary["version"].get("new_version")))
     version = summary["version"] or {}
     if "publish" not in skip and publish_to and version.get("version"):
         summary["publish"] = publish(dataset, version["version"], to=publish_to, warehouse=warehouse)
-        snapshot_dashboard(warehouse, "publish")
+        after("publish", not summary["publish"].get("already_published"))
+    if pending:
+        snapshot_dashboard(warehouse, pending[-1])
     _report(summary, warehouse)
     return summary
 

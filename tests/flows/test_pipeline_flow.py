@@ -38,6 +38,13 @@ def test_first_run_publishes_and_a_rerun_on_unchanged_sources_makes_nothing_new(
     assert second["publish"]["already_published"]
     with Warehouse(warehouse_path, read_only=True) as wh:
         assert [v["version"] for v in wh.versions("nightly")] == [1]
+        runs = len(wh.query("SELECT * FROM dash_runs"))
+    # the dashboard's snapshot followed: refreshed after the rerun too (its runs are there)
+    from curator.dashboard import data
+    from warehouse.snapshot import snapshot_path
+
+    snap = data.Snapshot.open(snapshot_path(warehouse_path))
+    assert snap.info["stage"] == "publish" and len(data.runs(snap)) == runs
 
 
 def test_a_run_leaves_its_funnel_failures_and_a_link_as_artifacts(tmp_path, warehouse_path):
