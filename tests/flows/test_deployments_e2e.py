@@ -255,7 +255,7 @@ def test_a_gpu_worker_killed_mid_shard_then_the_rerun_finishes_without_rejudging
     first = paths["data"] / "first.jsonl"
     judged_before = len(_judgments(paths["warehouse"]))
     counts = {name: s.stats()["requests"] for name, s in cluster.standins.items()}
-    run_id = cluster.run_pipeline(**_params(paths, first, second, stale_seconds=8))
+    run_id = cluster.run_pipeline(**_params(paths, first, second, stale_seconds=15))
 
     # wait until one GPU worker is well into its shard, then kill it and everything it started
     deadline, victim = time.time() + 180, None
@@ -279,7 +279,7 @@ def test_a_gpu_worker_killed_mid_shard_then_the_rerun_finishes_without_rejudging
     # a replacement worker for that host, then the rerun
     cluster.gpu_worker(victim + "-2", cluster.standins[victim].url)
     requests_before_rerun = _requests(cluster)
-    rerun = cluster.wait_final(cluster.run_pipeline(**_params(paths, first, second, stale_seconds=8)))
+    rerun = cluster.wait_final(cluster.run_pipeline(**_params(paths, first, second, stale_seconds=15)))
     assert rerun["state"]["type"] == "COMPLETED", rerun["state"]["message"]
     n = _curation_pairs(paths["warehouse"])
     rows = _judgments(paths["warehouse"])
