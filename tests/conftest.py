@@ -13,9 +13,6 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# The one ephemeral API serves the whole session on 2 busy cores; ride out a stall of a minute or two
-# (seen once: every retry of a request reset) rather than fail a test on it.
-os.environ.setdefault("PREFECT_CLIENT_MAX_RETRIES", "8")
 # INFO lines logged at interpreter exit (the ephemeral server stopping) would hit pytest's closed streams.
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.pop("CURATE_WAREHOUSE", None)

@@ -142,7 +142,6 @@ def test_publish_to_the_hub_one_commit_a_tag_and_no_token_leak(judged, monkeypat
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
         monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)  # read at import (see tests/tasks/publish/test_hub.py)
         monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
-        monkeypatch.setattr("tasks.publish.hub.time.sleep", lambda s: None)
         first = publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged))
         assert first["target"] == "hf://curators/hub-set" and first["tag"] == "v1" and not first["already_published"]
         assert hub.statuses("/commit/") == [429, 200]  # the 429 was retried
