@@ -272,6 +272,8 @@ def evaluate_judge(
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server here"),
     revision: Optional[str] = typer.Option(None, "--revision"),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    write_oracle: Optional[Path] = typer.Option(None, "--write-oracle", help="only write the labels as a stand-in "
+                                                "--oracle file (checking the scoring) and stop"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Judge RM-Bench or JudgeBench and report accuracy by category beside the model card's figures."""
@@ -280,6 +282,21 @@ def evaluate_judge(
 
     if path is not None and not path.is_file():
         _fail(f"{path}: no such file")
+    if write_oracle is not None:
+        from tasks.evaluate.benchmarks import comparisons, oracle_rows
+        from tasks.ingest.read import read_local
+
+        if path is None:
+            _fail("--write-oracle needs --path (a local copy of the benchmark)")
+        rows = [r for batch in read_local(path, 10_000) for r in batch.rows]
+        try:
+            labels = oracle_rows(comparisons(benchmark, rows))
+        except (KeyError, ValueError) as e:
+            _fail(f"{path}: {e}")
+        write_oracle.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in labels), encoding="utf-8")
+        out.print(f"{write_oracle}: {len(labels)} labelled comparisons of {len(rows)} {benchmark} rows "
+                  f"(for `curate judge-standin --oracle {write_oracle}`)")
+        return
     with _Bar(enabled=not as_json and sys.stderr.isatty()):
         result = _run(evaluate_flow, benchmark, str(path) if path else None, endpoint or None, strategy, limit,
                       "vllm" if launch_vllm else None, None, revision)

@@ -120,3 +120,14 @@ def test_snapshot_command_writes_the_dashboard_snapshot(dashboard_warehouse, tmp
     result = runner.invoke(app, ["snapshot", "--warehouse", str(copy)])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "dashboard.duckdb").exists() and "dash_funnel" in result.output
+
+
+def test_evaluate_judge_writes_an_oracle_file_for_the_standin(tmp_path):
+    data = tmp_path / "jb.jsonl"
+    data.write_text(json.dumps({"pair_id": "p", "source": "livecodebench", "question": "q", "response_A": "a",
+                                "response_B": "b", "label": "B>A"}) + "\n")
+    oracle = tmp_path / "oracle.jsonl"
+    result = runner.invoke(app, ["evaluate-judge", "--benchmark", "judgebench", "--path", str(data),
+                                 "--write-oracle", str(oracle)])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line) for line in oracle.read_text().splitlines()] == [{"prompt": "q", "better": "b", "worse": "a"}]
