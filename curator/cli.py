@@ -28,6 +28,14 @@ _KNOWN_ERRORS = ("WarehouseLockedError", "SourceReadError", "MissingColumnsError
                  "ShardsIncompleteError", "EndpointsDownError")
 
 
+@app.callback()
+def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's logs and tracebacks on stderr "
+                                       "(by default they go to logs/curate.log beside the warehouse)")) -> None:
+    from curator.cli_logging import quiet_terminal
+
+    quiet_terminal(verbose)
+
+
 def _settings_env(warehouse: Optional[Path]) -> None:
     if warehouse is not None:
         os.environ["CURATE_WAREHOUSE"] = str(warehouse)
@@ -38,16 +46,32 @@ def _settings_env(warehouse: Optional[Path]) -> None:
 
 def _run(fn, *args: Any, **kwargs: Any) -> Any:
     """Run a flow; turn the errors a user can act on into one clear line and exit code 2."""
+    from curator.cli_logging import log_to_file
+    from curator.settings import get_settings
+
+    log_to_file(Path(get_settings().warehouse).parent / "logs" / "curate.log")
     try:
         return fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001
-        if type(e).__name__ in _KNOWN_ERRORS:
-            _fail(str(e))
+        if _is_user_error(e):
+            _fail(str(e), getattr(e, "hint", None))
         raise
 
 
-def _fail(message: str) -> None:
-    err.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
+def _is_user_error(e: BaseException) -> bool:
+    from common.errors import UserError
+
+    # DuckDB finding a damaged page mid-command (a truncated file a reader could open) names the file.
+    damaged = type(e).__name__ == "IOException" and "Could not read enough bytes" in str(e)
+    return isinstance(e, UserError) or type(e).__name__ in _KNOWN_ERRORS or damaged
+
+
+def _fail(message: str, hint: str | None = None) -> None:
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
+    if hint:
+        err.print(f"hint: {escape(hint)}", soft_wrap=True, highlight=False)
     raise typer.Exit(2)
 
 
@@ -65,7 +89,7 @@ def _preflight(source: str, path: Optional[Path], kind: str) -> None:
             raise ValueError(f"{path}: no such file")
         Warehouse(get_settings().warehouse).close()  # migrates, or names the process holding the lock
     except Exception as e:  # noqa: BLE001
-        if type(e).__name__ in _KNOWN_ERRORS:
+        if _is_user_error(e):
             _fail(str(e))
         raise
 
@@ -190,7 +214,7 @@ def judge(
     try:
         Warehouse(get_settings().warehouse).close()
     except Exception as e:  # noqa: BLE001
-        if type(e).__name__ in _KNOWN_ERRORS:
+        if _is_user_error(e):
             _fail(str(e))
         raise
     from flows.judge import judge as judge_flow
@@ -325,7 +349,7 @@ def snapshot(warehouse: Optional[Path] = typer.Option(None, "--warehouse")) -> N
     try:
         Warehouse(settings.warehouse).close()  # migrates, or names the process holding the lock
     except Exception as e:  # noqa: BLE001
-        if type(e).__name__ in _KNOWN_ERRORS:
+        if _is_user_error(e):
             _fail(str(e))
         raise
     target = snapshot_path(settings.warehouse, settings.dashboard_snapshot)
@@ -389,6 +413,7 @@ def judge_standin(
     hang_rate: float = typer.Option(0.0, "--hang-rate", help="share of requests never answered"),
     malformed_rate: float = typer.Option(0.0, "--malformed-rate", help="share of answers without a verdict"),
     truncated_rate: float = typer.Option(0.0, "--truncated-rate", help="share of answers cut off at max_tokens"),
+    unclosed_rate: float = typer.Option(0.0, "--unclosed-rate", help="share of answers whose reasoning never closed"),
     seed: int = typer.Option(0, "--seed"),
     oracle: Optional[Path] = typer.Option(None, "--oracle", help='JSONL of {"prompt", "better", "worse"}: rank by these labels'),
     first_wins_rate: float = typer.Option(0.0, "--first-wins-rate", help="share of verdicts given to the first-shown answer"),
@@ -401,7 +426,7 @@ def judge_standin(
     standin.main(["--host", host, "--port", str(port), "--capacity", str(capacity), "--latency-mean", str(latency_mean),
                   "--latency-sigma", str(latency_sigma), "--position-bias", str(position_bias), "--error-rate",
                   str(error_rate), "--hang-rate", str(hang_rate), "--malformed-rate", str(malformed_rate),
-                  "--truncated-rate", str(truncated_rate), "--seed", str(seed), "--oracle", str(oracle or ""),
+                  "--truncated-rate", str(truncated_rate), "--unclosed-rate", str(unclosed_rate), "--seed", str(seed), "--oracle", str(oracle or ""),
                   "--first-wins-rate", str(first_wins_rate)])
 
 
@@ -570,10 +595,17 @@ def status(
     with _run(Warehouse, get_settings().warehouse, read_only=True) as wh:
         counts = wh.counts()
         runs = wh.ingest_runs(10)
+        interrupted = wh.interrupted_runs(10)
     if as_json:
-        sys.stdout.write(json.dumps({"counts": counts, "runs": runs}, default=str) + "\n")
+        sys.stdout.write(json.dumps({"counts": counts, "runs": runs, "interrupted": interrupted}, default=str) + "\n")
         return
     _print_summary("warehouse", counts, False)
+    if interrupted:
+        table = Table("started", "kind", "subject", "run id", "process", "noticed", title="interrupted runs")
+        for r in interrupted:
+            table.add_row(str(r["started_at"])[:19], r["kind"], r["subject"], r["run_id"], f"{r['pid']} on {r['host']}",
+                          str(r["interrupted_at"] or "now (recorded by the next writer)")[:19])
+        out.print(table)
     table = Table("started", "source", "status", "read", "new pairs", "revision")
     for r in runs:
         s = json.loads(r["summary"]) if r["summary"] else {}

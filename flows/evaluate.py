@@ -19,6 +19,7 @@ from flows.runs import current_run_id
 from tasks.evaluate.benchmarks import comparisons
 from tasks.evaluate.scoring import score
 from tasks.ingest.sources import get_source
+from tasks.judge.run import as_states
 from tasks.judge.strategies import Strategy
 from warehouse.store import Warehouse
 
@@ -76,7 +77,7 @@ def evaluate_judge(
         wh.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
             "model", "served_revision", "prompt_version", "temperature", "top_p", "max_tokens")}})
         ids = [c.item_id for c in items]
-        states = wh.judgment_states(config.id, ids, table="eval_judgments")
+        states = as_states(wh.judgment_states(config.id, ids, table="eval_judgments"))
         pending, done = split_pending(ids, plan, states, settings.judge_max_attempts)
         keep = set(pending)
         pairs = [(c.item_id, c.history, c.response_a, c.response_b) for c in items if c.item_id in keep]

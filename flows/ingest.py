@@ -69,8 +69,9 @@ def ingest_batch(
     decontaminator: Decontaminator,
     where: str,
     writer: BackgroundWriter,
+    first: bool,
 ) -> BatchCounts:
-    prepared = prepare_batch(batch, source, settings, where)
+    prepared = prepare_batch(batch, source, settings, where, first=first)
     return land_batch(
         wh, prepared, source=source.name, revision=revision, run_id=run_id, index=index, decontaminator=decontaminator,
         writer=writer,
@@ -167,11 +168,11 @@ def ingest(
         counts = BatchCounts()
         writer = BackgroundWriter()
         try:
-            for batch in limit_rows(_batches(src, path, rev, settings), limit):
+            for n, batch in enumerate(limit_rows(_batches(src, path, rev, settings), limit)):
                 # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
                 # futures, twice per task: about a second per 5,000-row batch, measured.
                 counts.add(ingest_batch(wh, quote(batch), src, settings, rev, run_id, quote(index),
-                                        quote(decontaminator), location, quote(writer)))
+                                        quote(decontaminator), location, quote(writer), n == 0))
                 progress.report(len(batch), total, src.name)
             writer.close()  # the last batch is committed before the run says it completed
         except BaseException as err:
@@ -215,8 +216,8 @@ def load_eval_set(
         counts = BatchCounts()
         prompts: dict[str, str] = {}
         run_id = current_run_id()
-        for batch in _batches(src, path, rev, settings):
-            prepared = prepare_batch(batch, src, settings, location)
+        for n, batch in enumerate(_batches(src, path, rev, settings)):
+            prepared = prepare_batch(batch, src, settings, location, first=n == 0)
             prompts.update({p.benchmark_id: p.prompt for p in prepared.prompts})
             counts.add(land_batch(wh, prepared, source=src.name, revision=rev, run_id=run_id,
                                   index=NearDupIndex(settings.minhash_perms, settings.near_dup_threshold),

@@ -28,7 +28,7 @@ from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
 from tasks.judge.exchange import Heartbeat, ResultWriter, fold_results, read_work, results_dir
 from tasks.judge.limits import endpoint_limits, slot_gate
-from tasks.judge.run import PairText, Plan, States, judge_pairs, planned_slots, results_table
+from tasks.judge.run import PairText, Plan, States, as_states, judge_pairs, planned_slots, results_table
 from tasks.judge.server import ManagedServer, VllmLaunch, require_vllm, standin_command, vllm_command
 from tasks.judge.shards import parse_shard, pair_bucket
 from tasks.judge.strategies import Strategy
@@ -100,6 +100,7 @@ def _run_judging(pairs: list[PairText], states: States, done: Plan, targets: lis
         write=lambda batch: write(results_table(batch, config.id, run_id)),
         max_attempts=settings.judge_max_attempts, sink_batch=settings.judge_write_batch,
         on_progress=lambda n: progress.report(n, total, "judge"), gate=slot_gate(limits),
+        input_budget=settings.judge_input_budget,
     )
     summary["skipped_cached"] += done.skipped_cached
     summary["skipped_exhausted"] += done.exhausted
@@ -122,7 +123,7 @@ def split_pending(ids: list[str], strategy: Strategy, states: States, max_attemp
 @task(cache_policy=NO_CACHE)
 def judge_shard(wh: Warehouse, ids: list[str], endpoints: list[str], config: JudgeConfig, strategy: Strategy,
                 settings: Settings, run_id: str) -> dict[str, Any]:
-    states = wh.judgment_states(config.id, ids)
+    states = as_states(wh.judgment_states(config.id, ids))
     # Pairs the cache answers in full are counted, not loaded: a rerun reads no text at all.
     pending, done = split_pending(ids, strategy, states, settings.judge_max_attempts)
     summary = _run_judging(wh.pair_texts(pending), states, done, endpoints, config, strategy, settings,

@@ -21,12 +21,22 @@ from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 from prefect.states import Crashed
 
+from common.errors import UserError
 from curator.settings import settings_with
 from flows.judge import judge_config_from, select_pairs, split_pending
 from tasks.curate.cost import cost_model, cost_report
-from tasks.judge.exchange import (file_digest, last_heartbeat, result_files, results_dir, run_records, shard_label,
-                                  work_path, write_work)
+from tasks.judge.exchange import (
+    file_digest,
+    last_heartbeat,
+    result_files,
+    results_dir,
+    run_records,
+    shard_label,
+    work_path,
+    write_work,
+)
 from tasks.judge.exchange import plan_id as make_plan_id
+from tasks.judge.run import as_states
 from tasks.judge.shards import pair_bucket
 from tasks.judge.strategies import Strategy
 from warehouse.store import Warehouse
@@ -34,7 +44,7 @@ from warehouse.store import Warehouse
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 
-class ShardsIncompleteError(RuntimeError):
+class ShardsIncompleteError(UserError, RuntimeError):
     """Some shards did not finish; what they wrote is merged, and a rerun judges only the rest."""
 
 
@@ -83,7 +93,7 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
         wh.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
             "model", "served_revision", "prompt_version", "temperature", "top_p", "max_tokens")}})
         ids = select_pairs.fn(wh, None, limit)
-        states = wh.judgment_states(config.id, ids)
+        states = as_states(wh.judgment_states(config.id, ids))
         pending, done = split_pending(ids, plan, states, settings.judge_max_attempts)
         pid = make_plan_id(config.id, plan.label, pending)
         files = {}

@@ -14,14 +14,27 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+from common.errors import UserError
 from curator.settings import settings_with
 from flows.versions import check_name
 from tasks.ingest.sources import SOURCES
 from tasks.publish.card import card_markdown, distributions_svg
-from tasks.publish.layout import MARKER, PLOT, export_files, list_files, read_marker, write_atomically
+from tasks.publish.layout import (
+    MARKER,
+    PLOT,
+    check_folder_target,
+    export_files,
+    list_files,
+    read_marker,
+    write_atomically,
+)
 from warehouse.store import Warehouse
 
 HF_PREFIX = "hf://"
+
+
+class UnknownVersionError(UserError, LookupError):
+    """The version asked for does not exist."""
 
 
 def _licenses(rows: list[dict[str, Any]]) -> list[str]:
@@ -54,15 +67,20 @@ def publish(
     with Warehouse(settings.warehouse, read_only=True) as wh:
         meta = wh.version_meta(name, version)
         if meta is None:
-            raise ValueError(f"no version {version or '(latest)'} of {name!r}: run `curate build-version {name}` first")
+            known = [v["version"] for v in wh.versions(name)]
+            if not known:
+                raise UnknownVersionError(f"{name!r} has no versions yet: build one with `curate build-version {name}`")
+            raise UnknownVersionError(f"{name!r} has no version {version}: its versions are "
+                               f"{', '.join(f'v{v}' for v in known)} (`curate versions {name}`)")
         rows = wh.version_rows(name, meta["version"])
         judge_config = wh.judge_config(meta["judge_config_id"])
     tag = f"v{meta['version']}"
     fill = _filler(meta, rows, judge_config)
 
     if to.startswith(HF_PREFIX):
-        from tasks.publish.hub import publish_folder_to_hub, resolve_hf_token  # the Hub path only when asked
         import tempfile
+
+        from tasks.publish.hub import publish_folder_to_hub, resolve_hf_token  # the Hub path only when asked
 
         repo_id = to[len(HF_PREFIX):].strip("/")
         org, _, repo = repo_id.partition("/")
@@ -79,6 +97,7 @@ def publish(
         # The folder's name carries the content hash: datasets 5.2 caches a local folder's data by the
         # folder's base name and config, so two different "v1" folders would read as one (measured).
         final = Path(to) / name / f"{tag}-{meta['content_hash'][:12]}"
+        check_folder_target(final)
         marker = read_marker(final)
         if final.exists() and (marker is None or marker.get("content_hash") != meta["content_hash"]):
             raise ValueError(f"{final} exists and is not {name} {tag}: refusing to overwrite it")

@@ -18,6 +18,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from common.errors import UserError
 from curator.settings import settings_with
 from schemas.pair import MESSAGE_TYPE
 from tasks.curate.cost import cost_model, cost_report
@@ -29,7 +30,7 @@ from warehouse.store import Warehouse
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 
 
-class EmptyVersionError(ValueError):
+class EmptyVersionError(UserError, ValueError):
     """The policy keeps nothing: no empty dataset is made."""
 
 

@@ -13,7 +13,7 @@ def is_str(v: Any) -> bool:
 
 
 def is_str_or_none(v: Any) -> bool:
-    return v is None or isinstance(v, str) or (isinstance(v, float) and math.isnan(v))
+    return v is None or isinstance(v, str)
 
 
 def is_int_like(v: Any) -> bool:
@@ -34,12 +34,6 @@ def is_valid_utf8(v: Any) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def messages_valid_utf8(messages: Any) -> bool:
-    if not isinstance(messages, list):
-        return True
-    return all(is_valid_utf8(m.get("content")) for m in messages if isinstance(m, dict))
 
 
 def is_message_list(v: Any) -> bool:
@@ -81,8 +75,56 @@ def history_roles_allowed(h: Any) -> bool:
 
 
 def history_last_turn_not_empty(h: Any) -> bool:
-    return isinstance(h, list) and len(h) > 0 and isinstance(h[-1], dict) and bool(str(h[-1].get("content") or "").strip())
+    return isinstance(h, list) and len(h) > 0 and isinstance(h[-1], dict) and bool(visible_text(str(h[-1].get("content") or "")))
 
 
 def text_not_empty(v: Any) -> bool:
-    return isinstance(v, str) and bool(v.strip())
+    return isinstance(v, str) and bool(visible_text(v))
+
+
+# Nesting deeper than this is no preference row: real rows nest 5 levels at most, and deeper values
+# would overflow the JSON writers that store them.
+MAX_DEPTH = 64
+# Characters a reader cannot see: an answer made only of these (and white space) is empty.
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\x00\u00ad"
+_INVISIBLE_TABLE = str.maketrans("", "", INVISIBLE)
+
+
+def visible_text(v: str) -> str:
+    """The text without zero-width characters, BOMs and NULs, and without outer white space."""
+    return v.translate(_INVISIBLE_TABLE).strip() if not v.isascii() or "\x00" in v else v.strip()
+
+
+def value_faults(row: dict[str, Any], deep: bool = True) -> list[str]:
+    """Faults of any value in a raw row, named by the top-level field that holds it:
+    `invalid_utf8:<field>` (a lone surrogate), `not_finite:<field>` (NaN or infinity), `json_too_deep`.
+
+    `deep` walks every nested value, iteratively (a deep row must not overflow the stack); without it
+    only the top-level values are looked at, for rows a strict parser already vouched for (orjson and
+    Arrow refuse lone surrogates, NaN literals and absurd nesting).
+    """
+    faults: list[str] = []
+    for field_name, top in row.items():
+        if not isinstance(field_name, str) or not is_valid_utf8(field_name):
+            faults.append("invalid_utf8:<key>")
+            continue
+        stack = [(top, 1)]
+        bad_utf8 = bad_number = False
+        while stack:
+            v, depth = stack.pop()
+            if isinstance(v, str):
+                bad_utf8 = bad_utf8 or (not v.isascii() and not is_valid_utf8(v))
+            elif isinstance(v, float):
+                bad_number = bad_number or not math.isfinite(v)
+            elif deep and isinstance(v, dict | list | tuple):
+                if depth > MAX_DEPTH:
+                    return ["json_too_deep"]
+                if isinstance(v, dict):
+                    bad_utf8 = bad_utf8 or not all(isinstance(k, str) and is_valid_utf8(k) for k in v)
+                    v = v.values()
+                stack.extend((c, depth + 1) for c in v)
+        if bad_utf8:
+            faults.append(f"invalid_utf8:{field_name}")
+        if bad_number:
+            faults.append(f"not_finite:{field_name}")
+    return faults

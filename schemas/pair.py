@@ -94,6 +94,8 @@ def pair_frame_schema(input_token_budget: int):
                 ),
                 nullable=True,
             ),
+            **{name: pa.Column(None, ew(c.is_str_or_none, "is_text"), nullable=True, required=False)
+               for name in ("raw_label", "domain", "language")},
             # Computed before the frame is built: pandera loses the row of a string that cannot encode.
             "text": pa.Column(None, pa.Check(lambda s: s == True, name="valid_utf8"), required=False),  # noqa: E712
             "est_tokens": pa.Column(

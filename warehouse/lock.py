@@ -18,8 +18,10 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from common.errors import UserError
 
-class PipelineBusyError(RuntimeError):
+
+class PipelineBusyError(UserError, RuntimeError):
     """Another pipeline run holds this warehouse."""
 
 

@@ -19,12 +19,18 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from common.errors import UserError
+from common.processes import process_alive, this_process
 
 JUDGMENT_TABLES = {"judgments": "judgments", "eval_judgments": "eval_judgments"}  # the only names SQL may see
 
 
-class WarehouseLockedError(RuntimeError):
+class WarehouseLockedError(UserError, RuntimeError):
     """Another process holds the warehouse file."""
+
+
+class WarehouseUnreadableError(UserError):
+    """The warehouse file is not a DuckDB database any more (truncated, overwritten, corrupt)."""
 
 
 def _now() -> datetime:
@@ -42,6 +48,17 @@ def _holder(message: str) -> str:
     except OSError:
         cmd = ""
     return f"process {pid}" + (f" ({cmd})" if cmd else "")
+
+
+# What DuckDB raises on a file that is not (or no longer) a whole database.
+_DAMAGE = (duckdb.SerializationException, duckdb.InternalException)
+
+
+def _unreadable(path: Path, err: Exception) -> WarehouseUnreadableError:
+    reason = str(err).splitlines()[0].removeprefix("IO Error: ")[:200]
+    return WarehouseUnreadableError(
+        f"the warehouse {path} is not readable as a DuckDB database ({reason}); nothing was changed. "
+        "Restore it from a backup, or move it aside to start a new one")
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -70,9 +87,18 @@ class Warehouse:
                     f"the warehouse {self.path} is in use by {_holder(str(err))}; DuckDB allows one writer "
                     "and no reader beside it: wait for that run to finish, or use another CURATE_WAREHOUSE"
                 ) from None
-            raise
-        if not read_only:
-            self.migrate()
+            raise _unreadable(self.path, err) from None
+        except _DAMAGE as err:
+            raise _unreadable(self.path, err) from None
+        try:
+            if read_only:
+                self.schema_version()  # reads the catalog and a table: damage shows here, not mid-command
+            else:
+                self.migrate()
+                self.mark_interrupted_runs()
+        except (duckdb.IOException, *_DAMAGE) as err:
+            self.con.close()
+            raise _unreadable(self.path, err) from None
 
     def close(self) -> None:
         self.con.close()
@@ -132,10 +158,44 @@ class Warehouse:
     # -- ingest runs ------------------------------------------------------------------------------
     def start_ingest_run(self, run_id: str, source: str, location: str, revision: str, settings: dict) -> None:
         self.con.execute(
-            "INSERT INTO ingest_runs (run_id, source, location, source_revision, started_at, status, settings) "
-            "VALUES (?, ?, ?, ?, ?, 'running', ?)",
-            [run_id, source, location, revision, _now(), json.dumps(settings, default=str)],
+            "INSERT INTO ingest_runs (run_id, source, location, source_revision, started_at, status, settings, pid, "
+            "host) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+            [run_id, source, location, revision, _now(), json.dumps(settings, default=str), *this_process()],
         )
+
+    def mark_interrupted_runs(self) -> int:
+        """Runs left `running` by a process of this host that is gone (killed, crashed) become `interrupted`,
+        with the time it was noticed. Runs of other hosts (GPU workers) are left to their own liveness
+        checks. Returns how many were marked."""
+        host = this_process()[1]
+        marked = 0
+        for table in ("ingest_runs", "judge_runs"):
+            rows = self.con.execute(
+                f"SELECT run_id, pid FROM {table} WHERE status = 'running' AND host = ? AND pid IS NOT NULL", [host]
+            ).fetchall()
+            gone = [run_id for run_id, pid in rows if not process_alive(pid)]
+            for run_id in gone:
+                self.con.execute(
+                    f"UPDATE {table} SET status = 'interrupted', interrupted_at = ?, error = coalesce(error, ?) "
+                    "WHERE run_id = ? AND status = 'running'",
+                    [_now(), "interrupted: its process ended before the run finished (killed or crashed)", run_id])
+            marked += len(gone)
+        return marked
+
+    def interrupted_runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """Interrupted ingest and judge runs, newest first; a reader (which marks nothing) also sees runs still
+        `running` whose process of this host is gone, with `interrupted_at` not yet recorded."""
+        host = this_process()[1]
+        cur = self.con.execute(
+            "SELECT 'ingest' AS kind, run_id, source AS subject, started_at, interrupted_at, pid, host, status "
+            "FROM ingest_runs WHERE status IN ('interrupted', 'running') UNION ALL SELECT 'judge', run_id, "
+            "coalesce('shard ' || shard, 'all pairs'), started_at, interrupted_at, pid, host, status FROM judge_runs "
+            "WHERE status IN ('interrupted', 'running') ORDER BY started_at DESC", [])
+        cols = [d[0] for d in cur.description]
+        runs = [dict(zip(cols, row)) for row in cur.fetchall()]
+        gone = [r for r in runs if r["status"] == "interrupted" or (
+            r["host"] == host and r["pid"] is not None and not process_alive(r["pid"]))]
+        return [{k: v for k, v in r.items() if k != "status"} for r in gone[:limit]]
 
     def finish_ingest_run(self, run_id: str, status: str, summary: dict, error: str | None = None) -> None:
         self.con.execute(
@@ -145,8 +205,8 @@ class Warehouse:
 
     def ingest_runs(self, limit: int = 20) -> list[dict[str, Any]]:
         cur = self.con.execute(
-            "SELECT run_id, source, location, source_revision, started_at, finished_at, status, summary, error "
-            "FROM ingest_runs ORDER BY started_at DESC LIMIT ?",
+            "SELECT run_id, source, location, source_revision, started_at, finished_at, status, summary, error, pid, "
+            "host, interrupted_at FROM ingest_runs ORDER BY started_at DESC LIMIT ?",
             [limit],
         )
         cols = [d[0] for d in cur.description]
@@ -310,9 +370,9 @@ class Warehouse:
 
     def start_judge_run(self, run_id: str, config_id: str, strategy: str, endpoints: list[str], shard: str | None) -> None:
         self.con.execute(
-            "INSERT INTO judge_runs (run_id, judge_config_id, strategy, endpoints, shard, started_at, status) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'running')",
-            [run_id, config_id, strategy, endpoints, shard, _now()],
+            "INSERT INTO judge_runs (run_id, judge_config_id, strategy, endpoints, shard, started_at, status, pid, host) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+            [run_id, config_id, strategy, endpoints, shard, _now(), *this_process()],
         )
 
     def finish_judge_run(self, run_id: str, status: str, summary: dict, error: str | None = None) -> None:
@@ -336,17 +396,18 @@ class Warehouse:
         by_id = {r[0]: (r[0], r[1], r[2], r[3]) for r in rows}
         return [by_id[i] for i in pair_ids if i in by_id]
 
-    def judgment_states(self, config_id: str, pair_ids: list[str], table: str = "judgments") -> dict[tuple[str, str, int], tuple[str, int, float | None, int | None, int | None]]:
-        """{(pair id, order, sample): (status, attempts, margin_a, score_a, score_b)} of recorded judgments
-        (of curation pairs, or of benchmark comparisons with table="eval_judgments")."""
+    def judgment_states(self, config_id: str, pair_ids: list[str], table: str = "judgments") -> dict[tuple[str, str, int], tuple]:
+        """{(pair id, order, sample): (status, attempts, margin_a, score_a, score_b, requests, failure_reason)}
+        of recorded judgments (of curation pairs, or of benchmark comparisons with table="eval_judgments")."""
         if not pair_ids:
             return {}
         rows = self._matching(
-            'SELECT j.pair_id, j."order", j.sample_index, j.status, j.attempts, j.margin_a, j.score_a, j.score_b '
+            'SELECT j.pair_id, j."order", j.sample_index, j.status, j.attempts, j.margin_a, j.score_a, j.score_b, '
+            "coalesce(j.requests, j.attempts), j.failure_reason "
             f"FROM {JUDGMENT_TABLES[table]} j JOIN lookup_keys k USING (pair_id) WHERE j.judge_config_id = ?",
             pa.table({"pair_id": pa.array(pair_ids, pa.string())}), [config_id],
         )
-        return {(r[0], r[1], r[2]): (r[3], r[4], r[5], r[6], r[7]) for r in rows}
+        return {(r[0], r[1], r[2]): r[3:] for r in rows}
 
     def write_judgments(self, rows: pa.Table, table: str = "judgments") -> None:
         """Upsert judgments in one transaction: a success replaces an earlier failure; an 'ok' is final."""
@@ -430,7 +491,7 @@ class Warehouse:
     def judging_totals(self, config_id: str) -> dict[str, Any]:
         """Requests, tokens and request-seconds of every judgment recorded under `config_id` so far."""
         row = self.con.execute(
-            "SELECT count(*), coalesce(sum(attempts), 0), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), "
+            "SELECT count(*), coalesce(sum(requests), 0), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), "
             "coalesce(sum(latency_s), 0) FROM judgments WHERE judge_config_id = ?", [config_id]).fetchone()
         return dict(zip(("judgments", "requests", "tokens_in", "tokens_out", "request_seconds"), row))
 

@@ -12,8 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from common.errors import UserError
 
-class PolicyError(ValueError):
+
+class PolicyError(UserError, ValueError):
     pass
 
 

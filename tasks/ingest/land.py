@@ -91,7 +91,7 @@ def _quarantine_table(prepared: PreparedBatch, source: str, revision: str, run_i
             "stage": [r.stage for r in q],
             "reasons": pa.array([r.reasons for r in q], pa.list_(pa.string())),
             "detail": [nz.printable(r.detail) for r in q],
-            "position": [r.position for r in q],
+            "position": [nz.printable(r.position) for r in q],
             "raw_row": [nz.printable(r.raw) if isinstance(r.raw, str) else nz.to_json(r.raw) for r in q],
             "ingest_run_id": [run_id] * len(q),
             "quarantined_at": pa.array([now] * len(q), pa.timestamp("us")),

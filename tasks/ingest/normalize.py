@@ -6,9 +6,11 @@ from two sources, or with A and B swapped, is one pair (DESIGN.md §3).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
+import re
 import unicodedata
 from typing import Any
 
@@ -32,6 +34,32 @@ def normalize_text(text: str) -> str:
     return text.strip()
 
 
+_TAG = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
+
+
+@functools.lru_cache(maxsize=4096)
+def language_code(raw: str | None) -> str | None:
+    """A BCP-47 tag for a source's language value (`en`, `zh-Hant`, a name such as `english`), or None
+    when it is unknown (`und`, a programming language, anything langcodes cannot place)."""
+    import langcodes
+
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    value = raw.strip()
+    try:
+        if _TAG.fullmatch(value) and langcodes.tag_is_valid(value.replace("_", "-")):
+            tag = langcodes.standardize_tag(value.replace("_", "-"))
+        else:
+            found = langcodes.find(value)
+            # find() also matches loosely ("javascript_html_css" -> Javanese): only an exact name counts
+            if found.language_name("en").lower() != value.lower():
+                return None
+            tag = found.to_tag()
+    except (LookupError, ValueError):
+        return None
+    return None if tag in ("und", "") else tag
+
+
 def normalize_pair(pair: CandidatePair) -> CandidatePair:
     pair.history = [
         {"role": str(m.get("role", "")).strip().lower(), "content": normalize_text(str(m.get("content") or ""))}
@@ -39,6 +67,12 @@ def normalize_pair(pair: CandidatePair) -> CandidatePair:
     ]
     pair.response_a = normalize_text(pair.response_a)
     pair.response_b = normalize_text(pair.response_b)
+    # One language scheme across sources (BCP-47); the source's own value is kept beside it.
+    if isinstance(pair.language, str):
+        code = language_code(pair.language)
+        if code != pair.language:
+            pair.metadata = {**pair.metadata, "language_raw": pair.language}
+        pair.language = code
     return pair
 
 
@@ -79,18 +113,30 @@ def pair_text_facts(pair: CandidatePair) -> tuple[int, bool]:
     return tokens, valid
 
 
-def estimate_pair_tokens(pair: CandidatePair) -> int:
-    """Tokens of the judge's input for this pair: every message plus the two responses and the template."""
-    return pair_text_facts(pair)[0]
+def estimate_request_tokens(texts: list[str]) -> int:
+    """Tokens of a judge request made of these message texts (history, then the two responses)."""
+    return _TOKENS_PER_REQUEST + sum(_TOKENS_PER_MESSAGE + estimate_text_tokens(t) for t in texts)
 
 
 def _canonical_json(value: Any) -> bytes:
-    """Sorted-key compact JSON bytes; the standard library takes what orjson refuses (lone surrogates)."""
+    """Sorted-key compact JSON bytes; the standard library takes what orjson refuses (lone surrogates,
+    deep nesting), and a repr what neither can write (nesting past the interpreter's recursion limit)."""
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
     except TypeError:
+        pass
+    try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
-        return text.encode("utf-8", "surrogatepass")
+    except (RecursionError, ValueError, TypeError):
+        text = json.dumps(_bounded_repr(value))
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _bounded_repr(value: Any, limit: int = 100_000) -> str:
+    try:
+        return repr(value)[:limit]
+    except RecursionError:
+        return f"<{type(value).__name__} nested too deep to show>"
 
 
 def pair_id(history: list[dict[str, str]], response_a: str, response_b: str) -> str:
@@ -110,7 +156,11 @@ def to_json(value: Any) -> str:
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str).decode()
     except TypeError:
+        pass
+    try:
         return json.dumps(value, ensure_ascii=True, sort_keys=True, default=str)
+    except (RecursionError, ValueError, TypeError):
+        return json.dumps(_bounded_repr(value), ensure_ascii=True)
 
 
 def printable(text: str) -> str:

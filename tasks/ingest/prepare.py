@@ -19,6 +19,7 @@ from schemas.pair import CandidatePair, Rejection, pair_frame_schema
 from tasks.ingest import normalize as nz
 from tasks.ingest.read import RawBatch
 from tasks.ingest.sources.base import AdapterContext, EvalPrompt, Source
+from schemas.checks import value_faults
 from tasks.ingest.validate import MissingColumnsError, frame_of, missing_columns, row_failures
 
 
@@ -49,32 +50,46 @@ class PreparedBatch:
 
 
 _WHOLE_FILE_ROWS = 5
-_PAIR_COLUMNS = ["source", "source_id", "history", "response_a", "response_b", "human_label", "est_tokens", "text"]
+_PAIR_COLUMNS = ["source", "source_id", "history", "response_a", "response_b", "human_label", "raw_label", "domain",
+                 "language", "est_tokens", "text"]
 
 
 def _safe_source_id(source: Source, row: dict[str, Any]) -> str | None:
+    """The row's source id as storable text, or None (a row without a usable id is kept under its hash)."""
     try:
-        return source.source_id(row)
-    except Exception:  # noqa: BLE001 - a row without a usable id still gets quarantined, under its hash
+        sid = source.source_id(row)
+    except Exception:  # noqa: BLE001
         return None
+    return nz.printable(sid) if isinstance(sid, str) else None
 
 
-def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: str) -> PreparedBatch:
+def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: str, *, first: bool = True) -> PreparedBatch:
+    """Validate and normalize one batch. `first`: the batch that decides whether the file is of this
+    source at all (later batches never stop a run: their rows are quarantined one by one)."""
     out = PreparedBatch(batch.split, read=len(batch))
     for bad in batch.unreadable:
         out.quarantined.append(QuarantineRecord("read", [bad.reason], bad.position, bad.text, detail=bad.error))
     if not batch.rows:
         return out
 
-    # A column absent from every row of a real batch means the file is not this source at all: stop
-    # with its name. In a handful of rows it is just bad rows, quarantined as `<column>:missing`.
+    # A column absent from every row of the first batch means the file is not this source at all: stop
+    # with its name, before anything is written. In a handful of rows, or in a later batch (earlier
+    # batches are committed), it is just bad rows, quarantined as `<column>:missing`.
     missing = missing_columns(batch.rows, source.raw_schema)
-    if missing and len(batch.rows) >= _WHOLE_FILE_ROWS:
+    if missing and first and len(batch.rows) >= _WHOLE_FILE_ROWS:
         raise MissingColumnsError(missing, where)
 
-    raw_fail = row_failures(frame_of(batch.rows, list(source.raw_schema.columns)), source.raw_schema)
+    # Values no column check can see, anywhere in the row: lone surrogates, NaN, absurd nesting.
+    faults = {i: f for i, row in enumerate(batch.rows) if (f := value_faults(row, deep=i in batch.deep_check))}
+    for i, reasons in faults.items():
+        out.quarantined.append(QuarantineRecord("raw", reasons, batch.positions[i], batch.rows[i],
+                                                _safe_source_id(source, batch.rows[i])))
+    sound = [i for i in range(len(batch.rows)) if i not in faults]
+    frame = frame_of([batch.rows[i] for i in sound], list(source.raw_schema.columns))
+    raw_fail = {sound[k]: r for k, r in row_failures(frame, source.raw_schema).items()}
     adapted: list[tuple[int, Any]] = []
-    for i, row in enumerate(batch.rows):
+    for i in sound:
+        row = batch.rows[i]
         if i in raw_fail:
             out.quarantined.append(
                 QuarantineRecord("raw", raw_fail[i], batch.positions[i], row, _safe_source_id(source, row))
@@ -83,8 +98,10 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
         ctx = AdapterContext(settings, batch.split, batch.positions[i])
         try:
             result = source.adapt(row, ctx)
+            if isinstance(result, CandidatePair):
+                result = nz.normalize_pair(result)
         except Exception as err:  # noqa: BLE001 - an adapter bug must not lose the row or crash the run
-            result = Rejection([f"adapter_error:{type(err).__name__}"], str(err))
+            result = Rejection([f"adapter_error:{type(err).__name__}"], nz.printable(str(err))[:500])
         if isinstance(result, Rejection):
             out.quarantined.append(
                 QuarantineRecord("adapter", result.reasons, batch.positions[i], row, _safe_source_id(source, row), result.detail)
@@ -98,7 +115,7 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
         out.prompts = [p for _, p in adapted]
         return out
 
-    pairs = [nz.normalize_pair(p) for _, p in adapted]
+    pairs = [p for _, p in adapted]
     facts = [nz.pair_text_facts(p) for p in pairs]
     tokens = [f[0] for f in facts]
     utf8_ok = [f[1] for f in facts]
@@ -111,6 +128,9 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
                 "response_a": nz.printable(p.response_a),
                 "response_b": nz.printable(p.response_b),
                 "human_label": p.human_label,
+                "raw_label": p.raw_label,
+                "domain": p.domain,
+                "language": p.language,
                 "est_tokens": t,
                 "text": ok,
             }

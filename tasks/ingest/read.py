@@ -9,9 +9,9 @@ naming it, and measured 8x slower than a line reader on 6 KB rows. A bad line he
 from __future__ import annotations
 
 import gzip
-import re
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,17 +20,20 @@ from typing import Any
 
 import orjson
 
+from common.errors import UserError
+from schemas.checks import MAX_DEPTH
+
 log = logging.getLogger(__name__)
 
 
-class SourceReadError(RuntimeError):
+class SourceReadError(UserError, RuntimeError):
     """The input cannot be read at all (missing, truncated, not the format its name says)."""
 
 
 @dataclass(slots=True)
 class UnreadableRow:
     position: str
-    reason: str  # quarantine reason: malformed_json, not_an_object
+    reason: str  # quarantine reason: malformed_json, not_an_object, json_too_deep
     error: str
     text: str
 
@@ -41,44 +44,89 @@ class RawBatch:
     rows: list[dict[str, Any]] = field(default_factory=list)
     positions: list[str] = field(default_factory=list)
     unreadable: list[UnreadableRow] = field(default_factory=list)
+    # Rows whose every nested value must be checked (lone surrogates, NaN, nesting): those a lenient
+    # parser read, or with more brackets than the nesting allowed. Strict parsers vouch for the rest.
+    deep_check: set[int] = field(default_factory=set)
 
     def __len__(self) -> int:
         return len(self.rows) + len(self.unreadable)
 
 
-def _parse_line(line: bytes) -> Any:
+class _TooDeep(ValueError):
+    pass
+
+
+def _parse_line(line: bytes) -> tuple[Any, bool]:
+    """(value, strict): orjson first; the standard library for what it refuses (lone surrogates, NaN),
+    so that validation can name the field. Nesting past either parser's limit is `_TooDeep`."""
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        # orjson refuses lone surrogates (`\ud800`); the stdlib keeps them so validation can name them.
-        return json.loads(line)
+        return orjson.loads(line), True
+    except orjson.JSONDecodeError as err:
+        if "recursion" in str(err).lower():
+            raise _TooDeep(str(err)) from None
+    try:
+        return json.loads(line), False
+    except RecursionError:
+        raise _TooDeep("nested deeper than the parser allows") from None
 
 
 def _open_text(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
 
 
+_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
+
+
+def _check_encoding(head: bytes, path: Path) -> None:
+    """Refuse a file that is not UTF-8 (a UTF-16 export would otherwise lose rows as 'malformed')."""
+    for bom, name in _BOMS.items():
+        if head.startswith(bom):
+            raise SourceReadError(f"{path}: the file is {name}-encoded; convert it to UTF-8 (e.g. iconv -f {name} -t UTF-8)")
+    if len(head) >= 4 and head.count(b"\x00") * 3 >= len(head):
+        raise SourceReadError(f"{path}: the file looks UTF-16-encoded (NUL bytes between characters); convert it to UTF-8")
+
+
+def _row_of(obj: Any, strict: bool, text: bytes, position: str, batch: RawBatch) -> None:
+    if isinstance(obj, dict):
+        # A row with more brackets than the nesting limit may be nested too deep: walk it.
+        if not strict or text.count(b"{") + text.count(b"[") > MAX_DEPTH:
+            batch.deep_check.add(len(batch.rows))
+        batch.rows.append(obj)
+        batch.positions.append(position)
+    else:
+        batch.unreadable.append(UnreadableRow(position, "not_an_object", type(obj).__name__, _shown(text)))
+
+
+def _shown(text: bytes, limit: int = 100_000) -> str:
+    return text[:limit].decode("utf-8", "replace").rstrip("\n")
+
+
 def read_jsonl(path: Path, batch_size: int, split: str = "train") -> Iterator[RawBatch]:
+    """Rows of a JSON Lines file; a `.json` file holding one JSON array is read element by element."""
     batch = RawBatch(split)
     lineno = 0
     try:
         with _open_text(path) as f:
+            head = f.read(4096)
+            _check_encoding(head, path)
+            f.seek(0)
+            if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[") and ".jsonl" not in [s.lower() for s in path.suffixes]:
+                yield from _read_json_array(f.read(), path, batch_size, split)
+                return
             for lineno, line in enumerate(f, start=1):
+                if lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
+                    line = line[3:]  # a UTF-8 byte-order mark is not part of the first row
                 if not line.strip():
                     continue
                 position = f"{path.name}:{lineno}"
                 try:
-                    obj = _parse_line(line)
+                    obj, strict = _parse_line(line)
+                except _TooDeep as err:
+                    batch.unreadable.append(UnreadableRow(position, "json_too_deep", str(err), _shown(line)))
                 except (ValueError, UnicodeDecodeError) as err:
-                    text = line.decode("utf-8", "replace").rstrip("\n")
-                    batch.unreadable.append(UnreadableRow(position, "malformed_json", str(err), text))
+                    batch.unreadable.append(UnreadableRow(position, "malformed_json", str(err), _shown(line)))
                 else:
-                    if isinstance(obj, dict):
-                        batch.rows.append(obj)
-                        batch.positions.append(position)
-                    else:
-                        text = line.decode("utf-8", "replace").rstrip("\n")
-                        batch.unreadable.append(UnreadableRow(position, "not_an_object", type(obj).__name__, text))
+                    _row_of(obj, strict, line, position, batch)
                 if len(batch) >= batch_size:
                     yield batch
                     batch = RawBatch(split)
@@ -86,6 +134,26 @@ def read_jsonl(path: Path, batch_size: int, split: str = "train") -> Iterator[Ra
         if len(batch):
             yield batch
         raise SourceReadError(f"{path}: cannot read past line {lineno}: {err}") from err
+    if len(batch):
+        yield batch
+
+
+def _read_json_array(data: bytes, path: Path, batch_size: int, split: str) -> Iterator[RawBatch]:
+    """The elements of a file that is one JSON array, as rows named `file.json[i]`."""
+    try:
+        items, strict = _parse_line(data)
+    except (_TooDeep, ValueError, UnicodeDecodeError) as err:
+        raise SourceReadError(f"{path}: starts with '[' but is not one valid JSON array ({err}); "
+                              "give one JSON object per line (JSONL)") from None
+    if not isinstance(items, list):
+        raise SourceReadError(f"{path}: not a JSON array")
+    batch = RawBatch(split)
+    for i, obj in enumerate(items):
+        text = orjson.dumps(obj) if strict else json.dumps(obj).encode("utf-8", "surrogatepass")
+        _row_of(obj, strict, text, f"{path.name}[{i}]", batch)
+        if len(batch) >= batch_size:
+            yield batch
+            batch = RawBatch(split)
     if len(batch):
         yield batch
 
@@ -257,6 +325,7 @@ def limit_rows(batches: Iterator[RawBatch], limit: int | None) -> Iterator[RawBa
                 return
             if len(batch) > take:
                 batch = RawBatch(batch.split, batch.rows[:take], batch.positions[:take],
-                                 batch.unreadable[: max(0, take - len(batch.rows))])
+                                 batch.unreadable[: max(0, take - len(batch.rows))],
+                                 {i for i in batch.deep_check if i < take})
         done += len(batch)
         yield batch

@@ -31,8 +31,15 @@ BAD_KINDS_COMMON: dict[str, str] = {
     "empty_response": "response_a:not_empty",
     "identical_responses": "responses_differ",
     "too_long": "est_tokens:fits_judge_context",
-    "lone_surrogate": "text:valid_utf8",
+    "lone_surrogate": "invalid_utf8:",
     "empty_last_user_turn": "history:last_user_turn_not_empty",
+    # Hostile rows: each once stopped a whole run.
+    "nan_language": "not_finite:language",
+    "surrogate_in_language": "invalid_utf8:language",
+    "too_deep_for_parsers": "json_too_deep",
+    "too_deep_for_storage": "json_too_deep",
+    "invisible_answer": "response_a:not_empty",
+    "nul_answer": "response_b:not_empty",
 }
 BAD_KINDS: dict[Kind, dict[str, str]] = {
     "helpsteer3": {
@@ -44,6 +51,9 @@ BAD_KINDS: dict[Kind, dict[str, str]] = {
         "label_not_int": "overall_preference:is_int",
         "missing_response": "response2:missing",
         "context_not_list": "context:is_message_list",
+        "surrogate_in_domain": "invalid_utf8:domain",
+        "nan_domain": "not_finite:domain",
+        "surrogate_in_metadata": "invalid_utf8:individual_preference",
     },
     "arena": {
         **BAD_KINDS_COMMON,
@@ -53,6 +63,10 @@ BAD_KINDS: dict[Kind, dict[str, str]] = {
         "missing_id": "id:missing",
         "divergent_multi_turn": "multi_turn_divergent_history",
         "conversation_not_list": "conversation_a:is_message_list",
+        "surrogate_in_id": "invalid_utf8:id",
+        "surrogate_in_model": "invalid_utf8:model_a",
+        "bad_row_with_surrogate_id": "invalid_utf8:id",
+        "language_not_text": "language:is_text",
     },
 }
 
@@ -212,6 +226,8 @@ class _Generator:
             return '{"context": [{"role": "user", "content": "truncated ' + self.uid()
         if kind == "not_an_object":
             return json.dumps(["not", "an", "object", self.uid()])
+        if kind == "too_deep_for_parsers":  # past orjson's and the standard library's nesting limits
+            return '{"id": "%s", "context": %s%s}' % (self.uid(), "[" * 5000, "]" * 5000)
         g = self.good()
         if kind == "history_ends_with_assistant":
             g["history"].append({"role": "assistant", "content": "a trailing answer"})
@@ -229,6 +245,10 @@ class _Generator:
             g["b"] = g["b"][:40] + "\ud800" + g["b"][40:]
         elif kind == "empty_last_user_turn":
             g["history"][-1]["content"] = " "
+        elif kind == "invisible_answer":
+            g["a"] = "\u200b\u200b\ufeff"
+        elif kind == "nul_answer":
+            g["b"] = "\x00\x00 "
         elif kind == "history_empty":
             g["history"] = []
         row = self.render(g)
@@ -257,6 +277,30 @@ class _Generator:
             del row["id"]
         elif kind == "conversation_not_list":
             row["conversation_a"] = "hello"
+        elif kind == "nan_language":
+            row["language"] = float("nan")  # json.dumps writes the NaN literal
+        elif kind == "surrogate_in_language":
+            row["language"] = "en\ud800"
+        elif kind == "too_deep_for_storage":  # parses, but deeper than any writer should be asked to go
+            deep: Any = "leaf"
+            for _ in range(200):
+                deep = [deep]
+            row["extra"] = deep
+        elif kind == "surrogate_in_domain":
+            row["domain"] = "stem\udfff"
+        elif kind == "nan_domain":
+            row["domain"] = float("nan")
+        elif kind == "surrogate_in_metadata":
+            row["individual_preference"] = [{"score": 1, "reasoning": "fine \ud83d"}]
+        elif kind == "surrogate_in_id":
+            row["id"] = "id-\ud800-" + self.uid()
+        elif kind == "surrogate_in_model":
+            row["model_a"] = "model-\udc00"
+        elif kind == "bad_row_with_surrogate_id":
+            row["id"] = "id-\udbff-" + self.uid()
+            row["winner"] = "model_c"
+        elif kind == "language_not_text":
+            row["language"] = 5
         elif kind == "divergent_multi_turn":
             extra = {"role": "user", "content": _part(self.tm.text(200))}
             first = row["full_conversation"][-1]

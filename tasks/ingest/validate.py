@@ -9,11 +9,13 @@ import pandas as pd
 import pandera.pandas as pa
 from pandera.errors import SchemaErrors
 
+from common.errors import UserError
+
 # pandera's built-in check names, renamed to say what a person would say.
 _CHECK_NAMES = {"not_nullable": "missing"}
 
 
-class MissingColumnsError(ValueError):
+class MissingColumnsError(UserError, ValueError):
     """A whole batch lacks required columns: the file is not of the source it was read as."""
 
     def __init__(self, columns: Sequence[str], where: str):

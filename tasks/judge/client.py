@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 import openai
 import orjson
 
+from common.errors import UserError
 from tasks.judge.config import JudgeConfig
 from tasks.judge.genrm import ParseFailure, SideVerdict, Verdict, parse_completion, to_a_side
 
@@ -35,8 +36,18 @@ class JudgeRequest:
     order: str
     sample: int
     messages: list[dict[str, str]]
-    prior_attempts: int = 0  # requests made for this judgment by earlier runs
-    attempts: int = 0  # requests made in this run
+    prior_attempts: int = 0  # answers that came back for this judgment in earlier runs (the attempt limit)
+    prior_requests: int = 0  # HTTP requests made for it by earlier runs, answered or not
+    attempts: int = 0  # answers that came back in this run
+    requests: int = 0  # HTTP requests made in this run (transport failures included)
+
+    def seed(self) -> int | None:
+        """No seed for a judgment's first sample: the model card's request has none, and a retry must be
+        a fresh sample. Further samples get seeds that differ from each other and from every earlier
+        request for the same judgment, so no identical seeded request is ever sent twice."""
+        if self.sample == 0:
+            return None
+        return self.sample + 1000 * (self.prior_requests + self.requests)
 
 
 @dataclass(slots=True)
@@ -75,7 +86,9 @@ class ClientOptions:
 class ClientStats:
     requests: int = 0
     judged: int = 0
-    failed: Counter = field(default_factory=Counter)
+    failed: Counter = field(default_factory=Counter)  # final failures of this run, by reason
+    failed_answers: Counter = field(default_factory=Counter)  # answers that came back without a verdict
+    transport_failures: Counter = field(default_factory=Counter)  # time-outs, 5xx, 429, connection errors
     retries: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
@@ -97,7 +110,7 @@ class _Endpoint:
         self.last_error = ""
 
 
-class EndpointsDownError(RuntimeError):
+class EndpointsDownError(UserError, RuntimeError):
     """Every endpoint failed again and again: the run stops, nothing is lost."""
 
 
@@ -171,7 +184,8 @@ class Dispatcher:
             self._wake.set()
 
     async def _request(self, request: JudgeRequest, endpoint: _Endpoint) -> None:
-        request.attempts += 1
+        seed = request.seed()
+        request.requests += 1
         self.stats.requests += 1
         self.stats.last_request_sent_at = time.time()
         started = time.perf_counter()
@@ -182,18 +196,22 @@ class Dispatcher:
                 temperature=self.config.temperature,
                 top_p=self.config.top_p,
                 max_tokens=self.config.max_tokens,
-                seed=request.sample,
+                **({} if seed is None else {"seed": seed}),
             )
             body = orjson.loads(raw.http_response.content)  # skipping pydantic: measurably cheaper per request
         except Exception as err:  # noqa: BLE001 - every failure is classified below
             self._failed_request(request, endpoint, err, time.perf_counter() - started)
             return
+        request.attempts += 1  # an answer came back: it counts toward the judgment's attempt limit
         endpoint.failures = 0
         endpoint.cooldown = self.options.cooldown
         endpoint.set_asides = 0
         if self.stats.first_response_at is None:
             self.stats.first_response_at = time.time()
-        self._finish(self._result_from_body(request, endpoint, body, time.perf_counter() - started))
+        result = self._result_from_body(request, endpoint, body, time.perf_counter() - started)
+        if result.status == "failed":  # it came back without a verdict: a parse failure or a truncation
+            self.stats.failed_answers[result.failure_reason or "unknown"] += 1
+        self._finish(result)
 
     def _result_from_body(self, request: JudgeRequest, endpoint: _Endpoint, body: dict, latency: float) -> JudgeResult:
         choice = (body.get("choices") or [{}])[0]
@@ -214,6 +232,7 @@ class Dispatcher:
 
     def _failed_request(self, request: JudgeRequest, endpoint: _Endpoint, err: Exception, latency: float) -> None:
         retry, reason = _transient(err)
+        self.stats.transport_failures[reason] += 1
         # A request sent before its endpoint was set aside does not count against it again.
         if retry and endpoint.available_at <= time.monotonic():
             endpoint.failures += 1
@@ -230,7 +249,7 @@ class Dispatcher:
                             f"{e.url}: {e.set_asides} cool-downs in a row, last {e.last_error}" for e in self.endpoints)
                         + "): is the server up? Judgments not sent stay pending; rerun when it is")
                 endpoint.failures = 0
-        if retry and request.attempts <= self.options.max_retries:
+        if retry and request.requests - request.attempts <= self.options.max_retries:
             self.stats.retries += 1
             heapq.heappush(self._delayed, (time.monotonic() + self._backoff(request.attempts), next(self._seq), request))
             return

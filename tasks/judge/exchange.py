@@ -25,12 +25,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.judge.run import JUDGMENT_SCHEMA, PairText, States
+from tasks.judge.run import JUDGMENT_SCHEMA, JudgmentState, PairText, States
 
 STATE_TYPE = pa.list_(pa.struct([
     ("order", pa.string()), ("sample_index", pa.int32()), ("status", pa.string()), ("attempts", pa.int32()),
-    ("margin_a", pa.float64()), ("score_a", pa.int32()), ("score_b", pa.int32()),
+    ("margin_a", pa.float64()), ("score_a", pa.int32()), ("score_b", pa.int32()), ("requests", pa.int32()),
+    ("failure_reason", pa.string()),
 ]))
+_STATE_FIELDS = JudgmentState._fields
 WORK_SCHEMA = pa.schema([
     ("pair_id", pa.string()), ("history", pa.string()), ("response_a", pa.string()), ("response_b", pa.string()),
     ("states", STATE_TYPE),
@@ -89,10 +91,8 @@ def results_dir(root: Path, plan: str, label: str) -> Path:
 def write_work(path: Path, *, plan: str, shard: str, config: dict[str, Any], strategy: str,
                pairs: list[PairText], states: States) -> None:
     by_pair: dict[str, list[dict[str, Any]]] = {}
-    for (pid, order, sample), (status, attempts, margin, score_a, score_b) in states.items():
-        by_pair.setdefault(pid, []).append({"order": order, "sample_index": sample, "status": status,
-                                            "attempts": attempts, "margin_a": margin, "score_a": score_a,
-                                            "score_b": score_b})
+    for (pid, order, sample), state in states.items():
+        by_pair.setdefault(pid, []).append({"order": order, "sample_index": sample, **state._asdict()})
     table = pa.table({
         "pair_id": [p[0] for p in pairs], "history": [json.dumps(p[1], ensure_ascii=False) for p in pairs],
         "response_a": [p[2] for p in pairs], "response_b": [p[3] for p in pairs],
@@ -117,23 +117,29 @@ def read_work(path: Path) -> ShardWork:
     states: States = {}
     for r in rows:
         for s in r["states"]:
-            states[(r["pair_id"], s["order"], s["sample_index"])] = (
-                s["status"], s["attempts"], s["margin_a"], s["score_a"], s["score_b"])
+            states[(r["pair_id"], s["order"], s["sample_index"])] = _state(s)
     return ShardWork(meta["plan_id"], meta["shard"], meta["config"], meta["strategy"], pairs, states)
+
+
+def _state(row: dict[str, Any]) -> JudgmentState:
+    """A state from a work or result file's row (files written before `requests` existed lack it)."""
+    return JudgmentState(row["status"], row["attempts"], row.get("margin_a"), row.get("score_a"), row.get("score_b"),
+                         row.get("requests") or 0, row.get("failure_reason"))
 
 
 def fold_results(states: States, folder: Path) -> int:
     """Overlay the judgments already written in `folder` (by an earlier attempt at this shard) onto
     `states`, as the warehouse would merge them: an 'ok' is final, else the most attempts. Returns files read."""
     files = sorted(Path(folder).glob("*.parquet")) if Path(folder).exists() else []
-    cols = ["pair_id", "order", "sample_index", "status", "attempts", "margin_a", "score_a", "score_b"]
     for f in files:
-        for r in pq.read_table(f, columns=cols).to_pylist():
+        table = pq.read_table(f)
+        for r in table.select([c for c in ("pair_id", "order", "sample_index", *_STATE_FIELDS)
+                               if c in table.column_names]).to_pylist():
             key = (r["pair_id"], r["order"], r["sample_index"])
             old = states.get(key)
-            if old is not None and (old[0] == "ok" or (r["status"] != "ok" and r["attempts"] < old[1])):
+            if old is not None and (old.status == "ok" or (r["status"] != "ok" and r["attempts"] < old.attempts)):
                 continue
-            states[key] = (r["status"], r["attempts"], r["margin_a"], r["score_a"], r["score_b"])
+            states[key] = _state(r)
     return len(files)
 
 

@@ -62,12 +62,17 @@ def build_messages(history: list[dict[str, str]], response_a: str, response_b: s
 
 
 def answer_text(content: str | None, reasoning: str | None = None) -> str | None:
-    """The part of the output that holds the answer: after the last `</think>`, or the whole content when
-    vLLM's reasoning parser already moved the trace to its own field. None: the reasoning never ended."""
+    """The part of the output that holds the answer, or None when the reasoning never ended.
+
+    The GenRM's chat template opens `<think>` in the prompt, so a finished completion holds the trace, the
+    closing `</think>` and the answer: the answer is the text after the last `</think>`. With vLLM's
+    reasoning parser on, the trace comes in its own field and the content is the answer. Content with no
+    `</think>` and no separate trace never finished reasoning: any JSON in it is a draft, not a verdict.
+    """
     content = content or ""
     if THINK_END in content:
         return content.rsplit(THINK_END, 1)[1]
-    if reasoning is not None or "<think>" not in content:
+    if (reasoning or "").strip() and content.strip():
         return content
     return None
 

@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -17,8 +17,27 @@ from tasks.judge.genrm import SideVerdict, build_messages
 from tasks.judge.strategies import Slot, Strategy
 
 PairText = tuple[str, list[dict[str, str]], str, str]  # pair id, history, response A, response B
-# (pair id, order, sample) -> (status, attempts, margin_a, score_a, score_b)
-States = dict[tuple[str, str, int], tuple[str, int, float | None, int | None, int | None]]
+OVER_BUDGET = "exceeds_input_budget"
+
+
+class JudgmentState(NamedTuple):
+    """What the cache knows of one (pair, order, sample) under a configuration."""
+
+    status: str  # ok | failed
+    attempts: int  # answers that came back (the cross-run attempt limit counts these)
+    margin_a: float | None = None
+    score_a: int | None = None
+    score_b: int | None = None
+    requests: int = 0  # HTTP requests made for it, transport failures included
+    failure_reason: str | None = None
+
+
+States = dict[tuple[str, str, int], JudgmentState]  # keyed by (pair id, order, sample)
+
+
+def as_states(rows: dict[tuple[str, str, int], tuple]) -> States:
+    """The warehouse's state tuples as `JudgmentState`s."""
+    return {key: JudgmentState(*value) for key, value in rows.items()}
 
 JUDGMENT_SCHEMA = pa.schema([
     ("pair_id", pa.string()), ("judge_config_id", pa.string()), ("order", pa.string()), ("sample_index", pa.int32()),
@@ -26,7 +45,7 @@ JUDGMENT_SCHEMA = pa.schema([
     ("score_a", pa.int32()), ("score_b", pa.int32()), ("ranking_a", pa.int32()), ("margin_a", pa.float64()),
     ("failure_reason", pa.string()), ("error", pa.string()), ("raw_text", pa.string()), ("reasoning", pa.string()),
     ("finish_reason", pa.string()), ("tokens_in", pa.int32()), ("tokens_out", pa.int32()), ("latency_s", pa.float64()),
-    ("attempts", pa.int32()), ("endpoint", pa.string()), ("served_model", pa.string()), ("judge_run_id", pa.string()),
+    ("attempts", pa.int32()), ("requests", pa.int32()), ("endpoint", pa.string()), ("served_model", pa.string()), ("judge_run_id", pa.string()),
     ("finished_at", pa.timestamp("us")),
 ])
 
@@ -49,6 +68,7 @@ def results_table(results: list[JudgeResult], config_id: str, run_id: str) -> pa
         "finish_reason": col(lambda r: r.finish_reason), "tokens_in": col(lambda r: r.tokens_in),
         "tokens_out": col(lambda r: r.tokens_out), "latency_s": col(lambda r: r.latency_s),
         "attempts": col(lambda r: r.request.prior_attempts + r.request.attempts),
+        "requests": col(lambda r: r.request.prior_requests + r.request.requests),
         "endpoint": col(lambda r: r.endpoint), "served_model": col(lambda r: r.served_model),
         "judge_run_id": [run_id] * len(results), "finished_at": col(lambda r: r.finished_at),
     }, schema=JUDGMENT_SCHEMA)
@@ -87,15 +107,14 @@ class Plan:
     cached_sides: dict[tuple[str, Slot], SideVerdict] = field(default_factory=dict)
 
 
-def _side_from_state(state) -> SideVerdict | None:
-    status, _, margin, score_a, score_b = state
-    if status != "ok" or margin is None:
+def _side_from_state(state: JudgmentState) -> SideVerdict | None:
+    if state.status != "ok" or state.margin_a is None:
         return None
-    return SideVerdict(score_a, score_b, int(round(3.5 - margin)), margin)
+    return SideVerdict(state.score_a, state.score_b, int(round(3.5 - state.margin_a)), state.margin_a)
 
 
-def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts: int, plan: Plan) -> list[tuple[str, int, int]]:
-    """(order, sample, prior attempts) a pair still needs first; cached and exhausted ones are counted."""
+def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts: int, plan: Plan) -> list[tuple[str, int, JudgmentState | None]]:
+    """(order, sample, state so far) a pair still needs first; cached and exhausted ones are counted."""
     slots = list(strategy.initial())
     if strategy.name == "adaptive":
         first = states.get((pair_id, "ab", 0))
@@ -106,21 +125,43 @@ def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts
     needed = []
     for order, sample in slots:
         state = states.get((pair_id, order, sample))
-        if state is not None and state[0] == "ok":
+        if state is not None and state.status == "ok":
             plan.skipped_cached += 1
-        elif state is not None and state[1] >= max_attempts:
+        elif state is not None and state.attempts >= max_attempts:
             plan.exhausted += 1
         else:
-            needed.append((order, sample, state[1] if state else 0))
+            needed.append((order, sample, state))
     return needed
 
 
-def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max_attempts: int, plan: Plan) -> Iterator[JudgeRequest]:
-    """The requests a run sends first, pair by pair (a pair's orders next to each other)."""
-    for pair_id, history, response_a, response_b in pairs:
-        for order, sample, prior in planned_slots(pair_id, strategy, states, max_attempts, plan):
-            yield JudgeRequest(pair_id, order, sample, build_messages(history, response_a, response_b, order),
-                               prior_attempts=prior)
+def _request(pair: PairText, order: str, sample: int, state: JudgmentState | None) -> JudgeRequest:
+    pair_id, history, response_a, response_b = pair
+    return JudgeRequest(pair_id, order, sample, build_messages(history, response_a, response_b, order),
+                        prior_attempts=state.attempts if state else 0, prior_requests=state.requests if state else 0)
+
+
+def input_tokens(pair: PairText) -> int:
+    """The judge input's estimated tokens, from the texts as they are sent (settings may have changed
+    since ingest, so the budget is checked again here)."""
+    from tasks.ingest.normalize import estimate_request_tokens
+
+    return estimate_request_tokens([m["content"] for m in pair[1]] + [pair[2], pair[3]])
+
+
+def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max_attempts: int, plan: Plan,
+                  over_budget: Callable[[JudgeRequest], None] | None = None,
+                  input_budget: int | None = None) -> Iterator[JudgeRequest]:
+    """The requests a run sends first, pair by pair (a pair's orders next to each other). A pair whose
+    input exceeds `input_budget` is never sent: each of its judgments goes to `over_budget` instead."""
+    for pair in pairs:
+        slots = planned_slots(pair[0], strategy, states, max_attempts, plan)
+        too_long = input_budget is not None and slots and input_tokens(pair) > input_budget
+        for order, sample, state in slots:
+            request = _request(pair, order, sample, state)
+            if not too_long:
+                yield request
+            elif over_budget is not None and not (state and state.failure_reason == OVER_BUDGET):
+                over_budget(request)  # recorded once; a rerun under the same budget writes nothing again
 
 
 def judge_pairs(
@@ -136,12 +177,19 @@ def judge_pairs(
     sink_batch: int = 64,
     on_progress: Callable[[int], None] | None = None,
     gate: Callable[[str], Any] | None = None,
+    input_budget: int | None = None,
 ) -> dict[str, Any]:
     """Judge `pairs` under `strategy`; write results through `write` in batches. Returns the summary."""
     started = time.perf_counter()
     texts = {p[0]: p for p in pairs}
     plan = Plan()
     sink = BatchedSink(write, batch_size=sink_batch)
+    over_budget: set[str] = set()
+
+    def refuse(request: JudgeRequest) -> None:
+        over_budget.add(request.pair_id)
+        sink.add(JudgeResult(request, "failed", failure_reason=OVER_BUDGET,
+                             error=f"estimated input tokens exceed the judge's budget of {input_budget}; not sent"))
 
     def on_result(result: JudgeResult):
         sink.add(result)
@@ -151,21 +199,20 @@ def judge_pairs(
         if strategy.name != "adaptive" or (req.order, req.sample) != ("ab", 0):
             return []
         follow = strategy.follow_ups({("ab", 0): result.side})
-        _, history, a, b = texts[req.pair_id]
         out = []
         for order, sample in follow:
             state = states.get((req.pair_id, order, sample))
-            if state is not None and (state[0] == "ok" or state[1] >= max_attempts):
-                plan.skipped_cached += state[0] == "ok"
-                plan.exhausted += state[0] != "ok"
+            if state is not None and (state.status == "ok" or state.attempts >= max_attempts):
+                plan.skipped_cached += state.status == "ok"
+                plan.exhausted += state.status != "ok"
                 continue
-            out.append(JudgeRequest(req.pair_id, order, sample, build_messages(history, a, b, order),
-                                    prior_attempts=state[1] if state else 0))
+            out.append(_request(texts[req.pair_id], order, sample, state))
         return out
 
     dispatcher = Dispatcher(endpoints, config, options, on_result, gate=gate)
+    requests = plan_requests(pairs, strategy, states, max_attempts, plan, refuse, input_budget)
     try:
-        stats: ClientStats = asyncio.run(dispatcher.run(plan_requests(pairs, strategy, states, max_attempts, plan)))
+        stats: ClientStats = asyncio.run(dispatcher.run(requests))
     finally:
         sink.flush()
     seconds = time.perf_counter() - started
@@ -173,6 +220,9 @@ def judge_pairs(
         "pairs": len(pairs),
         "judged": stats.judged,
         "failed": dict(stats.failed.most_common()),
+        "failed_answers": dict(stats.failed_answers.most_common()),
+        "transport_failures": dict(stats.transport_failures.most_common()),
+        "over_budget": len(over_budget),
         "skipped_cached": plan.skipped_cached,
         "skipped_exhausted": plan.exhausted,
         "requests": stats.requests,

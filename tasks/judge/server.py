@@ -12,6 +12,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 
+from common.errors import UserError
 from tasks.judge.config import DEFAULT_MODEL
 
 
@@ -61,7 +62,7 @@ def standin_command(port: int, host: str = "127.0.0.1", **options: object) -> li
     return argv
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(UserError, RuntimeError):
     pass
 
 

@@ -40,7 +40,7 @@ from starlette.routing import Route
 
 REAL_MODEL = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"
 DEFAULT_MODEL = f"SIMULATED-GenRM-standin (not {REAL_MODEL})"
-FAULT_KINDS = ("error", "hang", "malformed", "truncated")
+FAULT_KINDS = ("error", "hang", "malformed", "truncated", "unclosed")
 
 # Maps a quality difference (latent qualities lie in [0, 5)) to ranking units: the difference of two
 # uniform qualities then lands in each of the six rankings about equally often.
@@ -65,6 +65,7 @@ class StandinConfig:
     hang_rate: float = 0.0  # no answer until the client gives up
     malformed_rate: float = 0.0  # 200 OK without a parseable verdict after </think>
     truncated_rate: float = 0.0  # 200 OK cut off inside the reasoning, finish_reason "length"
+    unclosed_rate: float = 0.0  # 200 OK, "stop", a verdict-shaped draft but the reasoning never closed
     seed: int = 0  # seeds the fault stream only: verdicts and latencies come from the request content
     model: str = DEFAULT_MODEL
     reasoning_words: int = 60
@@ -75,7 +76,7 @@ class StandinConfig:
     first_wins_rate: float = 0.0
 
     def __post_init__(self) -> None:
-        rates = [self.error_rate, self.hang_rate, self.malformed_rate, self.truncated_rate]
+        rates = [self.error_rate, self.hang_rate, self.malformed_rate, self.truncated_rate, self.unclosed_rate]
         if any(not 0.0 <= r <= 1.0 for r in rates) or sum(rates) > 1.0 + 1e-9:
             raise ValueError(f"fault rates must lie in [0, 1] and sum to at most 1, got {rates}")
         if self.capacity < 1:
@@ -271,17 +272,22 @@ def _malformed_answer(verdict: Verdict, variant: int) -> tuple[str, str]:
 
 def completion_for(request: ChatRequest, config: StandinConfig, fault: str | None,
                    oracle: dict[str, float] | None = None) -> tuple[str, str]:
-    """(content, finish_reason) for a served request; `fault` is None, 'malformed' or 'truncated'."""
+    """(content, finish_reason) for a served request; `fault` is None, 'malformed', 'truncated' or 'unclosed'.
+
+    Like the GenRM, whose chat template opens `<think>` inside the prompt, the content holds the trace
+    and the closing `</think>` only, then the answer."""
     messages, seed = request.messages, request.seed
     reasoning = reasoning_for(messages, seed, config.reasoning_words)
     verdict = verdict_for(messages, seed, config, oracle)
     if fault == "truncated":
-        return "<think>\n" + reasoning[: max(1, len(reasoning) // 2)], "length"
+        return reasoning[: max(1, len(reasoning) // 2)], "length"
+    if fault == "unclosed":  # stopped while still reasoning: the JSON is a draft, not a verdict
+        return f"{reasoning} Draft so far: {json.dumps(verdict._asdict())} but let me check again", "stop"
     if fault == "malformed":
         extra, answer = _malformed_answer(verdict, math.floor(5 * _unit("malformed", messages, seed)))
-        text = f"<think>\n{reasoning}{extra}\n</think>\n{answer}"
+        text = f"{reasoning}{extra}\n</think>\n{answer}"
     else:
-        text = f"<think>\n{reasoning}\n</think>\n{json.dumps(verdict._asdict())}"
+        text = f"{reasoning}\n</think>\n{json.dumps(verdict._asdict())}"
     # Like vLLM: an output longer than max_tokens is cut there, wherever that falls.
     if request.max_tokens is not None and len(text) // 4 > request.max_tokens:
         return text[: request.max_tokens * 4], "length"
@@ -372,6 +378,9 @@ class _Server:
         self.faults = dict.fromkeys(FAULT_KINDS, 0)
         self.first_request_at: float | None = None
         self.last_request_at: float | None = None
+        # A seeded request sent twice can only reproduce the same sample: count any such repeat.
+        self.seeded: set[int] = set()
+        self.seeded_repeats = 0
         self.peak_open = self.queued + self.in_flight  # most requests open at once (queued or in service)
         # Requests still in service keep their (shared, mutable) interval, now starting at the reset.
         self.intervals = [iv for iv in self.intervals if iv[1] is None]
@@ -415,6 +424,10 @@ class _Server:
             chat = parse_chat_request(await request.body())
         except InvalidRequest as exc:
             return _error(400, str(exc), "invalid_request_error")
+        if chat.seed is not None:
+            key = _hash64("seeded", chat.messages, chat.seed)
+            self.seeded_repeats += key in self.seeded
+            self.seeded.add(key)
         fault = draw_fault(self.faults_rng, config)
         if fault:
             self.faults[fault] += 1
@@ -480,6 +493,8 @@ class _Server:
             "peak_open": self.peak_open,
             "by_status": self.by_status,
             "faults": self.faults,
+            "seeded_requests": len(self.seeded),
+            "seeded_repeats": self.seeded_repeats,
             "window": {"start": start, "end": end},
             "busy_seconds": busy,
             "busy_fraction": fraction,

@@ -28,6 +28,8 @@ from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from common.errors import UserError
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_TOKEN_BLOCK = "hf-token"
@@ -37,7 +39,7 @@ MAX_RETRY_WAIT = 60.0
 T = TypeVar("T")
 
 
-class PublishError(RuntimeError):
+class PublishError(UserError, RuntimeError):
     """A Hub step failed for good (non-retryable error, or retries exhausted)."""
 
     def __init__(self, message: str, *, repo_id: str, step: str, status_code: int | None = None):

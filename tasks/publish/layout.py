@@ -7,13 +7,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.errors import UserError
+from common.processes import process_alive
 from tasks.curate.exports import EXPORTS
 
 MARKER = ".curate-version.json"
@@ -46,10 +50,51 @@ def read_marker(folder: Path) -> dict[str, Any] | None:
         return None
 
 
+class PublishTargetError(UserError, NotADirectoryError):
+    """A local publish target that cannot hold a folder."""
+
+
+_STAGING = ".staging-"
+STALE_AFTER_S = 24 * 3600  # a staging folder of another host, untouched this long, was abandoned
+
+
+def _staging_prefix(final: Path) -> str:
+    return f".{final.name}{_STAGING}{socket.gethostname()}-{os.getpid()}-"
+
+
+def remove_stale_staging(parent: Path) -> list[str]:
+    """Remove staging folders whose publish died (kill -9): those of this host whose process is gone, and
+    any left untouched for a day. Returns their names."""
+    removed = []
+    host = socket.gethostname()
+    for entry in parent.glob(f".*{_STAGING}*") if parent.is_dir() else []:
+        parts = entry.name.partition(_STAGING)[2].rsplit("-", 2)  # host (may hold dashes), pid, random
+        mine_and_dead = len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not process_alive(int(parts[1]))
+        try:
+            abandoned = time.time() - entry.stat().st_mtime > STALE_AFTER_S
+        except OSError:
+            continue
+        if entry.is_dir() and (mine_and_dead or abandoned):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry.name)
+    return removed
+
+
+def check_folder_target(final: Path) -> None:
+    """Refuse a target whose path runs through a file, before anything is written."""
+    for part in [final, *final.parents]:
+        if part.exists() and not part.is_dir():
+            raise PublishTargetError(f"cannot publish to {final}: {part} is a file, not a folder")
+        if part.exists():
+            return
+
+
 def write_atomically(final: Path, fill) -> None:  # noqa: ANN001 - fill(folder) writes the files
-    """Build the folder beside `final` and rename it into place."""
+    """Build the folder beside `final` and rename it into place. The staging folder's name says which
+    host and process build it, so that a later publish can remove it when that process died."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    remove_stale_staging(final.parent)
+    staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(final), dir=final.parent))
     try:
         fill(staging)
         os.replace(staging, final)

@@ -78,7 +78,7 @@ def test_publish_locally_in_hub_layout_then_again_is_a_no_op(judged, tmp_path):
     import datasets
     import yaml
 
-    from flows.publish import publish
+    from flows.publish import UnknownVersionError, publish
 
     made = build_version("pub-set", warehouse=str(judged))
     target = tmp_path / "published"
@@ -114,9 +114,9 @@ def test_publish_locally_in_hub_layout_then_again_is_a_no_op(judged, tmp_path):
 
 
 def test_publish_refuses_unknown_versions_and_occupied_folders(judged, tmp_path):
-    from flows.publish import publish
+    from flows.publish import UnknownVersionError, publish
 
-    with pytest.raises(ValueError, match="no version"):
+    with pytest.raises(UnknownVersionError, match="has no versions yet"):
         publish("never-built", to=str(tmp_path), warehouse=str(judged))
     made = build_version("occupied", warehouse=str(judged))
     taken = tmp_path / "occupied" / f"v1-{made['content_hash'][:12]}"

@@ -82,7 +82,7 @@ def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair | Rejecti
         "arena", source_id(row), both, row["winner"], ctx.settings.arena_multiturn,
         domain=domain_of(row),
         # `und` is also used on plainly Chinese rows: unknown is more honest than a wrong code.
-        language=None if language in (None, "und") else language,
+        language=language,
         metadata={
             "model_a": row.get("model_a"),
             "model_b": row.get("model_b"),

@@ -17,6 +17,8 @@ def source_id(row: dict[str, Any]) -> str:
 
 def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair:
     preference = int(row["overall_preference"])
+    # For the code domain HelpSteer3's `language` is the programming language; its prompts are English.
+    code = row.get("domain") == "code"
     return CandidatePair(
         source="helpsteer3",
         source_id=source_id(row),
@@ -27,8 +29,9 @@ def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair:
         human_label=float(-preference),
         raw_label=str(preference),
         domain=row.get("domain"),
-        language=row.get("language"),
-        metadata={"split": ctx.split, "individual_preference": row.get("individual_preference")},
+        language="en" if code else row.get("language"),
+        metadata={"split": ctx.split, "individual_preference": row.get("individual_preference"),
+                  **({"programming_language": row.get("language")} if code else {})},
     )
 
 

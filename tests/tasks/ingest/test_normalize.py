@@ -1,9 +1,11 @@
-from tasks.ingest import normalize as nz
+import pytest
+
 from schemas.pair import CandidatePair
+from tasks.ingest import normalize as nz
 
 
-def _pair(a="alpha answer", b="beta answer", history=None):
-    return CandidatePair("s", "1", history or [{"role": "user", "content": "q?"}], a, b)
+def _pair(a="alpha answer", b="beta answer", history=None, language=None):
+    return CandidatePair("s", "1", history or [{"role": "user", "content": "q?"}], a, b, language=language)
 
 
 def test_normalize_text_unifies_newlines_nfc_and_outer_space():
@@ -36,7 +38,9 @@ def test_pair_tokens_count_every_message_and_template():
     p = _pair(history=[{"role": "user", "content": "a" * 300}, {"role": "assistant", "content": "b" * 300},
                        {"role": "user", "content": "c" * 300}])
     # 900 bytes of history at 3 bytes a token, the two answers, 5 messages' and the request's overhead
-    assert nz.estimate_pair_tokens(p) == 300 + 4 + 4 + 5 * 8 + 64
+    assert nz.pair_text_facts(p)[0] == 300 + 4 + 4 + 5 * 8 + 64
+    # the judge's own estimate, from the texts as sent, is the same figure
+    assert nz.estimate_request_tokens(nz.texts_of(p)) == nz.pair_text_facts(p)[0]
 
 
 def test_split_shared_history_keeps_agreeing_multi_turn_and_rejects_divergent():
@@ -56,3 +60,17 @@ def test_to_json_survives_lone_surrogates():
     text.encode("utf-8")  # must not raise
     assert "ud800" in text
     assert nz.printable("a\ud800") != "a\ud800"
+
+
+@pytest.mark.parametrize("raw,code", [
+    ("english", "en"), ("English", "en"), ("chinese", "zh"), ("en", "en"), ("zh-Hant", "zh-Hant"), ("pl", "pl"),
+    ("zh_Hant", "zh-Hant"), ("und", None), ("", None), (None, None), ("python", None), ("javascript_html_css", None),
+])
+def test_languages_become_bcp47_codes_or_unknown(raw, code):
+    assert nz.language_code(raw) == code
+
+
+def test_a_pair_keeps_its_source_language_beside_the_code():
+    p = nz.normalize_pair(_pair(language="english"))
+    assert p.language == "en" and p.metadata["language_raw"] == "english"
+    assert "language_raw" not in nz.normalize_pair(_pair(language="en")).metadata

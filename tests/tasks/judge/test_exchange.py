@@ -11,7 +11,7 @@ import pytest
 
 from tasks.judge.exchange import (ResultWriter, fold_results, last_heartbeat, plan_id, read_work, result_files,
                                   results_dir, run_records, work_path, write_work, Heartbeat)
-from tasks.judge.run import JUDGMENT_SCHEMA
+from tasks.judge.run import JUDGMENT_SCHEMA, JudgmentState as S
 
 PAIRS = [("p1", [{"role": "user", "content": "héllo"}], "A one", "B one"),
          ("p2", [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},
@@ -31,7 +31,7 @@ def _rows(*rows):
 
 
 def test_work_file_round_trips_pairs_states_and_the_plan(tmp_path):
-    states = {("p1", "ab", 0): ("ok", 1, 1.5, 4, 2), ("p2", "ba", 0): ("failed", 2, None, None, None)}
+    states = {("p1", "ab", 0): S("ok", 1, 1.5, 4, 2), ("p2", "ba", 0): S("failed", 2, None, None, None)}
     path = work_path(tmp_path, "plan1", 1, 3)
     write_work(path, plan="plan1", shard="1/3", config=CONFIG, strategy="swap", pairs=PAIRS, states=states)
     assert path.name == "shard-1-of-3.parquet" and not list(path.parent.glob(".*tmp"))
@@ -67,12 +67,12 @@ def test_result_writer_numbers_batches_and_fold_prefers_ok_then_attempts(tmp_pat
                                                        "results/plan1/shard-0-of-1/run-a-00002.parquet"]
     assert run_records(tmp_path) == [{"run_id": "run-a", "status": "running"}]
     # the packet said p2/ba had failed twice: a later single failure does not lower the count
-    states = {("p2", "ba", 0): ("failed", 2, None, None, None), ("p1", "ba", 0): ("ok", 1, 0.5, 3, 2)}
+    states = {("p2", "ba", 0): S("failed", 2, None, None, None), ("p1", "ba", 0): S("ok", 1, 0.5, 3, 2)}
     assert fold_results(states, folder) == 2
-    assert states[("p1", "ab", 0)] == ("ok", 2, -1.5, 3, 2)
-    assert states[("p2", "ab", 0)] == ("ok", 1, 0.5, 3, 2)
-    assert states[("p2", "ba", 0)] == ("failed", 2, None, None, None)
-    assert states[("p1", "ba", 0)] == ("ok", 1, 0.5, 3, 2)
+    assert states[("p1", "ab", 0)] == S("ok", 2, -1.5, 3, 2)
+    assert states[("p2", "ab", 0)] == S("ok", 1, 0.5, 3, 2)
+    assert states[("p2", "ba", 0)] == S("failed", 2, None, None, None)
+    assert states[("p1", "ba", 0)] == S("ok", 1, 0.5, 3, 2)
     assert fold_results({}, tmp_path / "absent") == 0
 
 

@@ -35,8 +35,8 @@ def test_build_messages_orders():
     # several </think>: the text after the last
     ('<think>a</think> {"score_1": 1, "score_2": 1, "ranking": 6} </think>{"score_1": 2, "score_2": 1, "ranking": 2}',
      Verdict(2, 1, 2)),
-    # no reasoning at all
-    ('{"score_1": 3, "score_2": 5, "ranking": 5}', Verdict(3, 5, 5)),
+    # the template opened <think> in the prompt: the completion holds only the closing tag
+    ('A is worse.</think>\n{"score_1": 3, "score_2": 5, "ranking": 5}', Verdict(3, 5, 5)),
 ])
 def test_parse_verdicts(content, expected):
     assert parse_completion(content, "stop") == expected
@@ -48,6 +48,9 @@ def test_parse_verdicts(content, expected):
     ('<think>long reasoning that was cut', "length", "truncated"),
     ('<think>x</think>{"score_1": 4, "score_2": 2, "ranking": 2}', "length", "truncated"),
     ("<think>never closed but stopped", "stop", "no_answer_after_reasoning"),
+    # no </think> at all: a verdict-shaped draft inside unfinished reasoning is no verdict
+    ('{"score_1": 3, "score_2": 5, "ranking": 5}', "stop", "no_answer_after_reasoning"),
+    ('I lean to B: {"score_1": 3, "score_2": 5, "ranking": 5} but let me check', "stop", "no_answer_after_reasoning"),
     ("<think>x</think>Response 1 is better.", "stop", "no_json"),
     ('<think>x</think>{"score_1": 4, "score_2": 2}', "stop", "no_json"),
     ('<think>x</think>{"score_1": "four", "score_2": 2, "ranking": 2}', "stop", "not_a_number"),
@@ -66,7 +69,9 @@ def test_vllm_separate_reasoning_field():
     # with a reasoning parser on, content holds only the answer and the trace is in its own field
     assert parse_completion('{"score_1": 2, "score_2": 4, "ranking": 5}', "stop",
                             reasoning='I think {"score_1": 5, "score_2": 1, "ranking": 1}') == Verdict(2, 4, 5)
-    assert parse_completion("", "stop", reasoning="thought a lot but said nothing") == ParseFailure("no_json", "")
+    # the reasoning field holds everything and the content nothing: the reasoning never reached an answer
+    assert parse_completion("", "stop", reasoning="thought a lot but said nothing").reason == "no_answer_after_reasoning"
+    assert parse_completion("Response 1.", "stop", reasoning="thought").reason == "no_json"
     assert answer_text("<think>unfinished", None) is None
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
-from tasks.judge.run import judge_pairs
+from tasks.judge.run import JudgmentState, judge_pairs
 from tasks.judge.standin import StandinConfig, StandinProcess
 from tasks.judge.strategies import Strategy
 from tasks.ingest.synth import TextMaker
@@ -26,8 +26,10 @@ def _states(results):
     for r in results:
         key = (r.request.pair_id, r.request.order, r.request.sample)
         side = r.side
-        states[key] = (r.status, r.request.prior_attempts + r.request.attempts, side.margin if side else None,
-                       side.score_a if side else None, side.score_b if side else None)
+        states[key] = JudgmentState(r.status, r.request.prior_attempts + r.request.attempts,
+                                    side.margin if side else None, side.score_a if side else None,
+                                    side.score_b if side else None, r.request.prior_requests + r.request.requests,
+                                    r.failure_reason)
     return states
 
 
@@ -56,26 +58,80 @@ def test_swap_judges_both_orders_and_maps_to_a_side():
         assert "SIMULATED" in ab.served_model
 
 
-def test_faults_end_judged_or_failed_with_a_reason_and_a_clean_rerun_completes_exactly_those():
+@pytest.mark.parametrize("strategy,per_pair", [("swap", 2), ("samples:2", 4)])
+def test_faults_end_judged_or_failed_with_a_reason_and_a_clean_rerun_completes_exactly_those(strategy, per_pair):
     pairs = _pairs(60, seed=1)
-    faulty = StandinConfig(capacity=16, latency_mean=0.01, error_rate=0.10, hang_rate=0.05, malformed_rate=0.05,
+    faulty = StandinConfig(capacity=16, latency_mean=0.01, error_rate=0.15, hang_rate=0.08, malformed_rate=0.05,
                            truncated_rate=0.02, seed=3)
     with StandinProcess(faulty) as server:
-        first, results = _judge(server.url, pairs, timeout=1.0, max_retries=1)
-    assert len(results) == 120  # every judgment ends with a result
+        first, results = _judge(server.url, pairs, strategy=strategy, timeout=1.0, max_retries=1)
+        stats = server.stats()
+    total = per_pair * len(pairs)
+    assert len(results) == total  # every judgment ends with a result
     failed = [r for r in results if r.status == "failed"]
     assert failed and all(r.failure_reason for r in failed)
     reasons = Counter(r.failure_reason for r in failed)
     assert set(reasons) <= {"http_500", "timeout", "no_json", "truncated", "not_a_number", "out_of_range"}
     assert reasons["no_json"] + reasons["truncated"] > 0  # malformed answers are failures, not default scores
-    assert first["requests"] > 120  # transient failures were retried within the run
+    assert first["requests"] > total  # transient failures were retried within the run
+    # the summary tells answers that came back without a verdict from requests that never came back
+    assert sum(first["failed_answers"].values()) == reasons["no_json"] + reasons["truncated"] + \
+        reasons["not_a_number"] + reasons["out_of_range"]
+    assert first["transport_failures"]["http_500"] >= reasons["http_500"] > 0
     failed_keys = {(r.request.pair_id, r.request.order, r.request.sample) for r in failed}
 
     with StandinProcess(StandinConfig(capacity=16, latency_mean=0.01)) as clean:
+        # the attempt limit counts answers only: a judgment whose requests all timed out or got a 500
+        # is never exhausted, however low the limit
+        second, redo = _judge(clean.url, pairs, strategy=strategy, states=_states(results), max_attempts=1)
+        clean_stats = clean.stats()
+    transport_failed = {(r.request.pair_id, r.request.order, r.request.sample) for r in failed
+                        if r.failure_reason in ("http_500", "timeout")}
+    assert {(r.request.pair_id, r.request.order, r.request.sample) for r in redo} == transport_failed
+    assert second["skipped_exhausted"] == len(failed_keys - transport_failed)
+    assert second["skipped_cached"] == total - len(failed_keys) and all(r.status == "ok" for r in redo)
+    assert second["requests"] == len(transport_failed)
+    # no seeded request was ever sent twice, across retries within a run and across runs
+    assert stats["seeded_repeats"] == clean_stats["seeded_repeats"] == 0
+    if strategy == "samples:2":
+        assert stats["seeded_requests"] > 0
+
+
+def test_a_clean_rerun_resends_exactly_the_failed_judgments():
+    pairs = _pairs(50, seed=5)
+    faulty = StandinConfig(capacity=16, latency_mean=0.01, error_rate=0.15, hang_rate=0.08, malformed_rate=0.05, seed=4)
+    with StandinProcess(faulty) as server:
+        _, results = _judge(server.url, pairs, timeout=1.0, max_retries=1)
+    failed_keys = {(r.request.pair_id, r.request.order, r.request.sample) for r in results if r.status == "failed"}
+    assert failed_keys
+    with StandinProcess(StandinConfig(capacity=16, latency_mean=0.01)) as clean:
         second, redo = _judge(clean.url, pairs, states=_states(results))
+        assert clean.stats()["requests"] == len(failed_keys)
     assert {(r.request.pair_id, r.request.order, r.request.sample) for r in redo} == failed_keys
-    assert second["skipped_cached"] == 120 - len(failed_keys) and all(r.status == "ok" for r in redo)
-    assert second["requests"] == len(failed_keys)
+
+
+def test_an_answer_whose_reasoning_never_closed_is_no_verdict():
+    pairs = _pairs(100, seed=6)
+    with StandinProcess(StandinConfig(capacity=16, latency_mean=0.005, unclosed_rate=0.2, seed=2)) as server:
+        summary, results = _judge(server.url, pairs, strategy="single")
+        unclosed = server.stats()["faults"]["unclosed"]
+    failed = [r for r in results if r.status == "failed"]
+    assert 5 < unclosed == len(failed) and {r.failure_reason for r in failed} == {"no_answer_after_reasoning"}
+    assert all("</think>" not in r.raw_text and '"ranking"' in r.raw_text for r in failed)  # a draft was there
+    assert summary["failed_answers"] == {"no_answer_after_reasoning": unclosed}
+
+
+def test_a_pair_over_the_input_budget_fails_with_a_reason_and_is_never_sent():
+    pairs = _pairs(4, seed=7)
+    long = (pairs[0][0], pairs[0][1], pairs[0][2] * 40, pairs[0][3])
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
+        summary, results = _judge(server.url, [long, *pairs[1:]], input_budget=2000)
+        sent = server.stats()["requests"]
+        again, rerun = _judge(server.url, [long], input_budget=2000, states=_states(results))
+    refused = [r for r in results if r.request.pair_id == long[0]]
+    assert {r.failure_reason for r in refused} == {"exceeds_input_budget"} and len(refused) == 2
+    assert sent == 6 and summary["over_budget"] == 1 and summary["judged"] == 6
+    assert rerun == [] and again["requests"] == 0  # recorded once, never sent
 
 
 def test_failures_stop_being_retried_at_the_attempt_limit():

@@ -290,7 +290,8 @@ def test_capacity_bounds_concurrency_and_stats_measure_busy_time():
 
 
 def test_fault_rates_show_up_in_answers_and_stats():
-    config = StandinConfig(latency_mean=0.0, error_rate=0.2, malformed_rate=0.2, truncated_rate=0.2, seed=3)
+    config = StandinConfig(latency_mean=0.0, error_rate=0.2, malformed_rate=0.2, truncated_rate=0.2,
+                           unclosed_rate=0.2, seed=3)
     with StandinProcess(config) as standin:
         # The same request over and over: faults come from the stream, so retries can succeed.
         replies = asyncio.run(_post_all(standin.url, [body(request_messages("a", "b"))] * 400))
@@ -304,15 +305,18 @@ def test_fault_rates_show_up_in_answers_and_stats():
             if choice["finish_reason"] == "length":
                 assert "</think>" not in content
                 kinds.append("truncated")
+            elif "</think>" not in content:  # stopped mid-reasoning, a draft verdict in it
+                assert '"ranking"' in content
+                kinds.append("unclosed")
             elif parse_verdict(content) is None:
                 kinds.append("malformed")
             else:
                 kinds.append("ok")
-        for kind in ("error", "malformed", "truncated"):
+        for kind in ("error", "malformed", "truncated", "unclosed"):
             assert 50 <= kinds.count(kind) <= 110, (kind, kinds.count(kind))
         stats = standin.stats()
         assert stats["faults"] == {"error": kinds.count("error"), "hang": 0, "malformed": kinds.count("malformed"),
-                                   "truncated": kinds.count("truncated")}
+                                   "truncated": kinds.count("truncated"), "unclosed": kinds.count("unclosed")}
         assert stats["by_status"] == {"200": 400 - kinds.count("error"), "500": kinds.count("error")}
 
 

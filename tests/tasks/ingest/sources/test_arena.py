@@ -6,6 +6,7 @@ from curator.settings import MultiTurnPolicy, Settings
 from schemas.pair import CandidatePair, Rejection
 from tasks.ingest.read import RawBatch
 from tasks.ingest.prepare import prepare_batch
+from tasks.ingest.normalize import normalize_pair
 from tasks.ingest.sources import AdapterContext, get_source
 from tests.conftest import read_jsonl, shared_file
 
@@ -72,8 +73,8 @@ def test_history_comes_from_full_conversation_of_earlier_votes():
 def test_und_language_becomes_unknown():
     row = _row()
     row["language"] = "und"
-    pair = SRC.adapt(row, _ctx())
-    assert pair.language is None and pair.metadata["language_reported"] == "und"
+    pair = normalize_pair(SRC.adapt(row, _ctx()))
+    assert pair.language is None and pair.metadata["language_raw"] == "und"
 
 
 def test_real_fixture_rows_all_accounted_for(settings):

@@ -18,7 +18,8 @@ def test_real_sample_rows_map_to_pairs(settings):
     # overall_preference -2 (response1 better) -> +2 from response A's side
     assert single.human_label == 2.0 and single.raw_label == "-2"
     assert single.response_a.startswith("Here's a JavaScript program")
-    assert single.domain == "code" and single.language == "javascript_html_css"
+    assert single.domain == "code" and single.language == "en"  # code prompts are English
+    assert single.metadata["programming_language"] == "javascript_html_css"
     assert [p["score"] for p in single.metadata["individual_preference"]] == [-1, -3, -2]
     assert len(set(prepared.pair_ids)) == 2
 

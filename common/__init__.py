@@ -1,0 +1,1 @@
+"""What every layer may import: the errors a user can act on (and, in time, settings and progress)."""
