@@ -36,9 +36,12 @@ def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="show Pref
     quiet_terminal(verbose)
 
 
-def _settings_env(warehouse: Optional[Path]) -> None:
-    if warehouse is not None:
-        os.environ["CURATE_WAREHOUSE"] = str(warehouse)
+def _settings_env(warehouse: Optional[Path], **settings: Any) -> None:
+    """Flags become settings (CURATE_* variables) for this process and the flows it runs."""
+    given = {k: v for k, v in {"warehouse": warehouse, **settings}.items() if v not in (None, False)}
+    for name, value in given.items():
+        os.environ[f"CURATE_{name.upper()}"] = "true" if value is True else str(value)
+    if given:
         from curator.settings import get_settings
 
         get_settings.cache_clear()
@@ -73,6 +76,30 @@ def _fail(message: str, hint: str | None = None) -> None:
     if hint:
         err.print(f"hint: {escape(hint)}", soft_wrap=True, highlight=False)
     raise typer.Exit(2)
+
+
+def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> None:
+    """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts."""
+    from curator.settings import get_settings
+    from tasks.judge.endpoints import check_endpoints
+
+    settings = get_settings()
+    if launch or settings.judge_launch:
+        return  # a server started by the run itself is checked once it is up
+    try:
+        report = check_endpoints(list(endpoints or settings.judge_endpoints), settings.judge_model,
+                                 allow_other_model=settings.judge_allow_other_model,
+                                 timeout=settings.judge_check_timeout)
+    except Exception as e:  # noqa: BLE001
+        if _is_user_error(e):
+            _fail(str(e), getattr(e, "hint", None))
+        raise
+    for p in report.unreachable:
+        err.print(f"warning: judge endpoint {p.url} does not answer ({p.error}); judging with the others",
+                  highlight=False, soft_wrap=True)
+    if report.simulated:
+        err.print("[bold yellow]note:[/] the judge endpoint serves the GenRM STAND-IN: verdicts are SIMULATED "
+                  "and marked so", highlight=False)
 
 
 def _preflight(source: str, path: Optional[Path], kind: str) -> None:
@@ -201,16 +228,20 @@ def judge(
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this worker"),
     launch_standin: bool = typer.Option(False, "--launch-standin", help="start the SIMULATED stand-in instead"),
     port: Optional[int] = typer.Option(None, "--port", help="port of the launched server"),
+    allow_other_model: bool = typer.Option(False, "--allow-other-model", help="judge with an endpoint that serves "
+                                           "another model than the configured judge (CURATE_JUDGE_MODEL)"),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Judge the pending pairs with the GenRM; reruns send only what is missing."""
-    _settings_env(warehouse)
+    _settings_env(warehouse, judge_allow_other_model=allow_other_model)
     if launch_vllm and launch_standin:
         _fail("choose one of --launch-vllm and --launch-standin")
     from curator.settings import get_settings
     from warehouse.store import Warehouse
 
+    launch = "vllm" if launch_vllm else "standin" if launch_standin else None
+    _check_judge(endpoint, launch)
     try:
         Warehouse(get_settings().warehouse).close()
     except Exception as e:  # noqa: BLE001
@@ -219,7 +250,6 @@ def judge(
         raise
     from flows.judge import judge as judge_flow
 
-    launch = "vllm" if launch_vllm else "standin" if launch_standin else None
     with _Bar(enabled=not as_json and sys.stderr.isatty()):
         summary = _run(judge_flow, endpoint or None, strategy, shard, limit, launch, port, max_in_flight, request_timeout)
     _print_summary("judge", summary, as_json)
@@ -254,10 +284,14 @@ def run(
     skip: Optional[list[str]] = typer.Option(None, "--skip", help="ingest | judge | version | publish"),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
     shards: int = typer.Option(0, "--shards", help="judge in N shards on the gpu work pool (needs a Prefect server)"),
+    allow_other_model: bool = typer.Option(False, "--allow-other-model", help="judge with an endpoint that serves "
+                                           "another model than the configured judge (CURATE_JUDGE_MODEL)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """The whole pipeline: ingest → judge → build version → publish."""
-    _settings_env(warehouse)
+    _settings_env(warehouse, judge_allow_other_model=allow_other_model)
+    if "judge" not in (skip or []) and not shards:
+        _check_judge(endpoint, "vllm" if launch_vllm else None)
     from flows.pipeline import curate_pipeline
 
     summary = _run(curate_pipeline, source, endpoint or None, "vllm" if launch_vllm else None, strategy, dataset,
@@ -368,7 +402,6 @@ def dashboard(
 ) -> None:
     """The data team's web dashboard (read-only, over the snapshot the pipeline refreshes)."""
     _settings_env(warehouse)
-    import subprocess
 
     from curator.settings import get_settings
     from warehouse.snapshot import snapshot_path
@@ -382,9 +415,39 @@ def dashboard(
             err.print(f"the warehouse is busy: showing the last snapshot {target}")
     app_file = Path(__file__).with_name("dashboard") / "app.py"
     out.print(f"dashboard on http://{host}:{port} (read-only, snapshot {target}); Ctrl-C stops it")
-    raise typer.Exit(subprocess.call([
+    raise typer.Exit(_serve_until_stopped([
         sys.executable, "-m", "streamlit", "run", str(app_file), "--server.headless", "true", "--server.port",
-        str(port), "--server.address", host, "--browser.gatherUsageStats", "false", "--", "--snapshot", str(target)]))
+        str(port), "--server.address", host, "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
+        "--", "--snapshot", str(target)]))
+
+
+def _serve_until_stopped(argv: list[str]) -> int:
+    """Run a server as a child and pass SIGTERM/SIGINT on to it, waiting for it to stop: a `kill` of this
+    command never leaves the server running on its own."""
+    import signal
+    import subprocess
+
+    child = subprocess.Popen(argv)
+
+    def forward(signum, frame):  # noqa: ANN001, ARG001
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        try:
+            return child.wait()
+        finally:
+            if child.poll() is None:  # we are leaving for another reason: take the server along
+                child.terminate()
+                try:
+                    child.wait(15)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @app.command("endpoint-limit")
@@ -525,6 +588,8 @@ def publish(
     version: Optional[int] = typer.Argument(None, help="default: the latest version"),
     to: str = typer.Option("published", "--to", help="a local folder (Hub layout) or hf://ORG/NAME"),
     private: bool = typer.Option(False, "--private", help="create the Hub repo private"),
+    allow_simulated: bool = typer.Option(False, "--allow-simulated", help="push a version judged by the SIMULATED "
+                                         "stand-in to the Hub anyway (its card still says so)"),
     warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -532,7 +597,7 @@ def publish(
     _settings_env(warehouse)
     from flows.publish import publish as publish_flow
 
-    summary = _run(publish_flow, name, version, to, private)
+    summary = _run(publish_flow, name, version, to, private, allow_simulated=allow_simulated)
     if not as_json:
         summary = {**summary, "files": f"{len(summary['files'])} files"}
     _print_summary(f"publish {name}", summary, as_json)
@@ -596,10 +661,27 @@ def status(
         counts = wh.counts()
         runs = wh.ingest_runs(10)
         interrupted = wh.interrupted_runs(10)
+        judging = wh.judging_status()
+        found = wh.versions()
     if as_json:
-        sys.stdout.write(json.dumps({"counts": counts, "runs": runs, "interrupted": interrupted}, default=str) + "\n")
+        sys.stdout.write(json.dumps({"counts": counts, "runs": runs, "interrupted": interrupted, "judging": judging,
+                                     "versions": found}, default=str) + "\n")
         return
     _print_summary("warehouse", counts, False)
+    if judging:
+        table = Table("judge configuration", "model", "judgments ok", "failed", "pairs judged", "pairs pending",
+                      title="judging")
+        for j in judging:
+            table.add_row(j["judge_config_id"], ("SIMULATED stand-in" if j["simulated"] else j["model"]),
+                          f"{j['ok']:,}", f"{j['failed']:,}", f"{counts['pairs_for_curation'] - j['pairs_pending']:,}",
+                          f"{j['pairs_pending']:,}")
+        out.print(table)
+    if found:
+        table = Table("name", "version", "rows", "judge", "content hash", "published", title="versions")
+        for v in found:
+            table.add_row(v["name"], str(v["version"]), f"{v['row_count']:,}", "SIMULATED" if v["simulated"] else "real",
+                          v["content_hash"], v["published_tag"] or "-")
+        out.print(table)
     if interrupted:
         table = Table("started", "kind", "subject", "run id", "process", "noticed", title="interrupted runs")
         for r in interrupted:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+import sys
 from pathlib import Path
 
 _FAILURE_RECORDS = ("Encountered exception", "Finished in state Failed", "Finished in state Crashed",
                     "Process for flow run", "Execution of flow run")
+# Prefect's own housekeeping, which says nothing about the user's data or command.
+_HOUSEKEEPING = ("Still processing items",)
 
 
 class TerminalFilter(logging.Filter):
@@ -22,6 +25,8 @@ class TerminalFilter(logging.Filter):
         if record.levelno < logging.WARNING or record.exc_info:
             return False
         message = record.getMessage()
+        if record.name.startswith("prefect._internal") or any(h in message for h in _HOUSEKEEPING):
+            return False
         return not any(message.startswith(prefix) or prefix in message[:80] for prefix in _FAILURE_RECORDS)
 
 
@@ -30,14 +35,20 @@ _state: dict[str, object] = {"verbose": False, "file": None}
 
 def quiet_terminal(verbose: bool) -> None:
     """Filter Prefect's console handler (unless `verbose`); call once Prefect is imported."""
-    import prefect  # noqa: F401 - importing Prefect sets up its logging
+    from prefect.logging.configuration import PROCESS_LOGGING_CONFIG, setup_logging
     from prefect.logging.handlers import PrefectConsoleHandler
 
     _state["verbose"] = verbose
     if verbose:
         return
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, PrefectConsoleHandler) and not any(isinstance(f, TerminalFilter) for f in handler.filters):
+    if not PROCESS_LOGGING_CONFIG:
+        setup_logging()  # now, so that later set-ups (the ephemeral server's) are incremental and keep the filter
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    for handler in {h for lg in loggers for h in lg.handlers}:
+        terminal = isinstance(handler, PrefectConsoleHandler) or (
+            isinstance(handler, logging.StreamHandler) and getattr(handler, "stream", None) in (sys.stderr, sys.stdout))
+        if terminal and not any(isinstance(f, TerminalFilter) for f in handler.filters):
             handler.addFilter(TerminalFilter())
 
 

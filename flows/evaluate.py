@@ -14,11 +14,12 @@ from prefect.artifacts import create_table_artifact
 
 from curator.settings import settings_with
 from flows.ingest import _batches, _pin
-from flows.judge import _run_judging, _targets, judge_config_from, split_pending
+from flows.judge import _run_judging, _targets, checked_targets, judge_config_from, split_pending
 from flows.runs import current_run_id
 from tasks.evaluate.benchmarks import comparisons
 from tasks.evaluate.scoring import score
 from tasks.ingest.sources import get_source
+from tasks.judge.config import config_record
 from tasks.judge.run import as_states
 from tasks.judge.strategies import Strategy
 from warehouse.store import Warehouse
@@ -63,44 +64,44 @@ def evaluate_judge(
     config = judge_config_from(settings)
     server, targets = _targets(endpoints, launch, port, settings, config)
     run_id = current_run_id()
-    with Warehouse(settings.warehouse) as wh:
-        rev, location = _pin(wh, src, revision, path)
-        rows, rejected = _read_rows(src, path, rev, settings, limit)
-        items = []
-        for i, row in enumerate(rows):
-            try:
-                items.extend(comparisons(src.name, [row]))
-            except (KeyError, TypeError, ValueError) as err:
-                rejected.append({"position": f"{location}[{i}]", "reason": f"{type(err).__name__}: {err}"})
-        for r in rejected:
-            log.warning("%s: row %s rejected: %s", src.name, r["position"], r["reason"])
-        wh.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
-            "model", "served_revision", "prompt_version", "temperature", "top_p", "max_tokens")}})
-        ids = [c.item_id for c in items]
-        states = as_states(wh.judgment_states(config.id, ids, table="eval_judgments"))
-        pending, done = split_pending(ids, plan, states, settings.judge_max_attempts)
-        keep = set(pending)
-        pairs = [(c.item_id, c.history, c.response_a, c.response_b) for c in items if c.item_id in keep]
-        with server:
+    with server:  # up (when launched here) and checked before anything is read
+        targets, config = checked_targets(targets, config, settings)
+        with Warehouse(settings.warehouse) as wh:
+            rev, location = _pin(wh, src, revision, path)
+            rows, rejected = _read_rows(src, path, rev, settings, limit)
+            items = []
+            for i, row in enumerate(rows):
+                try:
+                    items.extend(comparisons(src.name, [row]))
+                except (KeyError, TypeError, ValueError) as err:
+                    rejected.append({"position": f"{location}[{i}]", "reason": f"{type(err).__name__}: {err}"})
+            for r in rejected:
+                log.warning("%s: row %s rejected: %s", src.name, r["position"], r["reason"])
+            wh.register_judge_config(config_record(config))
+            ids = [c.item_id for c in items]
+            states = as_states(wh.judgment_states(config.id, ids, table="eval_judgments"))
+            pending, done = split_pending(ids, plan, states, settings.judge_max_attempts)
+            keep = set(pending)
+            pairs = [(c.item_id, c.history, c.response_a, c.response_b) for c in items if c.item_id in keep]
             judged = _run_judging(pairs, states, done, targets, config, plan, settings,
                                   lambda t: wh.write_judgments(t, "eval_judgments"), run_id)
-        result = score(src.name, items, wh.eval_margins(config.id, ids), orders)
-        served = sorted({m for (m,) in wh.query(
-            "SELECT DISTINCT served_model FROM eval_judgments WHERE judge_run_id = ? AND served_model IS NOT NULL",
-            [run_id])})
-        result.update(rows=len(rows), rejected=rejected, benchmark_revision=rev, location=location,
-                      judge_config_id=config.id, strategy=plan.label, endpoints=targets, served_models=served,
-                      judge={k: judged[k] for k in ("judged", "failed", "skipped_cached", "requests", "tokens_in",
-                                                     "tokens_out", "seconds")})
-        wh.record_evaluation({
-            "evaluation_id": run_id, "benchmark": src.name, "benchmark_revision": rev, "judge_config_id": config.id,
-            "strategy": plan.label, "endpoints": targets, "served_models": served, "pairs": result["pairs"],
-            "scored": result["scored"], "failed": result["failed"], "accuracy": result["accuracy"],
-            "result": {k: result[k] for k in ("by_category", "by_difficulty", "matrix", "model_card", "vs_model_card",
-                                              "outcomes", "domains_missing") if k in result},
-            "requests": judged["requests"], "tokens_in": judged["tokens_in"], "tokens_out": judged["tokens_out"],
-            "seconds": judged["seconds"],
-        })
+            result = score(src.name, items, wh.eval_margins(config.id, ids), orders)
+            served = sorted({m for (m,) in wh.query(
+                "SELECT DISTINCT served_model FROM eval_judgments WHERE judge_run_id = ? AND served_model IS NOT NULL",
+                [run_id])})
+            result.update(rows=len(rows), rejected=rejected, benchmark_revision=rev, location=location,
+                          judge_config_id=config.id, strategy=plan.label, endpoints=targets, served_models=served,
+                          judge={k: judged[k] for k in ("judged", "failed", "skipped_cached", "requests", "tokens_in",
+                                                         "tokens_out", "seconds")})
+            wh.record_evaluation({
+                "evaluation_id": run_id, "benchmark": src.name, "benchmark_revision": rev, "judge_config_id": config.id,
+                "strategy": plan.label, "endpoints": targets, "served_models": served, "pairs": result["pairs"],
+                "scored": result["scored"], "failed": result["failed"], "accuracy": result["accuracy"],
+                "result": {k: result[k] for k in ("by_category", "by_difficulty", "matrix", "model_card", "vs_model_card",
+                                                  "outcomes", "domains_missing") if k in result},
+                "requests": judged["requests"], "tokens_in": judged["tokens_in"], "tokens_out": judged["tokens_out"],
+                "seconds": judged["seconds"],
+            })
     card = result["model_card"]
     table = [{"category": k, "accuracy %": v, "model card %": card.get(k), "difference": result["vs_model_card"].get(k)}
              for k, v in [("overall", result["accuracy"]), *result["by_category"].items(),

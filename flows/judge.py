@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ from curator.settings import Settings, settings_with
 from flows.runs import current_run_id
 from tasks.curate.cost import cost_model, cost_report
 from tasks.judge.client import ClientOptions
-from tasks.judge.config import JudgeConfig
+from tasks.judge.config import JudgeConfig, config_record
+from tasks.judge.endpoints import EndpointCheckError, NoEndpointError, check_endpoints
 from tasks.judge.exchange import Heartbeat, ResultWriter, fold_results, read_work, results_dir
 from tasks.judge.limits import endpoint_limits, slot_gate
 from tasks.judge.run import PairText, Plan, States, as_states, judge_pairs, planned_slots, results_table
@@ -37,10 +39,24 @@ from warehouse.store import Warehouse
 JUDGE_SUMMARY_KEYS = ("pairs", "judged", "failed", "skipped_cached", "requests", "tokens_in", "tokens_out", "seconds")
 
 
-def judge_config_from(settings: Settings) -> JudgeConfig:
+def judge_config_from(settings: Settings, simulated: bool | None = None) -> JudgeConfig:
     return JudgeConfig(model=settings.judge_model, served_revision=settings.judge_served_revision,
                        temperature=settings.judge_temperature, top_p=settings.judge_top_p,
-                       max_tokens=settings.judge_max_tokens)
+                       max_tokens=settings.judge_max_tokens,
+                       simulated=settings.judge_simulated if simulated is None else simulated)
+
+
+def checked_targets(targets: list[str], config: JudgeConfig, settings: Settings) -> tuple[list[str], JudgeConfig]:
+    """The endpoints that answer (refusing when none does, or one serves another model), and the
+    configuration marked simulated when they serve the stand-in."""
+    report = check_endpoints(targets, config.model, allow_other_model=settings.judge_allow_other_model,
+                             timeout=settings.judge_check_timeout)
+    log = get_run_logger()
+    for p in report.unreachable:
+        log.warning("judge endpoint %s does not answer (%s): judging with the others", p.url, p.error)
+    if report.simulated:
+        log.warning("the judge endpoints serve the SIMULATED stand-in: its verdicts are marked simulated")
+    return report.usable, replace(config, simulated=report.simulated)
 
 
 def _targets(endpoints: list[str] | None, launch: str | None, port: int | None, settings: Settings,
@@ -49,8 +65,7 @@ def _targets(endpoints: list[str] | None, launch: str | None, port: int | None, 
     server, launched = _launcher(launch or settings.judge_launch, settings, config, port or settings.vllm_port)
     targets = list(endpoints or settings.judge_endpoints) + ([launched] if launched else [])
     if not targets:
-        raise ValueError("no judge endpoint: pass --endpoint URL (repeatable) or --launch-vllm "
-                         "(a GPU worker: set CURATE_JUDGE_ENDPOINTS or CURATE_JUDGE_LAUNCH)")
+        raise NoEndpointError("no judge endpoint")
     return server, targets
 
 
@@ -152,20 +167,20 @@ def judge(
     plan = Strategy.parse(strategy or settings.judge_strategy, settings.judge_adaptive_margin)
     server, targets = _targets(endpoints, launch, port, settings, config)
     run_id = current_run_id()
-    with Warehouse(settings.warehouse) as wh:
-        wh.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
-            "model", "served_revision", "prompt_version", "temperature", "top_p", "max_tokens")}})
-        ids = select_pairs(wh, shard, limit)
-        wh.start_judge_run(run_id, config.id, plan.label, targets, shard)
-        try:
-            with server:
+    with server:
+        targets, config = checked_targets(targets, config, settings)
+        with Warehouse(settings.warehouse) as wh:
+            wh.register_judge_config(config_record(config))
+            ids = select_pairs(wh, shard, limit)
+            wh.start_judge_run(run_id, config.id, plan.label, targets, shard)
+            try:
                 summary = judge_shard(wh, ids, targets, config, plan, settings, run_id)
-        except BaseException as err:
-            wh.finish_judge_run(run_id, "failed", {}, f"{type(err).__name__}: {err}")
-            raise
-        summary.update(judge_config_id=config.id, strategy=plan.label, shard=shard, endpoints=targets, run_id=run_id,
-                       served_models=wh.served_models(run_id))
-        wh.finish_judge_run(run_id, "completed", summary)
+            except BaseException as err:
+                wh.finish_judge_run(run_id, "failed", {}, f"{type(err).__name__}: {err}")
+                raise
+            summary.update(judge_config_id=config.id, strategy=plan.label, shard=shard, endpoints=targets,
+                           run_id=run_id, served_models=wh.served_models(run_id), simulated=config.simulated)
+            wh.finish_judge_run(run_id, "completed", summary)
     log.info("judge: %d pairs, %d judged, %d failed, %d cached, %d requests in %.1fs", summary["pairs"],
              summary["judged"], sum(summary["failed"].values()), summary["skipped_cached"], summary["requests"],
              summary["seconds"])
@@ -207,6 +222,12 @@ def judge_worker(
              shard.plan_id, len(ids), len(pending), folded)
     try:
         with Heartbeat(out, run_id), server:
+            targets, served_config = checked_targets(targets, config, settings)
+            if served_config.simulated != config.simulated:
+                raise EndpointCheckError(
+                    f"this worker's endpoints serve {'the SIMULATED stand-in' if served_config.simulated else 'a real judge'}"
+                    f" but the plan is for {'simulated' if config.simulated else 'real'} verdicts ({config.id})",
+                    hint="point the worker at the judge the plan names (CURATE_JUDGE_SIMULATED on the orchestrator)")
             summary = _run_judging(pairs, shard.states, done, targets, config, plan, settings, writer.write, run_id)
     except BaseException as err:
         writer.record({**record, "status": "failed", "finished_at": datetime.now(timezone.utc).replace(tzinfo=None),

@@ -9,7 +9,7 @@ writes to it, and only while it is not waiting on them.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from tasks.judge.exchange import (
     write_work,
 )
 from tasks.judge.exchange import plan_id as make_plan_id
+from tasks.judge.config import config_record
 from tasks.judge.run import as_states
 from tasks.judge.shards import pair_bucket
 from tasks.judge.strategies import Strategy
@@ -90,8 +91,7 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
     config = judge_config_from(settings)
     plan = Strategy.parse(strategy or settings.judge_strategy, settings.judge_adaptive_margin)
     with Warehouse(warehouse) as wh:
-        wh.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
-            "model", "served_revision", "prompt_version", "temperature", "top_p", "max_tokens")}})
+        wh.register_judge_config(config_record(config))
         ids = select_pairs.fn(wh, None, limit)
         states = as_states(wh.judgment_states(config.id, ids))
         pending, done = split_pending(ids, plan, states, settings.judge_max_attempts)
@@ -104,8 +104,7 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
             keep = set(mine)
             path = work_path(Path(exchange), pid, index, shards)
             write_work(path, plan=pid, shard=f"{index}/{shards}", strategy=plan.label,
-                       config={k: getattr(config, k) for k in ("model", "served_revision", "prompt_version",
-                                                               "temperature", "top_p", "max_tokens")},
+                       config=asdict(config),
                        pairs=wh.pair_texts(mine), states={k: v for k, v in states.items() if k[0] in keep})
             files[index] = str(path)
     return {"plan_id": pid, "judge_config_id": config.id, "strategy": plan.label, "pairs": len(ids),

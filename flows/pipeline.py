@@ -19,6 +19,7 @@ from flows.publish import publish
 from flows.runs import current_run_id
 from flows.versions import EmptyVersionError, build_version
 from tasks.curate.cost import cost_model
+from tasks.judge.endpoints import check_endpoints
 from warehouse.lock import pipeline_lock
 from warehouse.snapshot import refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
@@ -56,6 +57,10 @@ def curate_pipeline(
     if unknown:
         raise ValueError(f"unknown stage(s) to skip: {sorted(unknown)}; stages: {', '.join(STAGES)}")
     settings = settings_with(warehouse=warehouse)
+    if "judge" not in skip and not judge_shards and not (launch or settings.judge_launch):
+        # Fail fast: an unusable judge is found before any stage runs, not after the ingest.
+        check_endpoints(list(endpoints or settings.judge_endpoints), settings.judge_model,
+                        allow_other_model=settings.judge_allow_other_model, timeout=settings.judge_check_timeout)
     with pipeline_lock(settings.warehouse, settings.pipeline_lock_wait, current_run_id()):
         return _stages(sources, endpoints, launch, strategy, dataset, policy_path, publish_to, skip,
                        str(settings.warehouse), limit, judge_shards, judge_deployment, exchange, stale_seconds)

@@ -18,7 +18,7 @@ from common.errors import UserError
 from curator.settings import settings_with
 from flows.versions import check_name
 from tasks.ingest.sources import SOURCES
-from tasks.publish.card import card_markdown, distributions_svg
+from tasks.publish.card import LICENSE_FILE, card_markdown, distributions_svg, license_fields, license_markdown
 from tasks.publish.layout import (
     MARKER,
     PLOT,
@@ -37,6 +37,12 @@ class UnknownVersionError(UserError, LookupError):
     """The version asked for does not exist."""
 
 
+class SimulatedVersionError(UserError):
+    """A version judged by the stand-in is not pushed to the Hub unless asked: it would carry false provenance."""
+
+    hint = "pass --allow-simulated to push it anyway (its card says SIMULATED at the top), or judge with the real GenRM"
+
+
 def _licenses(rows: list[dict[str, Any]]) -> list[str]:
     """Each source's license, as its card states it."""
     return [f"{s}: {SOURCES[s].license}" if s in SOURCES else f"{s}: unknown" for s in sorted({r["source"] for r in rows})]
@@ -44,12 +50,16 @@ def _licenses(rows: list[dict[str, Any]]) -> list[str]:
 
 def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict[str, Any]):
     def fill(folder: Path) -> None:
-        configs = export_files(folder, rows)
+        configs = export_files(folder, rows, meta["policy"])
+        licenses = _licenses(rows)
+        if license_fields(licenses).get("license_link"):
+            (folder / LICENSE_FILE).write_text(license_markdown(licenses))
         (folder / PLOT).write_text(distributions_svg([r["margin"] for r in rows], [r["confidence"] for r in rows]))
         (folder / "README.md").write_text(card_markdown(
             name=meta["name"], version=meta["version"], content_hash=meta["content_hash"], rows=rows,
             stats=meta["stats"], policy=meta["policy"], judge_config=judge_config,
-            source_revisions=meta["source_revisions"], licenses=_licenses(rows), configs=configs, plot_file=PLOT,
+            source_revisions=meta["source_revisions"], licenses=licenses, configs=configs, plot_file=PLOT,
+            simulated=bool(meta.get("simulated")),
         ))
         (folder / MARKER).write_text(
             '{"name": "%s", "version": %d, "content_hash": "%s"}' % (meta["name"], meta["version"], meta["content_hash"]))
@@ -59,6 +69,7 @@ def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict
 @flow(name="publish", log_prints=False)
 def publish(
     name: str, version: int | None = None, to: str = "published", private: bool = False, warehouse: str | None = None,
+    allow_simulated: bool = False,
 ) -> dict[str, Any]:
     """Publish `name` (its latest version unless `version`) to a local folder or to `hf://ORG/NAME`."""
     log = get_run_logger()
@@ -80,6 +91,9 @@ def publish(
     if to.startswith(HF_PREFIX):
         import tempfile
 
+        if meta.get("simulated") and not allow_simulated:
+            raise SimulatedVersionError(
+                f"{name} {tag} was judged by the GenRM stand-in (SIMULATED verdicts): not pushing it to {to}")
         from tasks.publish.hub import publish_folder_to_hub, resolve_hf_token  # the Hub path only when asked
 
         repo_id = to[len(HF_PREFIX):].strip("/")
@@ -109,6 +123,7 @@ def publish(
     with Warehouse(settings.warehouse) as wh:
         wh.mark_published(name, meta["version"], target, tag, commit)
     summary = {"name": name, "version": meta["version"], "target": target, "tag": tag, "commit": commit,
+               "simulated": bool(meta.get("simulated")),
                "files": files, "published": True, "already_published": already, "rows": len(rows),
                "content_hash": meta["content_hash"]}
     log.info("%s %s %s %s", name, tag, "already published at" if already else "published to", target)

@@ -114,15 +114,17 @@ def build_version(
             raise EmptyVersionError(
                 f"the policy keeps none of {considered} pairs (dropped: {dict(dropped.most_common())}); "
                 "loosen it rather than publish an empty dataset")
-        digest = content_hash(rows)
+        digest = content_hash(rows, {k: True for k in ("rm_margin_column",) if getattr(policy, k)})
         totals = wh.judging_totals(config_id)
         cost = cost_report(requests=totals["requests"], tokens_in=totals["tokens_in"], tokens_out=totals["tokens_out"],
                            judge_seconds=totals["request_seconds"], kept=len(rows), model=cost_model(settings))
-        stats = {**version_stats(rows, dropped, considered), "inputs": inputs, "cost": cost}
-        if latest is not None and latest["content_hash"] == digest and latest["judge_config_id"] == config_id:
-            summary = {"name": name, "version": latest["version"], "rows": latest["row_count"], "content_hash": digest,
-                       "created": str(latest["created_at"]), "new_version": False,
-                       "note": f"unchanged: same content as {name} v{latest['version']}", "stats": stats}
+        simulated = wh.config_is_simulated(config_id)
+        stats = {**version_stats(rows, dropped, considered), "inputs": inputs, "cost": cost, "simulated": simulated}
+        same = wh.version_with_content(name, digest, config_id)
+        if same is not None:  # the latest, or an older one (a policy changed and changed back): no copy
+            summary = {"name": name, "version": same["version"], "rows": same["row_count"], "content_hash": digest,
+                       "created": str(same["created_at"]), "new_version": False,
+                       "note": f"unchanged: same content as {name} v{same['version']}", "stats": stats}
             log.info(summary["note"])
             return summary
         version = (latest["version"] + 1) if latest else 1
@@ -133,10 +135,13 @@ def build_version(
                 revisions[r.source].append(r.source_revision)
         meta = {"name": name, "version": version, "parent_version": latest["version"] if latest else None,
                 "judge_config_id": config_id, "policy": policy.model_dump(), "source_revisions": revisions,
-                "row_count": len(rows), "content_hash": digest, "stats": stats}
+                "row_count": len(rows), "content_hash": digest, "stats": stats, "simulated": simulated}
         wh.write_version(meta, rows_table(name, version, rows))
         created = wh.latest_version(name)["created_at"]
-    summary = {"name": name, "version": version, "rows": len(rows), "content_hash": digest,
+    if simulated:
+        log.warning("%s v%d is built on SIMULATED verdicts (the GenRM stand-in): its card says so, and the Hub "
+                    "refuses it unless allowed", name, version)
+    summary = {"name": name, "version": version, "rows": len(rows), "content_hash": digest, "simulated": simulated,
                "created": str(created), "new_version": True,
                "parent_version": meta["parent_version"], "judge_config_id": config_id, "stats": stats}
     create_table_artifact(key=f"version-{name}".lower().replace("_", "-").replace(".", "-"),

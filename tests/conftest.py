@@ -13,6 +13,8 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# datasets caches a local folder by its base name: a session of its own never reads an older session's files
+os.environ.setdefault("HF_DATASETS_CACHE", tempfile.mkdtemp(prefix="hf-datasets-"))
 # INFO lines logged at interpreter exit (the ephemeral server stopping) would hit pytest's closed streams.
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.pop("CURATE_WAREHOUSE", None)

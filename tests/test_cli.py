@@ -131,3 +131,45 @@ def test_evaluate_judge_writes_an_oracle_file_for_the_standin(tmp_path):
                                  "--write-oracle", str(oracle)])
     assert result.exit_code == 0, result.output
     assert [json.loads(line) for line in oracle.read_text().splitlines()] == [{"prompt": "q", "better": "b", "worse": "a"}]
+
+
+def _curate(*args: str, cwd) -> tuple[subprocess.CompletedProcess, float]:
+    import time
+
+    curate = os.path.join(os.path.dirname(sys.executable), "curate")
+    started = time.monotonic()
+    proc = subprocess.run([curate, *args], capture_output=True, text=True, cwd=cwd, timeout=120,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("CURATE_")})
+    return proc, time.monotonic() - started
+
+
+@pytest.mark.parametrize("case", ["wrong_source", "run_without_endpoint", "unreachable_endpoint", "publish_missing"])
+def test_errors_a_user_can_act_on_are_at_most_three_short_lines(tmp_path, case):
+    warehouse = tmp_path / "w.duckdb"
+    if case == "wrong_source":
+        rm = tmp_path / "rm.jsonl"
+        write_synth(tmp_path / "hs.jsonl", "helpsteer3", 5, seed=1)  # something real beside it
+        rm.write_text("".join(json.dumps({"id": i, "prompt": f"p{i}", "chosen": ["c"], "rejected": ["r"]}) + "\n"
+                              for i in range(20)))
+        args = ["ingest", "--source", "helpsteer3", "--path", str(rm), "--warehouse", str(warehouse)]
+        said = "required column(s) missing from every row"
+    elif case == "run_without_endpoint":
+        write_synth(tmp_path / "hs.jsonl", "helpsteer3", 20, seed=1)
+        args = ["run", "--source", f"helpsteer3={tmp_path / 'hs.jsonl'}", "--warehouse", str(warehouse)]
+        said = "no judge endpoint"
+    elif case == "unreachable_endpoint":
+        args = ["judge", "--endpoint", "http://127.0.0.1:9/v1", "--warehouse", str(warehouse)]
+        said = "no judge endpoint answers: http://127.0.0.1:9/v1"
+    else:
+        from warehouse.store import Warehouse
+
+        Warehouse(warehouse).close()
+        args = ["publish", "nothing-here", "9", "--warehouse", str(warehouse)]
+        said = "'nothing-here' has no versions yet"
+    proc, seconds = _curate(*args, cwd=tmp_path)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and 1 <= len(lines) <= 3, proc.stderr
+    assert lines[0].startswith("error: ") and said in proc.stderr.replace("\n", " ")
+    if case in ("run_without_endpoint", "unreachable_endpoint"):
+        assert seconds < 30 and not warehouse.exists()  # refused before any stage: nothing touched

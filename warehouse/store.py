@@ -362,10 +362,12 @@ class Warehouse:
 
     # -- judging -----------------------------------------------------------------------------------
     def register_judge_config(self, config: dict[str, Any]) -> None:
+        """A configuration's fields (`judge_config_id`, model, ..., simulated), recorded once."""
         self.con.execute(
-            "INSERT INTO judge_configs VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO judge_configs (judge_config_id, model, served_revision, prompt_version, temperature, top_p, "
+            "max_tokens, created_at, simulated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [config["judge_config_id"], config["model"], config["served_revision"], config["prompt_version"],
-             config["temperature"], config["top_p"], config["max_tokens"], _now()],
+             config["temperature"], config["top_p"], config["max_tokens"], _now(), bool(config.get("simulated"))],
         )
 
     def start_judge_run(self, run_id: str, config_id: str, strategy: str, endpoints: list[str], shard: str | None) -> None:
@@ -560,17 +562,32 @@ class Warehouse:
         with self.transaction():
             self.con.execute(
                 "INSERT INTO dataset_versions (name, version, parent_version, created_at, judge_config_id, policy, "
-                "source_revisions, row_count, content_hash, stats) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "source_revisions, row_count, content_hash, stats, simulated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [meta["name"], meta["version"], meta["parent_version"], _now(), meta["judge_config_id"],
                  json.dumps(meta["policy"]), json.dumps(meta["source_revisions"]), meta["row_count"],
-                 meta["content_hash"], json.dumps(meta["stats"], default=str)],
+                 meta["content_hash"], json.dumps(meta["stats"], default=str), bool(meta.get("simulated"))],
             )
             self._insert("dataset_rows", rows)
+
+    def version_with_content(self, name: str, content_hash: str, config_id: str) -> dict[str, Any] | None:
+        """An earlier version of `name` with exactly this content from this judge configuration."""
+        cur = self.con.execute(
+            "SELECT version, row_count, created_at FROM dataset_versions WHERE name = ? AND content_hash = ? "
+            "AND judge_config_id = ? ORDER BY version LIMIT 1", [name, content_hash, config_id])
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row)) if row else None
+
+    def config_is_simulated(self, config_id: str) -> bool:
+        """Whether the stand-in answered for this configuration: flagged so, or any verdict's model says so."""
+        return bool(self.con.execute(
+            "SELECT coalesce((SELECT simulated FROM judge_configs WHERE judge_config_id = $1), false) OR EXISTS "
+            "(SELECT 1 FROM judgments WHERE judge_config_id = $1 AND served_model LIKE '%SIMULATED%')",
+            [config_id]).fetchone()[0])
 
     def versions(self, name: str | None = None) -> list[dict[str, Any]]:
         cur = self.con.execute(
             "SELECT name, version, parent_version, created_at, row_count, content_hash, judge_config_id, "
-            "published_target, published_tag FROM dataset_versions WHERE (? IS NULL OR name = ?) "
+            "published_target, published_tag, simulated FROM dataset_versions WHERE (? IS NULL OR name = ?) "
             "ORDER BY name, version",
             [name, name],
         )
@@ -619,6 +636,19 @@ class Warehouse:
             out[t] = self.con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
         out["pairs_for_curation"] = self.con.execute("SELECT count(*) FROM pairs_for_curation").fetchone()[0]
         return out
+
+    def judging_status(self) -> list[dict[str, Any]]:
+        """Per judge configuration: judgments ok and failed, curation pairs with a verdict and still pending."""
+        cur = self.con.execute(
+            "WITH per AS (SELECT judge_config_id, count(*) FILTER (WHERE status = 'ok') AS ok, "
+            "count(*) FILTER (WHERE status <> 'ok') AS failed FROM judgments GROUP BY 1) "
+            "SELECT c.judge_config_id, c.model, coalesce(c.simulated, false) AS simulated, coalesce(per.ok, 0) AS ok, "
+            "coalesce(per.failed, 0) AS failed, (SELECT count(*) FROM pairs_for_curation p WHERE NOT EXISTS (SELECT 1 "
+            "FROM judgments j WHERE j.pair_id = p.pair_id AND j.judge_config_id = c.judge_config_id AND "
+            "j.status = 'ok')) AS pairs_pending FROM judge_configs c LEFT JOIN per USING (judge_config_id) "
+            "WHERE per.judge_config_id IS NOT NULL ORDER BY c.created_at")
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
         """Read-only ad-hoc access for tests and the CLI's inspection commands."""

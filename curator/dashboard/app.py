@@ -34,13 +34,36 @@ def bar_chart(df: pd.DataFrame, x: str, y: str, title: str, color: str | None = 
     return bars + labels if not color else bars
 
 
+def tidy(df: pd.DataFrame) -> pd.DataFrame:
+    """Counts as integers (DuckDB sums arrive as floats), other numbers rounded for reading."""
+    out = df.copy()
+    for col in out.columns:
+        if pd.api.types.is_float_dtype(out[col]):
+            values = out[col].dropna()
+            if len(values) and (values == values.round()).all() and not col.endswith(("_pct", "accuracy")):
+                out[col] = out[col].round().astype("Int64")
+    return out
+
+
+def show(df: pd.DataFrame) -> None:
+    """A table with integer counts (thousands separated) and one-decimal percentages."""
+    df = tidy(df)
+    formats = {}
+    for col in df.columns:
+        if pd.api.types.is_integer_dtype(df[col]):
+            formats[col] = "{:,}"
+        elif pd.api.types.is_float_dtype(df[col]):
+            formats[col] = "{:.1f}" if col.endswith(("_pct", "accuracy")) else "{:,.4g}"
+    st.table(df.style.format(formats, na_rep="-"))
+
+
 def section(title: str, df: pd.DataFrame, x: str, y: str, chart_title: str, table: bool = True) -> None:
     """A subheader, a labelled bar chart when there is data, and the table under it."""
     st.subheader(title)
     if len(df):
-        st.altair_chart(bar_chart(df, x, y, chart_title), width="stretch")
+        st.altair_chart(bar_chart(tidy(df), x, y, chart_title), width="stretch")
     if table:
-        st.table(df)
+        show(df)
 
 
 def main() -> None:
@@ -53,6 +76,11 @@ def main() -> None:
         return
     st.caption(f"Snapshot taken {snap.info['taken_at']:%Y-%m-%d %H:%M:%S} UTC after the {snap.info['stage']} stage "
                f"of `{snap.info['warehouse']}` (read-only; reload the page after the next stage).")
+    simulated = data.simulated_configs(snap)
+    if simulated:
+        st.warning(f"**SIMULATED verdicts.** Judge configuration(s) {', '.join(simulated)} were answered by the GenRM "
+                   "stand-in, a test server: the verdicts, agreement, margins and versions built on them shown here "
+                   "are simulated and say nothing about answer quality.", icon="⚠️")
 
     versions = data.versions(snap)
     with st.sidebar:
@@ -69,34 +97,38 @@ def main() -> None:
     costs = data.version_costs(snap)
     this_cost = costs[(costs["dataset"] == dataset) & (costs["version"] == version)] if dataset else costs.iloc[0:0]
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Pairs read", int(funnel["read"].sum()) if len(funnel) else 0)
-    c2.metric("Pairs judged", int(funnel.drop_duplicates("source")["judged"].sum()) if len(funnel) else 0)
+    first = funnel.drop_duplicates("source")  # one row per source (the funnel repeats it per dataset)
+    c1.metric("Pairs read", f"{int(first['read'].sum()):,}" if len(funnel) else "0")
+    c2.metric("Pairs judged", f"{int(first['judged'].sum()):,}" if len(funnel) else "0")
     comparable = int(agreement["comparable"].sum()) if len(agreement) else 0
-    c3.metric("Judge-human agreement", f"{100.0 * agreement['agree'].sum() / comparable:.1f}%" if comparable else "n/a")
+    c3.metric("Judge-human agreement" + (" (SIMULATED)" if simulated else ""),
+              f"{100.0 * agreement['agree'].sum() / comparable:.1f}%" if comparable else "n/a")
     c4.metric(f"GPU-hours / 1,000 kept ({label or '-'})",
               f"{this_cost['gpu_hours_per_1000_kept'].iloc[0]:.4f}" if len(this_cost) else "n/a")
 
     st.header("Yield funnel per source")
     if len(funnel):
-        long = funnel.drop_duplicates("source").melt(
+        long = tidy(first).melt(
             id_vars="source", value_vars=["read", "valid", "unique_pairs", "for_curation", "judged"],
             var_name="stage", value_name="pairs")
         kept = funnel[funnel["dataset"] == dataset][["source", "kept"]].rename(columns={"kept": "pairs"})
-        long = pd.concat([long, kept.assign(stage="kept")])
+        long = pd.concat([long, tidy(kept).assign(stage="kept")])
         st.altair_chart(alt.Chart(long, title="read → valid → unique → for curation → judged → kept").mark_bar()
                         .encode(x=alt.X("stage:N", sort=["read", "valid", "unique_pairs", "for_curation", "judged", "kept"]),
                                 y="pairs:Q", color="source:N", xOffset="source:N", tooltip=["source", "stage", "pairs"]),
                         width="stretch")
-    st.table(funnel)
+    show(funnel)
+    if len(first) and first["re_reads"].sum():
+        st.caption(f"Rows read again by later runs (not counted above): {int(first['re_reads'].sum()):,}")
 
     left, right = st.columns(2)
     with left:
         q = data.quarantine(snap, f)
         st.subheader("Quarantine reasons")
         if len(q):
-            st.altair_chart(bar_chart(q.groupby("reason", as_index=False)["rows"].sum(), "reason", "rows",
+            st.altair_chart(bar_chart(tidy(q.groupby("reason", as_index=False)["rows"].sum()), "reason", "rows",
                                       "quarantined rows by reason"), width="stretch")
-        st.table(q)
+        show(q)
     with right:
         section("Judge failures by reason", data.failures(snap), "failure_reason", "judgments", "failed judgments")
 
@@ -114,26 +146,26 @@ def main() -> None:
         st.altair_chart(bar_chart(agreement.assign(group=agreement["source"] + " / " + agreement["domain"]),
                                   "group", "agreement_pct", "agreement % (pairs where both prefer a side)"),
                         width="stretch")
-    st.table(agreement)
+    show(agreement)
 
     st.header("Throughput and tokens")
     tp = data.throughput(snap)
     if len(tp):
         st.altair_chart(bar_chart(tp.assign(run=tp["run_id"].str[:8]), "run", "judgments_per_s", "judgments/s per judge run"),
                         width="stretch")
-    st.table(tp)
+    show(tp)
 
     st.header("Versions, their diffs and cost")
-    st.table(versions)
+    show(versions.assign(simulated=versions["judge_config_id"].isin(simulated)))
     st.caption(f"GPU-hours are estimated from tokens at {snap.cost_model.server_tokens_per_second} tokens/s per "
                f"server of {snap.cost_model.gpus_per_server} GPUs (CURATE_COST_SERVER_TOKENS_PER_SECOND).")
-    st.table(costs)
+    show(costs)
 
     st.header("Judge quality checks")
-    st.table(data.evaluations(snap))
+    show(data.evaluations(snap))
 
     st.header("Runs")
-    st.table(data.runs(snap))
+    show(data.runs(snap))
 
 
 main()

@@ -137,6 +137,21 @@ def version_costs(snap: Snapshot) -> pd.DataFrame:
     return df
 
 
+def judge_configs(snap: Snapshot) -> pd.DataFrame:
+    """Judge configurations and what they judged; an older snapshot without the view gives none."""
+    try:
+        return snap.frame("SELECT * FROM dash_judge_configs")
+    except duckdb.CatalogException:
+        return pd.DataFrame(columns=["judge_config_id", "model", "simulated", "judgments", "eval_judgments"])
+
+
+def simulated_configs(snap: Snapshot) -> list[str]:
+    """Configurations whose verdicts (shown anywhere on the page) came from the SIMULATED stand-in."""
+    df = judge_configs(snap)
+    used = df[(df["judgments"] > 0) | (df["eval_judgments"] > 0)]
+    return used[used["simulated"].astype(bool)]["judge_config_id"].tolist()
+
+
 def evaluations(snap: Snapshot) -> pd.DataFrame:
     return snap.frame("SELECT benchmark, created_at, accuracy, model_card_accuracy, scored, failed, strategy, "
                       "served_models, judge_config_id FROM dash_judge_evaluations ORDER BY created_at DESC")

@@ -6,7 +6,10 @@
 - `helpsteer3`: HelpSteer3-style rows: `context`, `response1`, `response2` in the pair's own order (so
   position says nothing about the label) and `overall_preference` from the judge (-3..3, negative means
   response1 is better).
-Every format carries `margin`, `confidence`, `pair_id`, `source`, `domain` and `language`.
+Every format carries `judge_margin` (the judge's mean margin for the chosen answer, 0..2.5), `confidence`,
+`pair_id`, `source`, `domain` and `language`. None carries a column named `margin` unless asked: TRL's
+RewardTrainer adds such a column to its loss (`-logsigmoid(r_chosen - r_rejected - margin)`), so the rm
+export writes it only under the policy's `rm_margin_column`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ MAX_MARGIN = 2.5
 
 
 def _common(row: dict[str, Any]) -> dict[str, Any]:
-    return {"margin": row["margin"], "confidence": row["confidence"], "pair_id": row["pair_id"],
+    return {"judge_margin": row["margin"], "confidence": row["confidence"], "pair_id": row["pair_id"],
             "source": row["source"], "domain": row["domain"], "language": row["language"]}
 
 
@@ -32,11 +35,11 @@ def dpo_record(row: dict[str, Any]) -> dict[str, Any]:
             **_common(row)}
 
 
-def rm_record(row: dict[str, Any]) -> dict[str, Any]:
+def rm_record(row: dict[str, Any], trl_margin: bool = False) -> dict[str, Any]:
     prompt = _messages(row["prompt"])
     return {"chosen": prompt + [{"role": "assistant", "content": row["chosen"]}],
             "rejected": prompt + [{"role": "assistant", "content": row["rejected"]}],
-            **_common(row)}
+            **_common(row), **({"margin": row["margin"]} if trl_margin else {})}
 
 
 def helpsteer3_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -50,3 +53,10 @@ def helpsteer3_record(row: dict[str, Any]) -> dict[str, Any]:
 
 
 EXPORTS = {"dpo": dpo_record, "rm": rm_record, "helpsteer3": helpsteer3_record}
+
+
+def export_record(config: str, row: dict[str, Any], policy: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One row in export `config`, as the version's policy asks."""
+    if config == "rm":
+        return rm_record(row, trl_margin=bool((policy or {}).get("rm_margin_column")))
+    return EXPORTS[config](row)

@@ -35,6 +35,9 @@ class FilterPolicy(BaseModel):
     max_per_prompt: int | None = Field(None, ge=1)
     exclude_contaminated: bool = True
     validation_share: float = Field(0.05, ge=0.0, lt=1.0, description="share of prompts in the validation split")
+    # TRL's RewardTrainer subtracts a `margin` column inside its loss (-logsigmoid(r_c - r_r - margin)): the
+    # rm export carries the judge's margin as `judge_margin` unless this asks for TRL's column on purpose.
+    rm_margin_column: bool = Field(False, description="write the judge's margin as TRL's `margin` column in rm")
 
 
 def _explain(err: ValidationError) -> str:

@@ -139,9 +139,12 @@ def select_rows(pairs: list[JudgedPair], policy: FilterPolicy) -> tuple[list[Ver
     return rows, dropped
 
 
-def content_hash(rows: list[VersionRow]) -> str:
-    """A hash of what a version holds: the same policy over the same judgments gives the same hash."""
+def content_hash(rows: list[VersionRow], export_options: dict | None = None) -> str:
+    """A hash of what a version holds: the same policy over the same judgments gives the same hash.
+    `export_options` that change the published files (a TRL `margin` column) are part of it when set."""
     h = hashlib.blake2b(digest_size=16)
+    if export_options:
+        h.update(json.dumps(export_options, sort_keys=True).encode() + b"\n")
     for row in sorted(rows, key=lambda r: r.pair_id):
         h.update(json.dumps(asdict(row), ensure_ascii=False, sort_keys=True, default=str).encode("utf-8", "surrogatepass"))
         h.update(b"\n")

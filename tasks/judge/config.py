@@ -23,11 +23,22 @@ class JudgeConfig:
     temperature: float = 0.6
     top_p: float = 0.95
     max_tokens: int = 16_384
+    # Verdicts from the SIMULATED stand-in: a configuration of their own, so that they never answer for
+    # the real judge from the cache, and everything built on them says so.
+    simulated: bool = False
 
     @property
     def id(self) -> str:
-        canonical = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        fields = asdict(self)
+        if not self.simulated:
+            del fields["simulated"]  # the ids of real configurations stay what they always were
+        canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return "jc-" + hashlib.blake2b(canonical.encode(), digest_size=8).hexdigest()
 
     def sampling(self) -> dict[str, float | int]:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
+
+
+def config_record(config: JudgeConfig) -> dict[str, object]:
+    """The configuration as the warehouse records it: its id and every field."""
+    return {"judge_config_id": config.id, **asdict(config)}

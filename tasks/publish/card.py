@@ -4,10 +4,8 @@ confidence distributions (no plotting library needed)."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any
 
-import yaml
 
 BINS = 10
 
@@ -48,9 +46,40 @@ def _quantiles(values: list[float]) -> str:
     return " / ".join(f"{pick(q):.2f}" for q in (0.1, 0.25, 0.5, 0.75, 0.9))
 
 
-def _table(counts: dict[str, Any]) -> str:
-    lines = ["| | rows |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in counts.items()]
+def _table(counts: dict[str, Any], header: str = "rows") -> str:
+    align = "---:" if header == "rows" else "---"
+    lines = [f"| | {header} |", f"|---|{align}|"] + [f"| {k} | {v} |" for k, v in counts.items()]
     return "\n".join(lines)
+
+
+LICENSE_FILE = "LICENSE.md"
+SIMULATED_NOTICE = (
+    "> **SIMULATED VERDICTS.** This version was judged by the GenRM **stand-in**, a test server whose verdicts "
+    "are simulated (a hash of the text, not a model's reading). Its rankings, margins and confidences say "
+    "nothing about which answer is better. It exists to test the pipeline; do not train on it.")
+
+
+def license_fields(licenses: list[str]) -> dict[str, str]:
+    """The Hub's license fields: one id when every source has the same plain license, else `other` with a
+    name and a link to the file that lists each source's terms."""
+    ids = {entry.split(": ", 1)[-1] for entry in licenses}
+    if len(ids) == 1 and " " not in next(iter(ids)):
+        return {"license": next(iter(ids))}
+    return {"license": "other", "license_name": "per-source-licenses", "license_link": LICENSE_FILE}
+
+
+def license_markdown(licenses: list[str]) -> str:
+    return "# Licenses\n\nThis dataset carries each source's terms:\n\n" + "".join(f"- {e}\n" for e in licenses)
+
+
+def _rm_margin_note(policy: dict[str, Any]) -> str:
+    if policy.get("rm_margin_column"):
+        return ("The `rm` config has a `margin` column on purpose (policy `rm_margin_column`): TRL's RewardTrainer "
+                "adds it to its loss, `-logsigmoid(r_chosen - r_rejected - margin)`, so the reward model is asked to "
+                "separate pairs by at least the judge's margin.")
+    return ("No config has a column named `margin`: TRL's RewardTrainer would add it to its loss "
+            "(`-logsigmoid(r_chosen - r_rejected - margin)`). The judge's margin is `judge_margin`; the `rm` "
+            "config trains with the plain Bradley-Terry loss.")
 
 
 def _cost_section(cost: dict[str, Any] | None) -> str:
@@ -67,33 +96,32 @@ def _cost_section(cost: dict[str, Any] | None) -> str:
 def card_markdown(
     *, name: str, version: int, content_hash: str, rows: list[dict[str, Any]], stats: dict[str, Any],
     policy: dict[str, Any], judge_config: dict[str, Any], source_revisions: dict[str, list[str]],
-    licenses: list[str], configs: dict[str, list[str]], plot_file: str,
+    licenses: list[str], configs: dict[str, list[str]], plot_file: str, simulated: bool = False,
 ) -> str:
     """README.md: YAML front matter (configs and splits, licenses, task categories), then the card."""
-    # One SPDX-style id only when every source says the same plain license; otherwise "other" + details.
-    ids = {entry.split(": ", 1)[-1] for entry in licenses}
-    plain = len(ids) == 1 and " " not in next(iter(ids))
-    front = {
-        "license": next(iter(ids)) if plain else "other",
-        "license_details": None if plain else "; ".join(licenses),
-        "task_categories": ["text-generation"],
-        "tags": ["dpo", "reward-modeling", "preference", "llm-judge"],
-        "pretty_name": f"{name} v{version}",
-        "configs": [
+    from huggingface_hub import DatasetCardData
+
+    front = DatasetCardData(
+        **license_fields(licenses),
+        task_categories=["text-generation"],
+        tags=["dpo", "reward-modeling", "preference", "llm-judge"] + (["simulated"] if simulated else []),
+        pretty_name=f"{name} v{version}" + (" (SIMULATED verdicts)" if simulated else ""),
+        configs=[
             {"config_name": config, **({"default": True} if config == "dpo" else {}),
              "data_files": [{"split": split, "path": f"data/{config}/{split}-*.parquet"} for split in splits]}
             for config, splits in configs.items()
         ],
-    }
-    front = {k: v for k, v in front.items() if v is not None}
+    )
     margins = [r["margin"] for r in rows]
     confidences = [r["confidence"] for r in rows]
     dropped = stats.get("dropped", {})
     agreement = stats.get("judge_human_agreement")
-    body = f"""# {name} v{version}
+    judged_with = (f"judging with the GenRM stand-in (SIMULATED verdicts, standing in for `{judge_config.get('model')}`)"
+                   if simulated else f"judging with `{judge_config.get('model')}`")
+    body = f"""# {name} v{version}{' (SIMULATED verdicts)' if simulated else ''}
 
-Preference pairs (a conversation ending with a user turn, a chosen and a rejected answer) kept from
-human-preference sources after judging with `{judge_config.get('model')}` and filtering by how confident
+{SIMULATED_NOTICE + chr(10) + chr(10) if simulated else ''}Preference pairs (a conversation ending with a user turn, a chosen and a rejected answer) kept from
+human-preference sources after {judged_with} and filtering by how confident
 its ranking is. Content hash `{content_hash}`.
 
 ```python
@@ -102,6 +130,8 @@ dpo = load_dataset("<this repo or folder>", "dpo")          # TRL conversational
 rm = load_dataset("<this repo or folder>", "rm")            # reward-model pairs
 hs3 = load_dataset("<this repo or folder>", "helpsteer3")   # HelpSteer3-style rows
 ```
+
+{_rm_margin_note(policy)}
 
 ## Counts
 
@@ -153,12 +183,9 @@ Judge-human agreement: {'n/a' if agreement is None else f'{agreement:.1%} of {st
 
 ## Sources
 
-{_table({s: ", ".join(revs) for s, revs in source_revisions.items()})}
+{_table({s: ", ".join(revs) for s, revs in source_revisions.items()}, header="revisions read")}
 
 Licenses carried from the sources: {'; '.join(licenses)}.
 """
-    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+    return "---\n" + front.to_yaml() + "\n---\n\n" + body
 
-
-def count_by(rows: list[dict[str, Any]], key: str) -> dict[str, int]:
-    return dict(sorted(Counter(r.get(key) or "unknown" for r in rows).items()))

@@ -18,19 +18,19 @@ import pyarrow.parquet as pq
 
 from common.errors import UserError
 from common.processes import process_alive
-from tasks.curate.exports import EXPORTS
+from tasks.curate.exports import EXPORTS, export_record
 
 MARKER = ".curate-version.json"
 PLOT = "margin_confidence.svg"
 SHARD_ROWS = 50_000
 
 
-def export_files(folder: Path, rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+def export_files(folder: Path, rows: list[dict[str, Any]], policy: dict[str, Any] | None = None) -> dict[str, list[str]]:
     """Write data/<config>/<split>-NNNNN-of-NNNNN.parquet; return {config: [splits written]}."""
     configs: dict[str, list[str]] = {}
-    for config, make in EXPORTS.items():
+    for config in EXPORTS:
         for split in ("train", "validation"):
-            records = [make(r) for r in rows if r["split"] == split]
+            records = [export_record(config, r, policy) for r in rows if r["split"] == split]
             if not records:
                 continue  # an empty split would give the Hub's loader a pattern with no files
             shards = max(1, -(-len(records) // SHARD_ROWS))

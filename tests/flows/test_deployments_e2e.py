@@ -91,6 +91,8 @@ class Cluster:
             "PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_WORKER_QUERY_SECONDS": "1", "HF_HUB_OFFLINE": "1",
             "CURATE_PROJECT_DIR": str(REPO), "CURATE_JUDGE_SHARD_POLL_SECONDS": "0.5",
             "CURATE_JUDGE_WRITE_BATCH": str(WRITE_BATCH), "CURATE_JUDGE_MAX_IN_FLIGHT": str(IN_FLIGHT),
+            # the GPU workers serve the stand-in: the orchestrator plans for simulated verdicts
+            "CURATE_JUDGE_SIMULATED": "true",
         }
         self.procs: dict[str, subprocess.Popen] = {}
 

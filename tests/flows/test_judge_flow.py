@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tasks.judge.endpoints import EndpointCheckError
+
 from flows.judge import JUDGE_SUMMARY_KEYS, judge
 from tasks.judge.server import ServerStartError
 from tasks.judge.standin import StandinConfig, StandinProcess
@@ -51,10 +53,14 @@ def test_judge_with_a_launched_standin_then_a_rerun_costs_nothing(ingested, monk
 
     with StandinProcess(StandinConfig(latency_mean=0.01)) as server:
         again = judge(endpoints=[server.url], strategy="swap", warehouse=str(path))
+        # switching strategy reuses what is cached: `single` needs only the ab verdicts, already there
+        single = judge(endpoints=[server.url], strategy="single", warehouse=str(path))
         assert server.stats()["requests"] == 0
     assert (again["requests"], again["skipped_cached"], again["judged"]) == (0, 2 * n, 0)
-    # switching strategy reuses what is cached: `single` needs only the ab verdicts, already there
-    assert judge(endpoints=["http://127.0.0.1:9/v1"], strategy="single", warehouse=str(path))["requests"] == 0
+    assert single["requests"] == 0 and again["simulated"] and again["judge_config_id"] == s["judge_config_id"]
+    # an endpoint that does not answer is refused at once, before any planning
+    with pytest.raises(EndpointCheckError, match="no judge endpoint answers: http://127.0.0.1:9/v1"):
+        judge(endpoints=["http://127.0.0.1:9/v1"], strategy="single", warehouse=str(path))
 
 
 def test_shards_split_the_pending_pairs_without_overlap(ingested):

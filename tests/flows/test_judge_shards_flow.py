@@ -24,6 +24,17 @@ from warehouse.store import Warehouse
 pytestmark = pytest.mark.prefect
 
 
+@pytest.fixture(autouse=True)
+def simulated_workers(monkeypatch):
+    """The workers here serve the stand-in: the orchestrator plans for simulated verdicts."""
+    from curator.settings import get_settings
+
+    monkeypatch.setenv("CURATE_JUDGE_SIMULATED", "true")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
 @pytest.fixture
 def ingested(tmp_path, warehouse_path):
     n = ingest_clean_pairs(tmp_path, warehouse_path, 60, seed=33, pair_bytes=500)
@@ -33,6 +44,20 @@ def ingested(tmp_path, warehouse_path):
 def _judgments(path):
     with Warehouse(path, read_only=True) as wh:
         return sorted(wh.query('SELECT pair_id, "order", sample_index, status, judge_run_id FROM judgments'))
+
+
+def test_a_worker_refuses_a_shard_planned_for_another_kind_of_judge(tmp_path, ingested, monkeypatch):
+    from curator.settings import get_settings
+    from tasks.judge.endpoints import EndpointCheckError
+
+    monkeypatch.setenv("CURATE_JUDGE_SIMULATED", "false")  # planned for the real judge
+    get_settings.cache_clear()
+    path, _ = ingested
+    plan = plan_shards(path, str(tmp_path / "exchange"), 1, "swap", None)
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
+        with pytest.raises(EndpointCheckError, match="serve the SIMULATED stand-in but the plan is for real"):
+            judge_worker(next(iter(plan["work"].values())), endpoints=[server.url])
+        assert server.stats()["requests"] == 0
 
 
 def test_shards_judged_from_work_files_merge_once(tmp_path, ingested):

@@ -47,6 +47,30 @@ def test_versions_are_deterministic_immutable_and_chained(judged):
         assert row["prompt"][-1]["role"] == "user" and row["split"] in ("train", "validation")
 
 
+def test_content_equal_to_any_earlier_version_makes_no_new_one(judged):
+    first = build_version("back-and-forth", warehouse=str(judged))
+    other = build_version("back-and-forth", policy_overrides={"min_abs_margin": 2.0}, warehouse=str(judged))
+    assert other["new_version"] and other["version"] == first["version"] + 1
+    back = build_version("back-and-forth", warehouse=str(judged))  # the first policy again: the first content
+    assert not back["new_version"] and back["version"] == first["version"]
+    assert back["note"] == f"unchanged: same content as back-and-forth v{first['version']}"
+    with Warehouse(judged, read_only=True) as wh:
+        assert len(wh.versions("back-and-forth")) == 2
+
+
+def test_an_rm_margin_column_only_on_purpose(judged, tmp_path):
+    import datasets
+
+    from flows.publish import publish
+
+    build_version("trl-margin", policy_overrides={"rm_margin_column": True}, warehouse=str(judged))
+    folder = publish("trl-margin", to=str(tmp_path), warehouse=str(judged))["target"]
+    rm = datasets.load_dataset(folder, "rm")["train"]
+    assert rm[0]["margin"] == rm[0]["judge_margin"] >= 1.0
+    assert "RewardTrainer adds it to its loss" in (tmp_path / "trl-margin").joinpath(
+        next(p.name for p in (tmp_path / "trl-margin").iterdir()), "README.md").read_text()
+
+
 def test_empty_result_bad_policy_and_bad_name_are_refused(judged, tmp_path):
     with pytest.raises(EmptyVersionError, match="keeps none"):
         build_version("nothing", judge_config_id="jc-never-used", warehouse=str(judged))  # nothing judged by it
@@ -103,7 +127,16 @@ def test_publish_locally_in_hub_layout_then_again_is_a_no_op(judged, tmp_path):
     assert total == made["rows"]
     row = dpo["train"][0]
     assert row["prompt"][-1]["role"] == "user" and row["chosen"][0]["role"] == "assistant"
-    assert 0 < row["confidence"] <= 1 and row["margin"] >= 1.0
+    assert 0 < row["confidence"] <= 1 and row["judge_margin"] >= 1.0
+    # TRL's RewardTrainer would put a `margin` column into its loss: none unless the policy asks
+    rm = datasets.load_dataset(str(folder), "rm")
+    assert "margin" not in rm["train"].column_names and "margin" not in dpo["train"].column_names
+    assert "judge_margin" in rm["train"].column_names and "No config has a column named `margin`" in card
+    # judged by the stand-in: the card says so before anything else
+    assert made["simulated"] and "SIMULATED VERDICTS" in card.split("## Counts")[0]
+    assert "simulated" in front["tags"]
+    # one language scheme: BCP-47 codes or unknown
+    assert all(lang is None or lang == "en" for lang in dpo["train"]["language"])
     hs3 = datasets.load_dataset(str(folder), "helpsteer3")
     assert set(hs3["train"][0]) >= {"context", "response1", "response2", "overall_preference"}
 
@@ -130,7 +163,7 @@ def test_publish_to_the_hub_one_commit_a_tag_and_no_token_leak(judged, monkeypat
     """Against a local HTTP stand-in of the Hub endpoints huggingface_hub uses (HF_ENDPOINT)."""
     from huggingface_hub import constants as hf_constants
 
-    from flows.publish import publish
+    from flows.publish import SimulatedVersionError, publish
     from tasks.publish.hub import PublishError
     from tests.tasks.publish.hub_standin import HubStandin
 
@@ -142,20 +175,25 @@ def test_publish_to_the_hub_one_commit_a_tag_and_no_token_leak(judged, monkeypat
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
         monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)  # read at import (see tests/tasks/publish/test_hub.py)
         monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
-        first = publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged))
+        # judged by the stand-in: refused by name unless allowed, and nothing was sent
+        with pytest.raises(SimulatedVersionError, match="hub-set v1 was judged by the GenRM stand-in"):
+            publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged))
+        assert hub.commits == []
+        first = publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged), allow_simulated=True)
+        assert first["simulated"] and b"SIMULATED VERDICTS" in hub.commits[0].files["README.md"]
         assert first["target"] == "hf://curators/hub-set" and first["tag"] == "v1" and not first["already_published"]
         assert hub.statuses("/commit/") == [429, 200]  # the 429 was retried
         assert len(hub.commits) == 1 and hub.tags["curators/hub-set"]["v1"] == hub.commits[0].oid == first["commit"]
         files = hub.commits[0].files
         assert set(files) == set(first["files"]) and "README.md" in files
         assert token.encode() not in files["README.md"] and made["content_hash"].encode() in files["README.md"]
-        again = publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged))
+        again = publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged), allow_simulated=True)
         assert again["already_published"] and len(hub.commits) == 1
 
         build_version("hub-set", policy_overrides={"min_abs_margin": 2.0}, warehouse=str(judged))
         hub.fail_next = {"/commit/": [403]}
         with pytest.raises(PublishError) as info:
-            publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged))
+            publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged), allow_simulated=True)
         assert token not in str(info.value)
     with Warehouse(judged, read_only=True) as wh:
         assert wh.version_meta("hub-set", 1)["published_tag"] == "v1"

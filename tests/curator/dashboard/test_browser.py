@@ -57,6 +57,8 @@ def test_the_page_renders_the_warehouse_numbers(dashboard_warehouse, dashboard_u
                            "judgments JOIN pairs_for_curation USING (pair_id) WHERE status = 'ok' GROUP BY 1) GROUP BY 1")
         failures = wh.query("SELECT failure_reason, count(*) FROM judgments WHERE status = 'failed' GROUP BY 1")
         evaluation = wh.query("SELECT accuracy FROM judge_evaluations")[0][0]
+        # distinct rows read: every recorded sighting and every quarantined row, once however often re-read
+        read = wh.query("SELECT (SELECT count(*) FROM pair_sightings) + (SELECT count(*) FROM quarantine)")[0][0]
     browser = Browser(binary)
     try:
         text = browser.open(dashboard_url, ready_text="Judge quality checks")
@@ -66,8 +68,15 @@ def test_the_page_renders_the_warehouse_numbers(dashboard_warehouse, dashboard_u
     finally:
         browser.close()
     assert "Traceback" not in text and "Error" not in text
-    read = sum(s["read"] for s in summary["ingest"].values())
-    assert f"Pairs read\n\n{read}" in text
+    assert f"Pairs read\n\n{read:,}" in text
+    # the stand-in judged this warehouse: a banner says so before anything else is read
+    assert "SIMULATED verdicts." in text and text.index("SIMULATED verdicts.") < text.index("Pairs read")
+    assert "Judge-human agreement (SIMULATED)" in text
+    # counts are integers and percentages have one decimal: no "5,432.0000" or "51.7000"
+    import re
+
+    assert not re.search(r"\d\.0000\b", text), re.findall(r".{20}\d\.0000.{5}", text)[:3]
+    assert "Deploy" not in text
     assert "SIMULATED" in text  # the evaluation's served model says its verdicts were simulated
     assert f"{evaluation:.4f}" in text or str(evaluation) in text
     assert len(charts) >= 7 and all(charts)

@@ -1,5 +1,5 @@
 from tasks.curate.diff import diff_versions
-from tasks.curate.exports import dpo_record, helpsteer3_record, rm_record
+from tasks.curate.exports import dpo_record, export_record, helpsteer3_record, rm_record
 
 ROW = {"pair_id": "p1", "prompt": [{"role": "user", "content": "q?"}], "chosen": "good", "rejected": "bad",
        "chosen_side": "b", "margin": 2.5, "confidence": 0.9, "source": "arena", "domain": "general",
@@ -11,13 +11,22 @@ def test_dpo_is_trl_conversational():
     assert r["prompt"] == [{"role": "user", "content": "q?"}]
     assert r["chosen"] == [{"role": "assistant", "content": "good"}]
     assert r["rejected"] == [{"role": "assistant", "content": "bad"}]
-    assert (r["margin"], r["confidence"]) == (2.5, 0.9)
+    assert (r["judge_margin"], r["confidence"]) == (2.5, 0.9)
+    assert "margin" not in r
 
 
 def test_rm_pairs_are_whole_conversations():
     r = rm_record(ROW)
     assert r["chosen"][-1] == {"role": "assistant", "content": "good"} and r["chosen"][:-1] == ROW["prompt"]
     assert r["rejected"][-1]["content"] == "bad"
+
+
+def test_rm_has_no_trl_margin_column_unless_the_policy_asks():
+    # TRL's RewardTrainer subtracts any `margin` column inside its loss: only on purpose
+    assert "margin" not in rm_record(ROW) and rm_record(ROW)["judge_margin"] == 2.5
+    assert export_record("rm", ROW, {"rm_margin_column": True})["margin"] == 2.5
+    assert "margin" not in export_record("rm", ROW, {"rm_margin_column": False})
+    assert "margin" not in export_record("dpo", ROW, {"rm_margin_column": True})
 
 
 def test_helpsteer3_keeps_the_pair_order_and_sign():
