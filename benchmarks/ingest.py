@@ -31,7 +31,7 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runnable from a checkout without installing the project
 
-from curator.settings import get_settings  # noqa: E402
+from common.settings import get_settings  # noqa: E402
 from tasks.ingest import minhash  # noqa: E402
 from tasks.ingest.dedup import NearDupIndex, near_dup_text  # noqa: E402
 from tasks.ingest.prepare import prepare_batch  # noqa: E402

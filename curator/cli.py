@@ -23,9 +23,6 @@ app.add_typer(eval_app, name="eval-set")
 err = Console(stderr=True)
 out = Console()
 
-_KNOWN_ERRORS = ("WarehouseLockedError", "SourceReadError", "MissingColumnsError", "ValueError", "FileNotFoundError",
-                 "ServerStartError", "PolicyError", "EmptyVersionError", "PublishError", "PipelineBusyError",
-                 "ShardsIncompleteError", "EndpointsDownError")
 
 
 @app.callback()
@@ -42,7 +39,7 @@ def _settings_env(warehouse: Optional[Path], **settings: Any) -> None:
     for name, value in given.items():
         os.environ[f"CURATE_{name.upper()}"] = "true" if value is True else str(value)
     if given:
-        from curator.settings import get_settings
+        from common.settings import get_settings
 
         get_settings.cache_clear()
 
@@ -50,7 +47,7 @@ def _settings_env(warehouse: Optional[Path], **settings: Any) -> None:
 def _run(fn, *args: Any, **kwargs: Any) -> Any:
     """Run a flow; turn the errors a user can act on into one clear line and exit code 2."""
     from curator.cli_logging import log_to_file
-    from curator.settings import get_settings
+    from common.settings import get_settings
 
     log_to_file(Path(get_settings().warehouse).parent / "logs" / "curate.log")
     try:
@@ -66,7 +63,7 @@ def _is_user_error(e: BaseException) -> bool:
 
     # DuckDB finding a damaged page mid-command (a truncated file a reader could open) names the file.
     damaged = type(e).__name__ == "IOException" and "Could not read enough bytes" in str(e)
-    return isinstance(e, UserError) or type(e).__name__ in _KNOWN_ERRORS or damaged
+    return isinstance(e, UserError) or damaged
 
 
 def _fail(message: str, hint: str | None = None) -> None:
@@ -80,7 +77,7 @@ def _fail(message: str, hint: str | None = None) -> None:
 
 def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> None:
     """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts."""
-    from curator.settings import get_settings
+    from common.settings import get_settings
     from tasks.judge.endpoints import check_endpoints
 
     settings = get_settings()
@@ -104,16 +101,17 @@ def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> None:
 
 def _preflight(source: str, path: Optional[Path], kind: str) -> None:
     """Refuse what can be refused before a flow run starts: a clear line instead of a flow failure."""
-    from curator.settings import get_settings
+    from common.errors import InvalidInputError, NotFoundError
+    from common.settings import get_settings
     from tasks.ingest.sources import get_source
     from warehouse.store import Warehouse
 
     try:
         src = get_source(source)
         if src.kind != kind:
-            raise ValueError(f"{source} is {'an evaluation set' if kind == 'pairs' else 'not an evaluation set'}")
+            raise InvalidInputError(f"{source} is {'an evaluation set' if kind == 'pairs' else 'not an evaluation set'}")
         if path is not None and not path.is_file():
-            raise ValueError(f"{path}: no such file")
+            raise NotFoundError(f"{path}: no such file")
         Warehouse(get_settings().warehouse).close()  # migrates, or names the process holding the lock
     except Exception as e:  # noqa: BLE001
         if _is_user_error(e):
@@ -147,7 +145,7 @@ class _Bar:
         self.task = None
 
     def __enter__(self) -> _Bar:
-        from curator import progress
+        from common import progress
 
         if self.progress is not None:
             self.progress.start()
@@ -160,7 +158,7 @@ class _Bar:
         self.progress.update(self.task, advance=advance, total=total)
 
     def __exit__(self, *exc: Any) -> None:
-        from curator import progress
+        from common import progress
 
         progress.set_reporter(None)
         if self.progress is not None:
@@ -237,7 +235,7 @@ def judge(
     _settings_env(warehouse, judge_allow_other_model=allow_other_model)
     if launch_vllm and launch_standin:
         _fail("choose one of --launch-vllm and --launch-standin")
-    from curator.settings import get_settings
+    from common.settings import get_settings
     from warehouse.store import Warehouse
 
     launch = "vllm" if launch_vllm else "standin" if launch_standin else None
@@ -374,7 +372,7 @@ def evaluate_judge(
 def snapshot(warehouse: Optional[Path] = typer.Option(None, "--warehouse")) -> None:
     """Refresh the dashboard's snapshot from the warehouse (the pipeline does this after each stage)."""
     _settings_env(warehouse)
-    from curator.settings import get_settings
+    from common.settings import get_settings
     from tasks.curate.cost import cost_model
     from warehouse.snapshot import refresh_snapshot, snapshot_path
     from warehouse.store import Warehouse
@@ -403,7 +401,7 @@ def dashboard(
     """The data team's web dashboard (read-only, over the snapshot the pipeline refreshes)."""
     _settings_env(warehouse)
 
-    from curator.settings import get_settings
+    from common.settings import get_settings
     from warehouse.snapshot import snapshot_path
 
     settings = get_settings()
@@ -539,7 +537,7 @@ def versions(
 ) -> None:
     """List dataset versions."""
     _settings_env(warehouse)
-    from curator.settings import get_settings
+    from common.settings import get_settings
     from warehouse.store import Warehouse
 
     with _run(Warehouse, get_settings().warehouse, read_only=True) as wh:
@@ -564,7 +562,7 @@ def diff(
 ) -> None:
     """Pairs added, removed and flipped between versions A and B of NAME, and how the statistics moved."""
     _settings_env(warehouse)
-    from curator.settings import get_settings
+    from common.settings import get_settings
     from tasks.curate.diff import diff_versions
     from warehouse.store import Warehouse
 
@@ -654,7 +652,7 @@ def status(
 ) -> None:
     """Counts of what the warehouse holds, and the latest ingest runs."""
     _settings_env(warehouse)
-    from curator.settings import get_settings
+    from common.settings import get_settings
     from warehouse.store import Warehouse
 
     with _run(Warehouse, get_settings().warehouse, read_only=True) as wh:
@@ -716,7 +714,7 @@ def demo(
 ) -> None:
     """The main job on embedded defaults: ingest, judge (a SIMULATED stand-in judge), version, publish."""
     _settings_env(warehouse)
-    from curator.settings import get_settings
+    from common.settings import get_settings
     from flows.ingest import load_eval_set
     from flows.pipeline import curate_pipeline
     from tasks.ingest import synth as s

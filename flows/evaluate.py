@@ -12,7 +12,8 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 
-from curator.settings import settings_with
+from common.errors import InvalidInputError
+from common.settings import settings_with
 from flows.ingest import _batches, _pin
 from flows.judge import _run_judging, _targets, checked_targets, judge_config_from, split_pending
 from flows.runs import current_run_id
@@ -55,10 +56,10 @@ def evaluate_judge(
     settings = settings_with(warehouse=warehouse)
     src = get_source(benchmark)
     if src.name not in ("rm-bench", "judgebench"):
-        raise ValueError(f"{benchmark} is not a judge benchmark: use rm-bench or judgebench")
+        raise InvalidInputError(f"{benchmark} is not a judge benchmark: use rm-bench or judgebench")
     plan = Strategy.parse(strategy or "swap", settings.judge_adaptive_margin)
     if plan.name not in EVAL_STRATEGIES:
-        raise ValueError(f"evaluate with single, swap or samples:K, not {plan.label}: a benchmark is scored "
+        raise InvalidInputError(f"evaluate with single, swap or samples:K, not {plan.label}: a benchmark is scored "
                          "on the same orders for every comparison")
     orders = sorted({order for order, _ in plan.initial()})
     config = judge_config_from(settings)

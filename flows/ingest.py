@@ -16,8 +16,9 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from curator import progress
-from curator.settings import Settings, settings_with
+from common.errors import InvalidInputError
+from common import progress
+from common.settings import Settings, settings_with
 from flows.runs import current_run_id
 from tasks.ingest.decontam import Decontaminator
 from tasks.ingest.dedup import NearDupIndex
@@ -145,7 +146,7 @@ def ingest(
     settings = settings_with(warehouse=warehouse, batch_size=batch_size)
     src = get_source(source)
     if src.kind != "pairs":
-        raise ValueError(f"{source} is an evaluation set: load it with `curate eval-set load {source}`")
+        raise InvalidInputError(f"{source} is an evaluation set: load it with `curate eval-set load {source}`")
     with Warehouse(settings.warehouse) as wh:
         rev, location = _pin(wh, src, revision, path)
         run_id = current_run_id()
@@ -210,7 +211,7 @@ def load_eval_set(
     settings = settings_with(warehouse=warehouse)
     src = get_source(benchmark)
     if src.kind != "eval_prompts":
-        raise ValueError(f"{benchmark} is not an evaluation set (try: rm-bench, judgebench)")
+        raise InvalidInputError(f"{benchmark} is not an evaluation set (try: rm-bench, judgebench)")
     with Warehouse(settings.warehouse) as wh:
         rev, location = _pin(wh, src, revision, path)
         counts = BatchCounts()

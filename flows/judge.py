@@ -21,8 +21,9 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from curator import progress
-from curator.settings import Settings, settings_with
+from common.errors import InvalidInputError
+from common import progress
+from common.settings import Settings, settings_with
 from flows.runs import current_run_id
 from tasks.curate.cost import cost_model, cost_report
 from tasks.judge.client import ClientOptions
@@ -86,7 +87,7 @@ def _launcher(launch: str | None, settings: Settings, config: JudgeConfig, port:
         return ManagedServer(argv, base, name="vLLM"), f"{base}/v1"
     if launch == "standin":
         return ManagedServer(standin_command(port), base, startup_timeout=60, name="GenRM stand-in"), f"{base}/v1"
-    raise ValueError(f"launch must be vllm or standin, not {launch!r}")
+    raise InvalidInputError(f"launch must be vllm or standin, not {launch!r}")
 
 
 @task(cache_policy=NO_CACHE)

@@ -21,8 +21,8 @@ from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 from prefect.states import Crashed
 
-from common.errors import UserError
-from curator.settings import settings_with
+from common.errors import InvalidInputError, UserError
+from common.settings import settings_with
 from flows.judge import judge_config_from, select_pairs, split_pending
 from tasks.curate.cost import cost_model, cost_report
 from tasks.judge.exchange import (
@@ -155,7 +155,7 @@ def _require_deployment(name: str) -> None:
         try:
             client.read_deployment_by_name(name)
         except ObjectNotFound:
-            raise ValueError(
+            raise InvalidInputError(
                 f"no deployment {name!r} on the Prefect API ({PREFECT_API_URL.value() or 'ephemeral'}): sharded "
                 "judging needs a Prefect server with the deployments (`prefect --no-prompt deploy --all`) and "
                 "workers on the gpu pool; without them, judge in process (no --shards)") from None
@@ -175,7 +175,7 @@ def judge_sharded(
     """Judge the pending pairs in `shards` shards, one run of the judge deployment per shard."""
     log = get_run_logger()
     if shards < 1:
-        raise ValueError(f"shards must be >= 1, not {shards}")
+        raise InvalidInputError(f"shards must be >= 1, not {shards}")
     settings = settings_with(warehouse=warehouse, judge_exchange=exchange, judge_deployment=deployment,
                              judge_shard_stale_seconds=stale_seconds)
     root = Path(settings.judge_exchange).resolve()

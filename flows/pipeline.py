@@ -11,8 +11,9 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
+from common.errors import InvalidInputError
 from flows.ingest import ingest
-from curator.settings import settings_with
+from common.settings import settings_with
 from flows.judge import judge
 from flows.judge_shards import judge_sharded
 from flows.publish import publish
@@ -55,7 +56,7 @@ def curate_pipeline(
     skip = set(skip or [])
     unknown = skip - set(STAGES)
     if unknown:
-        raise ValueError(f"unknown stage(s) to skip: {sorted(unknown)}; stages: {', '.join(STAGES)}")
+        raise InvalidInputError(f"unknown stage(s) to skip: {sorted(unknown)}; stages: {', '.join(STAGES)}")
     settings = settings_with(warehouse=warehouse)
     if "judge" not in skip and not judge_shards and not (launch or settings.judge_launch):
         # Fail fast: an unusable judge is found before any stage runs, not after the ingest.

@@ -14,8 +14,8 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from common.errors import UserError
-from curator.settings import settings_with
+from common.errors import InvalidInputError, UserError
+from common.settings import settings_with
 from flows.versions import check_name
 from tasks.ingest.sources import SOURCES
 from tasks.publish.card import LICENSE_FILE, card_markdown, distributions_svg, license_fields, license_markdown
@@ -114,7 +114,7 @@ def publish(
         check_folder_target(final)
         marker = read_marker(final)
         if final.exists() and (marker is None or marker.get("content_hash") != meta["content_hash"]):
-            raise ValueError(f"{final} exists and is not {name} {tag}: refusing to overwrite it")
+            raise InvalidInputError(f"{final} exists and is not {name} {tag}: refusing to overwrite it")
         already = final.exists()
         if not already:
             write_atomically(final, fill)

@@ -18,8 +18,8 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from common.errors import UserError
-from curator.settings import settings_with
+from common.errors import InvalidInputError, UserError
+from common.settings import settings_with
 from schemas.pair import MESSAGE_TYPE
 from tasks.curate.cost import cost_model, cost_report
 from tasks.curate.policy import FilterPolicy, load_policy
@@ -37,7 +37,7 @@ class EmptyVersionError(UserError, ValueError):
 def check_name(name: str) -> str:
     """A dataset name safe as a folder and a Hub repo name: no path traversal, no spaces."""
     if not NAME_PATTERN.fullmatch(name) or ".." in name:
-        raise ValueError(f"invalid dataset name {name!r}: use letters, digits, '.', '_' or '-' (at most 96)")
+        raise InvalidInputError(f"invalid dataset name {name!r}: use letters, digits, '.', '_' or '-' (at most 96)")
     return name
 
 

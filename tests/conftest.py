@@ -21,7 +21,7 @@ os.environ.pop("CURATE_WAREHOUSE", None)
 
 import pytest  # noqa: E402
 
-from curator.settings import Settings  # noqa: E402
+from common.settings import Settings  # noqa: E402
 
 # Bind Prefect's console handler to the session's stderr now, not to the stream of whichever CliRunner
 # invocation first logs (that stream is closed when its test ends).

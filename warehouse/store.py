@@ -19,7 +19,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from common.errors import UserError
+from common.errors import NotFoundError, UserError
 from common.processes import process_alive, this_process
 
 JUDGMENT_TABLES = {"judgments": "judgments", "eval_judgments": "eval_judgments"}  # the only names SQL may see
@@ -78,7 +78,7 @@ class Warehouse:
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         elif not self.path.exists():
-            raise FileNotFoundError(f"no warehouse at {self.path}: run `curate ingest` first")
+            raise NotFoundError(f"no warehouse at {self.path}: run `curate ingest` first")
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.IOException as err:

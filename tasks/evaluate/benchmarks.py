@@ -13,6 +13,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from common.errors import InvalidInputError
+
 # Model-card accuracy of nvidia/Qwen3-Nemotron-235B-A22B-GenRM (DESIGN.md §1), in percent.
 MODEL_CARD = {
     "rm-bench": {"overall": 87.3, "chat": 76.5, "math": 96.9, "code": 81.4, "safety": 94.4,
@@ -89,7 +91,7 @@ def comparisons(benchmark: str, rows: list[dict[str, Any]]) -> list[Comparison]:
     try:
         make = COMPARISONS[benchmark]
     except KeyError:
-        raise ValueError(f"unknown benchmark {benchmark!r}: one of {', '.join(COMPARISONS)}") from None
+        raise InvalidInputError(f"unknown benchmark {benchmark!r}: one of {', '.join(COMPARISONS)}") from None
     return [c for row in rows for c in make(row)]
 
 

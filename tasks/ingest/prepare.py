@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from curator.settings import Settings
+from common.settings import Settings
 from schemas.pair import CandidatePair, Rejection, pair_frame_schema
 from tasks.ingest import normalize as nz
 from tasks.ingest.read import RawBatch

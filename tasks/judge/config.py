@@ -11,7 +11,9 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
-DEFAULT_MODEL = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"
+from common.settings import JUDGE_MAX_TOKENS, JUDGE_MODEL, JUDGE_TEMPERATURE, JUDGE_TOP_P
+
+DEFAULT_MODEL = JUDGE_MODEL
 PROMPT_VERSION = "genrm-pairwise-v1"  # the message layout of tasks.judge.genrm.build_messages
 
 
@@ -20,9 +22,9 @@ class JudgeConfig:
     model: str = DEFAULT_MODEL
     served_revision: str = "main"
     prompt_version: str = PROMPT_VERSION
-    temperature: float = 0.6
-    top_p: float = 0.95
-    max_tokens: int = 16_384
+    temperature: float = JUDGE_TEMPERATURE
+    top_p: float = JUDGE_TOP_P
+    max_tokens: int = JUDGE_MAX_TOKENS
     # Verdicts from the SIMULATED stand-in: a configuration of their own, so that they never answer for
     # the real judge from the cache, and everything built on them says so.
     simulated: bool = False

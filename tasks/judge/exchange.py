@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.errors import InvalidInputError, NotFoundError
 from tasks.judge.run import JUDGMENT_SCHEMA, JudgmentState, PairText, States
 
 STATE_TYPE = pa.list_(pa.struct([
@@ -106,11 +107,11 @@ def write_work(path: Path, *, plan: str, shard: str, config: dict[str, Any], str
 def read_work(path: Path) -> ShardWork:
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"no shard work at {path}: is the exchange folder shared with this worker?")
+        raise NotFoundError(f"no shard work at {path}: is the exchange folder shared with this worker?")
     table = pq.read_table(path)
     raw = (table.schema.metadata or {}).get(b"curator.shard_work")
     if raw is None:
-        raise ValueError(f"{path} is not a shard work file (no curator.shard_work metadata)")
+        raise InvalidInputError(f"{path} is not a shard work file (no curator.shard_work metadata)")
     meta = json.loads(raw)
     rows = table.to_pylist()
     pairs = [(r["pair_id"], json.loads(r["history"]), r["response_a"], r["response_b"]) for r in rows]

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from common.errors import InvalidInputError
+
 
 def parse_shard(text: str) -> tuple[int, int]:
     """'2/8' -> (2, 8): bucket 2 of 8, counted from 0."""
     try:
         index, count = (int(x) for x in text.split("/"))
     except ValueError:
-        raise ValueError(f"shard must look like i/n (e.g. 0/4), not {text!r}") from None
+        raise InvalidInputError(f"shard must look like i/n (e.g. 0/4), not {text!r}") from None
     if count < 1 or not 0 <= index < count:
-        raise ValueError(f"shard {text!r}: need 0 <= i < n")
+        raise InvalidInputError(f"shard {text!r}: need 0 <= i < n")
     return index, count
 
 

@@ -38,7 +38,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-REAL_MODEL = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"
+from common.settings import JUDGE_MODEL
+
+REAL_MODEL = JUDGE_MODEL
 DEFAULT_MODEL = f"SIMULATED-GenRM-standin (not {REAL_MODEL})"
 FAULT_KINDS = ("error", "hang", "malformed", "truncated", "unclosed")
 

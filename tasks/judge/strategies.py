@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from common.errors import InvalidInputError
 from tasks.judge.genrm import SideVerdict, scores_agree
 
 Slot = tuple[str, int]  # (order, sample index)
@@ -30,9 +31,9 @@ class Strategy:
         if m:
             k = int(m.group(2) or (2 if m.group(1) == "adaptive" else 1))
             if k < 1:
-                raise ValueError("k must be at least 1")
+                raise InvalidInputError("k must be at least 1")
             return cls(m.group(1), k, borderline_margin)
-        raise ValueError(f"unknown strategy {text!r}: use single, swap, samples:K or adaptive[:K]")
+        raise InvalidInputError(f"unknown strategy {text!r}: use single, swap, samples:K or adaptive[:K]")
 
     def initial(self) -> list[Slot]:
         """The judgments every pair gets."""

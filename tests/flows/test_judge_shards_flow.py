@@ -27,7 +27,7 @@ pytestmark = pytest.mark.prefect
 @pytest.fixture(autouse=True)
 def simulated_workers(monkeypatch):
     """The workers here serve the stand-in: the orchestrator plans for simulated verdicts."""
-    from curator.settings import get_settings
+    from common.settings import get_settings
 
     monkeypatch.setenv("CURATE_JUDGE_SIMULATED", "true")
     get_settings.cache_clear()
@@ -47,7 +47,7 @@ def _judgments(path):
 
 
 def test_a_worker_refuses_a_shard_planned_for_another_kind_of_judge(tmp_path, ingested, monkeypatch):
-    from curator.settings import get_settings
+    from common.settings import get_settings
     from tasks.judge.endpoints import EndpointCheckError
 
     monkeypatch.setenv("CURATE_JUDGE_SIMULATED", "false")  # planned for the real judge

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from common.errors import InvalidInputError
 from tasks.ingest.sources import arena, chatbot_arena, eval_sets, helpsteer3
 from tasks.ingest.sources.base import AdapterContext, EvalPrompt, Source
 
@@ -15,7 +16,7 @@ def get_source(name: str) -> Source:
     try:
         return SOURCES[name]
     except KeyError:
-        raise ValueError(f"unknown source {name!r}; known: {', '.join(sorted(SOURCES))}") from None
+        raise InvalidInputError(f"unknown source {name!r}; known: {', '.join(sorted(SOURCES))}") from None
 
 
 __all__ = ["SOURCES", "AdapterContext", "EvalPrompt", "Source", "get_source"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from curator.settings import MultiTurnPolicy
+from common.settings import MultiTurnPolicy
 from schemas.pair import CandidatePair, Rejection
 from tasks.ingest.normalize import last_turn_only, split_shared_history
 

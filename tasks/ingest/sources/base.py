@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import pandera.pandas as pa
 
-from curator.settings import Settings
+from common.settings import Settings
 from schemas.pair import CandidatePair, Rejection
 
 

@@ -2,7 +2,7 @@ import copy
 
 import pytest
 
-from curator.settings import MultiTurnPolicy, Settings
+from common.settings import MultiTurnPolicy, Settings
 from schemas.pair import CandidatePair, Rejection
 from tasks.ingest.read import RawBatch
 from tasks.ingest.prepare import prepare_batch

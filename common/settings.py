@@ -10,6 +10,15 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+# The judge's defaults (DESIGN.md §1), in one place: the settings, the judge configuration, the vLLM
+# command line and the stand-in all read them from here.
+JUDGE_MODEL = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"
+JUDGE_TEMPERATURE = 0.6
+JUDGE_TOP_P = 0.95
+JUDGE_MAX_TOKENS = 16_384
+JUDGE_MAX_MODEL_LEN = 40_000
+
+
 class MultiTurnPolicy(str, Enum):
     """What to do with an arena vote whose two sides do not share every turn before the last answer."""
 
@@ -24,8 +33,8 @@ class Settings(BaseSettings):
     batch_size: int = Field(5000, ge=1, description="rows per ingest batch (one task and one transaction each)")
 
     # The judge's served context (DESIGN.md §1): the prompt may use what the output does not reserve.
-    judge_max_model_len: int = Field(40_000, ge=1024)
-    judge_max_tokens: int = Field(16_384, ge=1)
+    judge_max_model_len: int = Field(JUDGE_MAX_MODEL_LEN, ge=1024)
+    judge_max_tokens: int = Field(JUDGE_MAX_TOKENS, ge=1)
 
     near_dup_threshold: float = Field(0.8, gt=0.0, le=1.0, description="estimated Jaccard for a near duplicate")
     minhash_perms: int = Field(256, ge=16, le=1024, description="MinHash bins (a power of two)")
@@ -36,10 +45,10 @@ class Settings(BaseSettings):
     arena_multiturn: MultiTurnPolicy = MultiTurnPolicy.strict
 
     # The judge (DESIGN.md §1). The endpoints and the client's knobs do not change a verdict.
-    judge_model: str = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"
+    judge_model: str = JUDGE_MODEL
     judge_served_revision: str = Field("main", description="the model revision the server runs")
-    judge_temperature: float = Field(0.6, ge=0.0)
-    judge_top_p: float = Field(0.95, gt=0.0, le=1.0)
+    judge_temperature: float = Field(JUDGE_TEMPERATURE, ge=0.0)
+    judge_top_p: float = Field(JUDGE_TOP_P, gt=0.0, le=1.0)
     judge_endpoints: list[str] = Field(default_factory=list, description="OpenAI-compatible base URLs (…/v1)")
     judge_allow_other_model: bool = Field(False, description="judge with an endpoint that serves another model")
     judge_check_timeout: float = Field(5.0, gt=0, description="seconds an endpoint has to answer GET /models")
