@@ -14,15 +14,15 @@ from prefect.artifacts import create_table_artifact
 
 from common.errors import InvalidInputError
 from common.settings import settings_with
-from flows.ingest import _batches, _pin
-from flows.judge import _run_judging, _targets, checked_targets, judge_config_from, split_pending
 from flows.runs import current_run_id
 from tasks.evaluate.benchmarks import comparisons
 from tasks.evaluate.scoring import score
+from tasks.ingest.revisions import pin_revision, source_batches
 from tasks.ingest.sources import get_source
 from tasks.judge.config import config_record
-from tasks.judge.run import as_states
+from tasks.judge.run import as_states, run_judging, split_pending
 from tasks.judge.strategies import Strategy
+from tasks.judge.targets import checked_targets, judge_config_from, judge_targets
 from warehouse.store import Warehouse
 
 EVAL_STRATEGIES = ("single", "swap", "samples")
@@ -31,7 +31,7 @@ EVAL_STRATEGIES = ("single", "swap", "samples")
 def _read_rows(src, path, rev, settings, limit) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """(rows, rejected): every row the reader could parse, and the unreadable ones with their reason."""
     rows, rejected = [], []
-    for batch in _batches(src, path, rev, settings):
+    for batch in source_batches(src, path, rev, settings):
         rows.extend(batch.rows)
         rejected.extend({"position": u.position, "reason": u.reason} for u in batch.unreadable)
         if limit is not None and len(rows) >= limit:
@@ -63,12 +63,12 @@ def evaluate_judge(
                          "on the same orders for every comparison")
     orders = sorted({order for order, _ in plan.initial()})
     config = judge_config_from(settings)
-    server, targets = _targets(endpoints, launch, port, settings, config)
+    server, targets = judge_targets(endpoints, launch, port, settings, config)
     run_id = current_run_id()
     with server:  # up (when launched here) and checked before anything is read
-        targets, config = checked_targets(targets, config, settings)
+        targets, config = checked_targets(targets, config, settings, log)
         with Warehouse(settings.warehouse) as wh:
-            rev, location = _pin(wh, src, revision, path)
+            rev, location = pin_revision(wh, src, revision, path)
             rows, rejected = _read_rows(src, path, rev, settings, limit)
             items = []
             for i, row in enumerate(rows):
@@ -84,12 +84,10 @@ def evaluate_judge(
             pending, done = split_pending(ids, plan, states, settings.judge_max_attempts)
             keep = set(pending)
             pairs = [(c.item_id, c.history, c.response_a, c.response_b) for c in items if c.item_id in keep]
-            judged = _run_judging(pairs, states, done, targets, config, plan, settings,
-                                  lambda t: wh.write_judgments(t, "eval_judgments"), run_id)
+            judged = run_judging(pairs, states, done, targets, config, plan, settings,
+                                 lambda t: wh.write_judgments(t, "eval_judgments"), run_id, log)
             result = score(src.name, items, wh.eval_margins(config.id, ids), orders)
-            served = sorted({m for (m,) in wh.query(
-                "SELECT DISTINCT served_model FROM eval_judgments WHERE judge_run_id = ? AND served_model IS NOT NULL",
-                [run_id])})
+            served = wh.served_models(run_id, "eval_judgments")
             result.update(rows=len(rows), rejected=rejected, benchmark_revision=rev, location=location,
                           judge_config_id=config.id, strategy=plan.label, endpoints=targets, served_models=served,
                           judge={k: judged[k] for k in ("judged", "failed", "skipped_cached", "requests", "tokens_in",

@@ -16,36 +16,24 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from common.errors import InvalidInputError
 from common import progress
+from common.errors import InvalidInputError
 from common.settings import Settings, settings_with
 from flows.runs import current_run_id
 from tasks.ingest.decontam import Decontaminator
 from tasks.ingest.dedup import NearDupIndex
 from tasks.ingest.land import BackgroundWriter, BatchCounts, flag_contamination, land_batch
 from tasks.ingest.prepare import prepare_batch
-from tasks.ingest.read import RawBatch, SourceReadError, count_rows, limit_rows, file_revision, read_source, resolve_hub_revision
+from tasks.ingest.read import (
+    RawBatch,
+    count_rows,
+    limit_rows,
+)
+from tasks.ingest.revisions import pin_revision, source_batches
 from tasks.ingest.sources import EvalPrompt, Source, get_source
 from warehouse.store import Warehouse
 
 SUMMARY_KEYS = ("read", "valid", "quarantined", "exact_duplicates", "near_duplicates", "contaminated", "new_pairs")
-
-
-@task(retries=3, retry_delay_seconds=[2, 10, 30], cache_policy=NO_CACHE)
-def resolve_hub_ref(source: Source, ref: str) -> str:
-    """The commit a Hub ref points at (retried: the Hub may be briefly unreachable)."""
-    return resolve_hub_revision(source.hub_id, ref)
-
-
-def resolve_revision(source: Source, requested: str | None, pinned: str | None, path: str | None) -> str:
-    """Which revision this run reads: a file's content hash, the requested ref, or the pinned commit."""
-    if path is not None:
-        if not Path(path).is_file():
-            raise SourceReadError(f"{path}: no such file")
-        return file_revision(Path(path))
-    if requested is None and pinned is not None:
-        return pinned
-    return resolve_hub_ref(source, requested or "main")
 
 
 @task(cache_policy=NO_CACHE)
@@ -76,21 +64,6 @@ def ingest_batch(
     return land_batch(
         wh, prepared, source=source.name, revision=revision, run_id=run_id, index=index, decontaminator=decontaminator,
         writer=writer,
-    )
-
-
-def _pin(wh: Warehouse, src: Source, revision: str | None, path: str | None) -> tuple[str, str]:
-    """(revision, location) this run reads; a Hub revision becomes the source's pin."""
-    rev = resolve_revision(src, revision, wh.source_pin(src.name), path)
-    if path is None:
-        wh.set_source_pin(src.name, src.hub_id, rev)
-    return rev, str(Path(path).resolve()) if path else f"hf://datasets/{src.hub_id}"
-
-
-def _batches(src: Source, path: str | None, revision: str, settings: Settings):
-    return read_source(
-        src.hub_id, src.config, src.splits, path=Path(path) if path else None, revision=revision,
-        batch_size=settings.batch_size, retries=settings.hub_retries, retry_wait=settings.hub_retry_wait,
     )
 
 
@@ -148,7 +121,7 @@ def ingest(
     if src.kind != "pairs":
         raise InvalidInputError(f"{source} is an evaluation set: load it with `curate eval-set load {source}`")
     with Warehouse(settings.warehouse) as wh:
-        rev, location = _pin(wh, src, revision, path)
+        rev, location = pin_revision(wh, src, revision, path)
         run_id = current_run_id()
         wh.start_ingest_run(run_id, src.name, location, rev, {**settings.model_dump(mode="json"), "limit": limit})
         earlier = None if force or limit is not None else wh.completed_full_ingest(src.name, rev)
@@ -169,7 +142,7 @@ def ingest(
         counts = BatchCounts()
         writer = BackgroundWriter()
         try:
-            for n, batch in enumerate(limit_rows(_batches(src, path, rev, settings), limit)):
+            for n, batch in enumerate(limit_rows(source_batches(src, path, rev, settings), limit)):
                 # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
                 # futures, twice per task: about a second per 5,000-row batch, measured.
                 counts.add(ingest_batch(wh, quote(batch), src, settings, rev, run_id, quote(index),
@@ -213,11 +186,11 @@ def load_eval_set(
     if src.kind != "eval_prompts":
         raise InvalidInputError(f"{benchmark} is not an evaluation set (try: rm-bench, judgebench)")
     with Warehouse(settings.warehouse) as wh:
-        rev, location = _pin(wh, src, revision, path)
+        rev, location = pin_revision(wh, src, revision, path)
         counts = BatchCounts()
         prompts: dict[str, str] = {}
         run_id = current_run_id()
-        for n, batch in enumerate(_batches(src, path, rev, settings)):
+        for n, batch in enumerate(source_batches(src, path, rev, settings)):
             prepared = prepare_batch(batch, src, settings, location, first=n == 0)
             prompts.update({p.benchmark_id: p.prompt for p in prepared.prompts})
             counts.add(land_batch(wh, prepared, source=src.name, revision=rev, run_id=run_id,

@@ -23,8 +23,8 @@ from prefect.states import Crashed
 
 from common.errors import InvalidInputError, UserError
 from common.settings import settings_with
-from flows.judge import judge_config_from, select_pairs, split_pending
 from tasks.curate.cost import cost_model, cost_report
+from tasks.judge.config import config_record
 from tasks.judge.exchange import (
     file_digest,
     last_heartbeat,
@@ -36,10 +36,10 @@ from tasks.judge.exchange import (
     write_work,
 )
 from tasks.judge.exchange import plan_id as make_plan_id
-from tasks.judge.config import config_record
-from tasks.judge.run import as_states
-from tasks.judge.shards import pair_bucket
+from tasks.judge.run import as_states, split_pending
+from tasks.judge.shards import pair_bucket, pairs_of_shard
 from tasks.judge.strategies import Strategy
+from tasks.judge.targets import judge_config_from
 from warehouse.store import Warehouse
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -92,7 +92,7 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
     plan = Strategy.parse(strategy or settings.judge_strategy, settings.judge_adaptive_margin)
     with Warehouse(warehouse) as wh:
         wh.register_judge_config(config_record(config))
-        ids = select_pairs.fn(wh, None, limit)
+        ids = pairs_of_shard(wh.curation_pair_ids(), None, limit)
         states = as_states(wh.judgment_states(config.id, ids))
         pending, done = split_pending(ids, plan, states, settings.judge_max_attempts)
         pid = make_plan_id(config.id, plan.label, pending)

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
 
 from common.errors import InvalidInputError
-from flows.ingest import ingest
 from common.settings import settings_with
+from flows.ingest import ingest
 from flows.judge import judge
 from flows.judge_shards import judge_sharded
 from flows.publish import publish

@@ -16,7 +16,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from common.errors import InvalidInputError, UserError
 from common.settings import settings_with
-from flows.versions import check_name
+from schemas.version import check_name
 from tasks.ingest.sources import SOURCES
 from tasks.publish.card import LICENSE_FILE, card_markdown, distributions_svg, license_fields, license_markdown
 from tasks.publish.layout import (

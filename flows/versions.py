@@ -7,7 +7,6 @@ a new version unless its content equals the latest one's (then say so and make n
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -18,27 +17,19 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from common.errors import InvalidInputError, UserError
+from common.errors import UserError
 from common.settings import settings_with
 from schemas.pair import MESSAGE_TYPE
+from schemas.version import check_name
 from tasks.curate.cost import cost_model, cost_report
 from tasks.curate.policy import FilterPolicy, load_policy
 from tasks.curate.select import JudgedPair, VersionRow, content_hash, select_rows
 from tasks.judge.genrm import SideVerdict
 from warehouse.store import Warehouse
 
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
-
 
 class EmptyVersionError(UserError, ValueError):
     """The policy keeps nothing: no empty dataset is made."""
-
-
-def check_name(name: str) -> str:
-    """A dataset name safe as a folder and a Hub repo name: no path traversal, no spaces."""
-    if not NAME_PATTERN.fullmatch(name) or ".." in name:
-        raise InvalidInputError(f"invalid dataset name {name!r}: use letters, digits, '.', '_' or '-' (at most 96)")
-    return name
 
 
 def _judged(row: dict[str, Any]) -> JudgedPair:

@@ -37,25 +37,31 @@ class Rejection:
 
 MESSAGE_TYPE = pa.struct([("role", pa.string()), ("content", pa.string())])
 
-# The columns a validated, identified pair carries into the warehouse.
-PAIR_ARROW_SCHEMA = pa.schema(
-    [
-        ("pair_id", pa.string()),
-        ("source", pa.string()),
-        ("source_id", pa.string()),
-        ("source_revision", pa.string()),
-        ("history", pa.list_(MESSAGE_TYPE)),
-        ("response_a", pa.string()),
-        ("response_b", pa.string()),
-        ("human_label", pa.float64()),
-        ("raw_label", pa.string()),
-        ("both_bad", pa.bool_()),
-        ("domain", pa.string()),
-        ("language", pa.string()),
-        ("metadata", pa.string()),  # JSON
-        ("est_tokens", pa.int64()),
-    ]
-)
+_RUN = [("ingest_run_id", pa.string())]
+_TS = pa.timestamp("us")
+
+# The rows one ingest batch writes, as the warehouse's tables hold them (migrations 001).
+CANDIDATE_PAIR_SCHEMA = pa.schema([
+    ("pair_id", pa.string()), ("source", pa.string()), ("source_id", pa.string()), ("source_revision", pa.string()),
+    ("history", pa.list_(MESSAGE_TYPE)), ("response_a", pa.string()), ("response_b", pa.string()),
+    ("human_label", pa.float64()), ("raw_label", pa.string()), ("both_bad", pa.bool_()), ("domain", pa.string()),
+    ("language", pa.string()), ("metadata", pa.string()), ("est_tokens", pa.int32()), *_RUN, ("ingested_at", _TS),
+])
+SIGHTING_SCHEMA = pa.schema([
+    ("source", pa.string()), ("source_id", pa.string()), ("pair_id", pa.string()), ("source_revision", pa.string()),
+    ("human_label", pa.float64()), ("raw_label", pa.string()), ("swapped", pa.bool_()), ("is_first", pa.bool_()),
+    *_RUN, ("seen_at", _TS),
+])
+QUARANTINE_SCHEMA = pa.schema([
+    ("source", pa.string()), ("row_hash", pa.string()), ("source_id", pa.string()), ("source_revision", pa.string()),
+    ("stage", pa.string()), ("reasons", pa.list_(pa.string())), ("detail", pa.string()), ("position", pa.string()),
+    ("raw_row", pa.string()), *_RUN, ("quarantined_at", _TS),
+])
+NEAR_DUPLICATE_SCHEMA = pa.schema([("pair_id", pa.string()), ("kept_pair_id", pa.string()),
+                                   ("similarity", pa.float64()), *_RUN])
+SIGNATURE_SCHEMA = pa.schema([("pair_id", pa.string()), ("num_perm", pa.int32()), ("signature", pa.binary())])
+CONTAMINATION_SCHEMA = pa.schema([("pair_id", pa.string()), ("benchmark", pa.string()), ("benchmark_id", pa.string()),
+                                  ("overlap", pa.float64()), ("detected_at", _TS)])
 
 
 def pair_frame_schema(input_token_budget: int):

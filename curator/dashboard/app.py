@@ -157,8 +157,9 @@ def main() -> None:
 
     st.header("Versions, their diffs and cost")
     show(versions.assign(simulated=versions["judge_config_id"].isin(simulated)))
-    st.caption(f"GPU-hours are estimated from tokens at {snap.cost_model.server_tokens_per_second} tokens/s per "
-               f"server of {snap.cost_model.gpus_per_server} GPUs (CURATE_COST_SERVER_TOKENS_PER_SECOND).")
+    model = data.cost_model(snap)
+    st.caption(f"GPU-hours are estimated from tokens at {model.server_tokens_per_second} tokens/s per "
+               f"server of {model.gpus_per_server} GPUs (CURATE_COST_SERVER_TOKENS_PER_SECOND).")
     show(costs)
 
     st.header("Judge quality checks")

@@ -1,162 +1,49 @@
-"""What the dashboard shows, read from the snapshot (never the warehouse), as plain DataFrames.
-
-Every function takes the snapshot path and the filters, opens the file read-only for the one query, and
-closes it: the pipeline renames a fresh snapshot over it after each stage.
-"""
+"""What the dashboard shows: the snapshot's queries (`warehouse.dashboard`), with GPU-hours estimated
+from tokens under the cost model the snapshot was taken with (no SQL here)."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
-import duckdb
 import pandas as pd
 
 from tasks.curate.cost import CostModel
+from warehouse.dashboard import (  # noqa: F401 - the page reads these through this module
+    Filters,
+    NoSnapshotError,
+    Snapshot,
+    agreement,
+    confidence_histogram,
+    domains,
+    evaluations,
+    failures,
+    funnel,
+    judge_configs,
+    margin_histogram,
+    quarantine,
+    runs,
+    simulated_configs,
+    sources,
+    versions,
+)
+from warehouse import dashboard as queries
 
 
-class NoSnapshotError(FileNotFoundError):
-    """No snapshot yet: nothing has run, or the snapshot was never refreshed."""
-
-
-@dataclass(frozen=True)
-class Filters:
-    sources: tuple[str, ...] = ()
-    domains: tuple[str, ...] = ()
-    dataset: str | None = None
-    version: int | None = None
-
-
-@dataclass
-class Snapshot:
-    path: Path
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def open(cls, path: Path | str) -> Snapshot:
-        path = Path(path)
-        if not path.exists():
-            raise NoSnapshotError(f"no dashboard snapshot at {path}: run the pipeline (`curate run`) or "
-                                  "`curate snapshot` first")
-        snap = cls(path)
-        row = snap.frame("SELECT * FROM snapshot_info").iloc[0].to_dict()
-        row["cost_model"] = json.loads(row["cost_model"])
-        snap.info = row
-        return snap
-
-    def frame(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
-        con = duckdb.connect(str(self.path), read_only=True)
-        try:
-            return con.execute(sql, params or []).df()
-        finally:
-            con.close()
-
-    @property
-    def cost_model(self) -> CostModel:
-        c = self.info["cost_model"]
-        return CostModel(c["server_tokens_per_second"], c["gpus_per_server"])
-
-
-def _in(column: str, values: tuple[str, ...]) -> tuple[str, list[Any]]:
-    """A filter clause: `column IN (...)`, or true when nothing is selected."""
-    if not values:
-        return "TRUE", []
-    return f"{column} IN ({', '.join('?' * len(values))})", list(values)
-
-
-def sources(snap: Snapshot) -> list[str]:
-    return snap.frame("SELECT DISTINCT source FROM dash_funnel ORDER BY 1")["source"].tolist()
-
-
-def domains(snap: Snapshot) -> list[str]:
-    return snap.frame("SELECT DISTINCT domain FROM dash_margin_histogram UNION SELECT DISTINCT domain "
-                      "FROM dash_confidence_histogram ORDER BY 1")["domain"].tolist()
-
-
-def versions(snap: Snapshot) -> pd.DataFrame:
-    return snap.frame("SELECT * FROM dash_versions ORDER BY dataset, version DESC")
-
-
-def funnel(snap: Snapshot, f: Filters) -> pd.DataFrame:
-    where, params = _in("source", f.sources)
-    return snap.frame(f"SELECT * FROM dash_funnel WHERE {where} ORDER BY source", params)
-
-
-def quarantine(snap: Snapshot, f: Filters) -> pd.DataFrame:
-    where, params = _in("source", f.sources)
-    return snap.frame(f"SELECT source, reason, CAST(sum(rows) AS BIGINT) AS rows FROM quarantine_reasons WHERE {where} "
-                      "GROUP BY ALL ORDER BY rows DESC", params)
-
-
-def margin_histogram(snap: Snapshot, f: Filters) -> pd.DataFrame:
-    w1, p1 = _in("source", f.sources)
-    w2, p2 = _in("domain", f.domains)
-    return snap.frame(f"SELECT abs_margin_bin, CAST(sum(pairs) AS BIGINT) AS pairs FROM dash_margin_histogram WHERE {w1} AND {w2} "
-                      "GROUP BY 1 ORDER BY 1", p1 + p2)
-
-
-def confidence_histogram(snap: Snapshot, f: Filters) -> pd.DataFrame:
-    w1, p1 = _in("source", f.sources)
-    w2, p2 = _in("domain", f.domains)
-    return snap.frame(f"SELECT confidence_bin, CAST(sum(pairs) AS BIGINT) AS pairs FROM dash_confidence_histogram WHERE dataset = ? "
-                      f"AND version = ? AND {w1} AND {w2} GROUP BY 1 ORDER BY 1", [f.dataset, f.version] + p1 + p2)
-
-
-def agreement(snap: Snapshot, f: Filters) -> pd.DataFrame:
-    w1, p1 = _in("source", f.sources)
-    w2, p2 = _in("domain", f.domains)
-    return snap.frame(
-        f"SELECT source, domain, CAST(sum(pairs) AS BIGINT) AS pairs, CAST(sum(comparable) AS BIGINT) AS comparable, "
-        f"CAST(sum(agree) AS BIGINT) AS agree, "
-        f"round(100.0 * sum(agree) / nullif(sum(comparable), 0), 2) AS agreement_pct FROM dash_agreement "
-        f"WHERE {w1} AND {w2} GROUP BY ALL ORDER BY source, domain", p1 + p2)
-
-
-def failures(snap: Snapshot) -> pd.DataFrame:
-    return snap.frame("SELECT failure_reason, CAST(sum(judgments) AS BIGINT) AS judgments FROM dash_judge_failures GROUP BY 1 "
-                      "ORDER BY 2 DESC")
+def cost_model(snap: Snapshot) -> CostModel:
+    c = snap.cost_model
+    return CostModel(c["server_tokens_per_second"], c["gpus_per_server"])
 
 
 def throughput(snap: Snapshot) -> pd.DataFrame:
-    df = snap.frame("SELECT run_id, strategy, shard, status, started_at, seconds, judgments, ok, tokens_in, "
-                    "tokens_out, judgments_per_s, tokens_per_s FROM dash_judge_throughput ORDER BY started_at")
-    model = snap.cost_model
+    df = queries.throughput(snap)
+    model = cost_model(snap)
     df["gpu_hours"] = [round(model.gpu_hours(int(i) + int(o)), 6) for i, o in zip(df["tokens_in"], df["tokens_out"])]
     return df
 
 
 def version_costs(snap: Snapshot) -> pd.DataFrame:
-    df = snap.frame("SELECT * FROM dash_version_costs ORDER BY dataset, version")
-    model = snap.cost_model
+    df = queries.version_costs(snap)
+    model = cost_model(snap)
     tokens = df["tokens_in"].astype("int64") + df["tokens_out"].astype("int64")
     df["tokens_per_kept_pair"] = (tokens / df["kept"].where(df["kept"] > 0)).round(1)
     df["gpu_hours"] = [round(model.gpu_hours(int(t)), 6) for t in tokens]
     df["gpu_hours_per_1000_kept"] = (1000 * df["gpu_hours"] / df["kept"].where(df["kept"] > 0)).round(6)
     return df
-
-
-def judge_configs(snap: Snapshot) -> pd.DataFrame:
-    """Judge configurations and what they judged; an older snapshot without the view gives none."""
-    try:
-        return snap.frame("SELECT * FROM dash_judge_configs")
-    except duckdb.CatalogException:
-        return pd.DataFrame(columns=["judge_config_id", "model", "simulated", "judgments", "eval_judgments"])
-
-
-def simulated_configs(snap: Snapshot) -> list[str]:
-    """Configurations whose verdicts (shown anywhere on the page) came from the SIMULATED stand-in."""
-    df = judge_configs(snap)
-    used = df[(df["judgments"] > 0) | (df["eval_judgments"] > 0)]
-    return used[used["simulated"].astype(bool)]["judge_config_id"].tolist()
-
-
-def evaluations(snap: Snapshot) -> pd.DataFrame:
-    return snap.frame("SELECT benchmark, created_at, accuracy, model_card_accuracy, scored, failed, strategy, "
-                      "served_models, judge_config_id FROM dash_judge_evaluations ORDER BY created_at DESC")
-
-
-def runs(snap: Snapshot, limit: int = 50) -> pd.DataFrame:
-    return snap.frame("SELECT kind, subject, status, started_at, finished_at, seconds, error FROM dash_runs "
-                      "ORDER BY started_at DESC LIMIT ?", [limit])

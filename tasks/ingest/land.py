@@ -3,7 +3,6 @@ duplicate, new), flag contamination, and write it all to the warehouse in one tr
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -11,7 +10,14 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
-from schemas.pair import MESSAGE_TYPE
+from schemas.pair import (
+    CANDIDATE_PAIR_SCHEMA,
+    CONTAMINATION_SCHEMA,
+    NEAR_DUPLICATE_SCHEMA,
+    QUARANTINE_SCHEMA,
+    SIGHTING_SCHEMA,
+    SIGNATURE_SCHEMA,
+)
 from tasks.ingest import normalize as nz
 from tasks.ingest.decontam import Decontaminator, prompt_text
 from tasks.ingest.dedup import NearDupIndex, first_occurrences, near_dup_text
@@ -82,21 +88,90 @@ def _now() -> datetime:
 
 def _quarantine_table(prepared: PreparedBatch, source: str, revision: str, run_id: str, now: datetime) -> pa.Table:
     q = prepared.quarantined
-    return pa.table(
-        {
-            "source": [source] * len(q),
-            "row_hash": [r.row_hash for r in q],
-            "source_id": [r.source_id for r in q],
-            "source_revision": [revision] * len(q),
-            "stage": [r.stage for r in q],
-            "reasons": pa.array([r.reasons for r in q], pa.list_(pa.string())),
-            "detail": [nz.printable(r.detail) for r in q],
-            "position": [nz.printable(r.position) for r in q],
-            "raw_row": [nz.printable(r.raw) if isinstance(r.raw, str) else nz.to_json(r.raw) for r in q],
-            "ingest_run_id": [run_id] * len(q),
-            "quarantined_at": pa.array([now] * len(q), pa.timestamp("us")),
-        }
-    )
+    return pa.table({
+        "source": [source] * len(q),
+        "row_hash": [r.row_hash for r in q],
+        "source_id": [r.source_id for r in q],
+        "source_revision": [revision] * len(q),
+        "stage": [r.stage for r in q],
+        "reasons": [r.reasons for r in q],
+        "detail": [nz.printable(r.detail) for r in q],
+        "position": [nz.printable(r.position) for r in q],
+        "raw_row": [nz.printable(r.raw) if isinstance(r.raw, str) else nz.to_json(r.raw) for r in q],
+        "ingest_run_id": [run_id] * len(q),
+        "quarantined_at": [now] * len(q),
+    }, schema=QUARANTINE_SCHEMA)
+
+
+@dataclass
+class Classification:
+    """What each valid row of a batch is, decided against what the warehouse already holds."""
+
+    fresh: list[int] = field(default_factory=list)  # rows whose sighting is recorded now
+    new: list[int] = field(default_factory=list)  # rows that make a new pair (before the near-duplicate check)
+    swapped: dict[int, bool] = field(default_factory=dict)  # fresh duplicates: A and B the other way round
+    already_ingested: int = 0
+    exact_duplicates: int = 0
+
+
+def classify(source_ids: list[str], pair_ids: list[str], responses_a: list[str], run_id: str,
+             seen: dict[tuple[str, str], str], known: dict[str, bool]) -> Classification:
+    """Pure: each row's fate from the warehouse's answers. `seen`: (source id, pair id) -> the run that
+    recorded that sighting; `known`: pair id -> whether the stored pair's response A is this row's.
+
+    A row seen by an earlier run is already ingested. The same row twice in this run (an identical line
+    repeated in the source) is an exact duplicate, recorded once; so is a second sighting of a known pair.
+    """
+    out = Classification()
+    for k, key in enumerate(zip(source_ids, pair_ids)):
+        run = seen.get(key)
+        if run is None:
+            out.fresh.append(k)
+        elif run == run_id:
+            out.exact_duplicates += 1
+        else:
+            out.already_ingested += 1
+    repeated = first_occurrences([f"{source_ids[k]}\0{pair_ids[k]}" for k in out.fresh])
+    out.exact_duplicates += sum(d is not None for d in repeated)
+    out.fresh = [k for k, d in zip(out.fresh, repeated) if d is None]
+    earlier = first_occurrences([pair_ids[k] for k in out.fresh])
+    for k, e in zip(out.fresh, earlier):
+        if e is not None:
+            out.swapped[k] = responses_a[k] != responses_a[out.fresh[e]]
+        elif pair_ids[k] in known:
+            out.swapped[k] = not known[pair_ids[k]]
+        else:
+            out.new.append(k)
+    out.exact_duplicates += len(out.fresh) - len(out.new)
+    return out
+
+
+def _sightings_table(prepared: PreparedBatch, c: Classification, source: str, revision: str, run_id: str,
+                     now: datetime) -> pa.Table:
+    pairs, ids, first = prepared.pairs, prepared.pair_ids, set(c.new)
+    rows = c.fresh
+    return pa.table({
+        "source": [source] * len(rows), "source_id": [pairs[k].source_id for k in rows], "pair_id": [ids[k] for k in rows],
+        "source_revision": [revision] * len(rows), "human_label": [pairs[k].human_label for k in rows],
+        "raw_label": [pairs[k].raw_label for k in rows], "swapped": [c.swapped.get(k, False) for k in rows],
+        "is_first": [k in first for k in rows], "ingest_run_id": [run_id] * len(rows), "seen_at": [now] * len(rows),
+    }, schema=SIGHTING_SCHEMA)
+
+
+def _pairs_table(prepared: PreparedBatch, rows: list[int], source: str, revision: str, run_id: str,
+                 now: datetime) -> pa.Table:
+    pairs = prepared.pairs
+    return pa.table({
+        "pair_id": [prepared.pair_ids[k] for k in rows], "source": [source] * len(rows),
+        "source_id": [pairs[k].source_id for k in rows], "source_revision": [revision] * len(rows),
+        "history": [pairs[k].history for k in rows], "response_a": [pairs[k].response_a for k in rows],
+        "response_b": [pairs[k].response_b for k in rows], "human_label": [pairs[k].human_label for k in rows],
+        "raw_label": [pairs[k].raw_label for k in rows], "both_bad": [pairs[k].both_bad for k in rows],
+        "domain": [pairs[k].domain for k in rows], "language": [pairs[k].language for k in rows],
+        "metadata": [nz.to_json(pairs[k].metadata) for k in rows],
+        "est_tokens": [prepared.est_tokens[k] for k in rows], "ingest_run_id": [run_id] * len(rows),
+        "ingested_at": [now] * len(rows),
+    }, schema=CANDIDATE_PAIR_SCHEMA)
 
 
 def land_batch(
@@ -122,34 +197,13 @@ def land_batch(
     counts.new_quarantined = len(q_keys - wh.known_quarantine(source, sorted(q_keys)))
 
     pairs, ids = prepared.pairs, prepared.pair_ids
-    # A row seen by an earlier run is already ingested. The same row twice in this run (an identical
-    # line repeated in the source) is an exact duplicate: recorded once, counted as a duplicate.
-    seen = wh.known_sightings(source, [(p.source_id, pid) for p, pid in zip(pairs, ids)])
-    fresh = []
-    for k, (p, pid) in enumerate(zip(pairs, ids)):
-        run = seen.get((p.source_id, pid))
-        if run is None:
-            fresh.append(k)
-        elif run == run_id:
-            counts.exact_duplicates += 1
-        else:
-            counts.already_ingested += 1
-    sighting_dup = first_occurrences([f"{pairs[k].source_id}\0{ids[k]}" for k in fresh])
-    counts.exact_duplicates += sum(d is not None for d in sighting_dup)
-    fresh = [k for k, d in zip(fresh, sighting_dup) if d is None]
+    source_ids, responses_a = [p.source_id for p in pairs], [p.response_a for p in pairs]
+    first_a = dict(reversed(list(zip(ids, responses_a))))  # each pair id's first response A in the batch
+    c = classify(source_ids, ids, responses_a, run_id, wh.known_sightings(source, list(zip(source_ids, ids))),
+                 wh.known_pair_ids(list(first_a), list(first_a.values())))
+    counts.already_ingested, counts.exact_duplicates = c.already_ingested, c.exact_duplicates
 
-    known = wh.known_pair_ids([ids[k] for k in fresh])
-    earlier = first_occurrences([ids[k] for k in fresh])
-    new = [k for k, e in zip(fresh, earlier) if e is None and ids[k] not in known]
-    counts.exact_duplicates += len(fresh) - len(new)
-    # An exact duplicate may show the two responses the other way round: say so on its sighting.
-    swapped = {}
-    for k, e in zip(fresh, earlier):
-        if e is not None:
-            swapped[k] = pairs[k].response_a != pairs[fresh[e]].response_a
-        elif ids[k] in known:
-            swapped[k] = hashlib.md5(pairs[k].response_a.encode("utf-8")).hexdigest() != known[ids[k]]
-
+    new = c.new
     sigs = index.signatures_of([near_dup_text(pairs[k].history, pairs[k].response_a, pairs[k].response_b) for k in new])
     verdicts = index.assign([ids[k] for k in new], sigs)
     counts.near_duplicates = sum(d is not None for d in verdicts.duplicate_of)
@@ -165,75 +219,29 @@ def land_batch(
                 counts.contaminated += 1
                 contamination_rows += [(ids[k], h.benchmark, h.benchmark_id, h.overlap) for h in hits]
 
-    # The sighting of every fresh row is recorded, duplicates included: nothing read is forgotten.
-    first_of_pair = set(new)
-    sightings = pa.table(
-        {
-            "source": [source] * len(fresh),
-            "source_id": [pairs[k].source_id for k in fresh],
-            "pair_id": [ids[k] for k in fresh],
-            "source_revision": [revision] * len(fresh),
-            "human_label": pa.array([pairs[k].human_label for k in fresh], pa.float64()),
-            "raw_label": [pairs[k].raw_label for k in fresh],
-            "swapped": [swapped.get(k, False) for k in fresh],
-            "is_first": [k in first_of_pair for k in fresh],
-            "ingest_run_id": [run_id] * len(fresh),
-            "seen_at": pa.array([now] * len(fresh), pa.timestamp("us")),
-        }
-    )
-    pair_table = pa.table(
-        {
-            "pair_id": [ids[k] for k in new],
-            "source": [source] * len(new),
-            "source_id": [pairs[k].source_id for k in new],
-            "source_revision": [revision] * len(new),
-            "history": pa.array([pairs[k].history for k in new], pa.list_(MESSAGE_TYPE)),
-            "response_a": [pairs[k].response_a for k in new],
-            "response_b": [pairs[k].response_b for k in new],
-            "human_label": pa.array([pairs[k].human_label for k in new], pa.float64()),
-            "raw_label": [pairs[k].raw_label for k in new],
-            "both_bad": [pairs[k].both_bad for k in new],
-            "domain": [pairs[k].domain for k in new],
-            "language": [pairs[k].language for k in new],
-            "metadata": [nz.to_json(pairs[k].metadata) for k in new],
-            "est_tokens": pa.array([prepared.est_tokens[k] for k in new], pa.int32()),
-            "ingest_run_id": [run_id] * len(new),
-            "ingested_at": pa.array([now] * len(new), pa.timestamp("us")),
-        }
-    )
     near = [(ids[k], d, s) for k, d, s in zip(new, verdicts.duplicate_of, verdicts.similarity) if d is not None]
     kept = [(ids[k], sigs[j]) for j, (k, d) in enumerate(zip(new, verdicts.duplicate_of)) if d is None]
     (writer.submit if writer is not None else _call)(
         wh.write_ingest_batch,
-        pairs=pair_table,
-        sightings=sightings,
+        pairs=_pairs_table(prepared, new, source, revision, run_id, now),
+        # The sighting of every fresh row is recorded, duplicates included: nothing read is forgotten.
+        sightings=_sightings_table(prepared, c, source, revision, run_id, now),
         quarantine=_quarantine_table(prepared, source, revision, run_id, now),
-        near_duplicates=pa.table(
-            {
-                "pair_id": [n[0] for n in near],
-                "kept_pair_id": [n[1] for n in near],
-                "similarity": pa.array([n[2] for n in near], pa.float64()),
-                "ingest_run_id": [run_id] * len(near),
-            }
-        ),
-        signatures=pa.table(
-            {
-                "pair_id": [k[0] for k in kept],
-                "num_perm": pa.array([index.num_perm] * len(kept), pa.int32()),
-                "signature": pa.array([k[1].astype("<u4").tobytes() for k in kept], pa.binary()),
-            }
-        ),
-        contamination=pa.table(
-            {
-                "pair_id": [c[0] for c in contamination_rows],
-                "benchmark": [c[1] for c in contamination_rows],
-                "benchmark_id": [c[2] for c in contamination_rows],
-                "overlap": pa.array([c[3] for c in contamination_rows], pa.float64()),
-                "detected_at": pa.array([now] * len(contamination_rows), pa.timestamp("us")),
-            }
-        ),
+        near_duplicates=pa.table({"pair_id": [n[0] for n in near], "kept_pair_id": [n[1] for n in near],
+                                  "similarity": [n[2] for n in near], "ingest_run_id": [run_id] * len(near)},
+                                 schema=NEAR_DUPLICATE_SCHEMA),
+        signatures=pa.table({"pair_id": [k[0] for k in kept], "num_perm": [index.num_perm] * len(kept),
+                             "signature": [k[1].astype("<u4").tobytes() for k in kept]}, schema=SIGNATURE_SCHEMA),
+        contamination=contamination_table(contamination_rows, now),
     )
     return counts
+
+
+def contamination_table(rows: list[tuple[str, str, str, float]], now: datetime) -> pa.Table:
+    """(pair id, benchmark, benchmark id, overlap) rows as the contamination table holds them."""
+    return pa.table({"pair_id": [r[0] for r in rows], "benchmark": [r[1] for r in rows],
+                     "benchmark_id": [r[2] for r in rows], "overlap": [r[3] for r in rows],
+                     "detected_at": [now] * len(rows)}, schema=CONTAMINATION_SCHEMA)
 
 
 def flag_contamination(wh: Warehouse, decontaminator: Decontaminator) -> int:
@@ -246,16 +254,6 @@ def flag_contamination(wh: Warehouse, decontaminator: Decontaminator) -> int:
             for hit in decontaminator.check(prompt_text(hist))
         ]
         if rows:
-            wh.write_table(
-                "contamination",
-                pa.table(
-                    {
-                        "pair_id": [r[0] for r in rows],
-                        "benchmark": [r[1].benchmark for r in rows],
-                        "benchmark_id": [r[1].benchmark_id for r in rows],
-                        "overlap": pa.array([r[1].overlap for r in rows], pa.float64()),
-                        "detected_at": pa.array([_now()] * len(rows), pa.timestamp("us")),
-                    }
-                ),
-            )
+            wh.write_table("contamination", contamination_table(
+                [(pid, h.benchmark, h.benchmark_id, h.overlap) for pid, h in rows], _now()))
     return wh.count_contaminated()

@@ -15,11 +15,11 @@ from typing import Any
 import pandas as pd
 
 from common.settings import Settings
+from schemas.checks import value_faults
 from schemas.pair import CandidatePair, Rejection, pair_frame_schema
 from tasks.ingest import normalize as nz
 from tasks.ingest.read import RawBatch
 from tasks.ingest.sources.base import AdapterContext, EvalPrompt, Source
-from schemas.checks import value_faults
 from tasks.ingest.validate import MissingColumnsError, frame_of, missing_columns, row_failures
 
 

@@ -4,6 +4,7 @@ the dispatcher, and hand results to a sink in batches as they complete (not at t
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -11,6 +12,8 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from common import progress
+from common.settings import Settings
 from tasks.judge.client import ClientOptions, ClientStats, Dispatcher, JudgeRequest, JudgeResult
 from tasks.judge.config import JudgeConfig
 from tasks.judge.genrm import SideVerdict, build_messages
@@ -18,6 +21,7 @@ from tasks.judge.strategies import Slot, Strategy
 
 PairText = tuple[str, list[dict[str, str]], str, str]  # pair id, history, response A, response B
 OVER_BUDGET = "exceeds_input_budget"
+_log = logging.getLogger(__name__)
 
 
 class JudgmentState(NamedTuple):
@@ -234,3 +238,42 @@ def judge_pairs(
         "first_response_at": stats.first_response_at,
         "last_request_sent_at": stats.last_request_sent_at,
     }
+
+
+def split_pending(ids: list[str], strategy: Strategy, states: States, max_attempts: int) -> tuple[list[str], Plan]:
+    """(ids with work left, a plan counting what the cache answers for the others)."""
+    done = Plan()
+    pending = [i for i in ids if planned_slots(i, strategy, states, max_attempts, Plan())]
+    for i in set(ids) - set(pending):
+        planned_slots(i, strategy, states, max_attempts, done)
+    return pending, done
+
+
+def run_judging(pairs: list[PairText], states: States, done: Plan, targets: list[str], config: JudgeConfig,
+                strategy: Strategy, settings: Settings, write: Callable[[pa.Table], None], run_id: str,
+                log: logging.Logger | logging.LoggerAdapter | None = None) -> dict[str, Any]:
+    """Judge `pairs` (those with work left) on `targets` as the settings say; every result batch goes through
+    `write` as a judgments table. Returns the summary, with what the cache answered (`done`) and the cost."""
+    from tasks.curate.cost import cost_model, cost_report
+    from tasks.judge.limits import endpoint_limits, slot_gate
+
+    limits = asyncio.run(endpoint_limits(targets))
+    if limits:
+        (log or _log).info("endpoint limits (Prefect global concurrency): %s", limits)
+    options = ClientOptions(max_in_flight=settings.judge_max_in_flight, request_timeout=settings.judge_request_timeout,
+                            max_retries=settings.judge_max_retries)
+    total = sum(len(strategy.initial()) for _ in pairs)
+    summary = judge_pairs(
+        pairs, endpoints=targets, config=config, strategy=strategy, options=options, states=states,
+        write=lambda batch: write(results_table(batch, config.id, run_id)),
+        max_attempts=settings.judge_max_attempts, sink_batch=settings.judge_write_batch,
+        on_progress=lambda n: progress.report(n, total, "judge"), gate=slot_gate(limits),
+        input_budget=settings.judge_input_budget,
+    )
+    summary["skipped_cached"] += done.skipped_cached
+    summary["skipped_exhausted"] += done.exhausted
+    summary["endpoint_limits"] = limits
+    summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
+                                  tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
+                                  model=cost_model(settings))
+    return summary

@@ -19,3 +19,11 @@ def parse_shard(text: str) -> tuple[int, int]:
 def pair_bucket(pair_id: str, count: int) -> int:
     """A pair's bucket: its id is already a uniform hash."""
     return int(pair_id[:12], 16) % count
+
+
+def pairs_of_shard(ids: list[str], shard: str | None, limit: int | None) -> list[str]:
+    """The ids of hash bucket `shard` ("i/n"), all of them when None, at most `limit`."""
+    if shard is not None:
+        index, count = parse_shard(shard)
+        ids = [i for i in ids if pair_bucket(i, count) == index]
+    return ids[:limit] if limit is not None else ids

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-
 BINS = 10
 
 

@@ -9,7 +9,7 @@ import textwrap
 import duckdb
 import pytest
 
-from curator.dashboard import data
+from warehouse import dashboard as data
 from warehouse.snapshot import DASHBOARD_VIEWS, refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
 
@@ -41,7 +41,7 @@ def test_snapshot_holds_every_view_and_reads_while_the_warehouse_is_written(dash
             duckdb.connect(str(copy), read_only=True)
         # ... and the dashboard's reads go on, from the snapshot
         snapshot = data.Snapshot.open(target)
-        assert snapshot.info["stage"] == "test" and snapshot.cost_model.gpus_per_server == 8
+        assert snapshot.info["stage"] == "test" and snapshot.cost_model["gpus_per_server"] == 8
         assert len(data.funnel(snapshot, data.Filters())) == counts["dash_funnel"]
         # a reader holding the old snapshot is not disturbed by a refresh renaming a new one over it
         reader = duckdb.connect(str(target), read_only=True)

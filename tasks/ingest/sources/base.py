@@ -12,7 +12,6 @@ from typing import Any, Literal
 import pandera.pandas as pa
 
 from common.settings import Settings
-from schemas.pair import CandidatePair, Rejection
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,5 +45,3 @@ class Source:
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
-
-AdaptedPair = CandidatePair | Rejection

@@ -1,0 +1,47 @@
+"""Which revision of a source a run reads, and its rows in batches: a local file's content hash, or the
+Hub's commit, pinned on first use so that every later run reads the same rows until told otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from tenacity import Retrying, stop_after_attempt, wait_exponential
+
+from common.settings import Settings
+from tasks.ingest.read import RawBatch, SourceReadError, file_revision, read_source, resolve_hub_revision
+from tasks.ingest.sources import Source
+from warehouse.store import Warehouse
+
+
+def resolve_revision(source: Source, requested: str | None, pinned: str | None, path: str | None,
+                     attempts: int = 4) -> str:
+    """Which revision this run reads: a file's content hash, the requested ref, or the pinned commit.
+    Resolving a Hub ref is retried: the Hub may be briefly unreachable."""
+    if path is not None:
+        if not Path(path).is_file():
+            raise SourceReadError(f"{path}: no such file")
+        return file_revision(Path(path))
+    if requested is None and pinned is not None:
+        return pinned
+    for attempt in Retrying(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=2, max=30),
+                            reraise=True):
+        with attempt:
+            return resolve_hub_revision(source.hub_id, requested or "main")
+    raise AssertionError("unreachable")  # Retrying either returns or re-raises
+
+
+def pin_revision(wh: Warehouse, source: Source, revision: str | None, path: str | None) -> tuple[str, str]:
+    """(revision, location) a run reads; a Hub revision becomes the source's pin."""
+    rev = resolve_revision(source, revision, wh.source_pin(source.name), path)
+    if path is None:
+        wh.set_source_pin(source.name, source.hub_id, rev)
+    return rev, str(Path(path).resolve()) if path else f"hf://datasets/{source.hub_id}"
+
+
+def source_batches(source: Source, path: str | None, revision: str, settings: Settings) -> Iterator[RawBatch]:
+    """The source's rows at `revision`, in batches of the configured size."""
+    return read_source(
+        source.hub_id, source.config, source.splits, path=Path(path) if path else None, revision=revision,
+        batch_size=settings.batch_size, retries=settings.hub_retries, retry_wait=settings.hub_retry_wait,
+    )

@@ -1,0 +1,144 @@
+"""Ingest: look-ups for a batch, writing a batch in one transaction, the near-duplicate index,
+evaluation prompts and contamination, and source pins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from warehouse.connection import Connection, _now
+
+
+class IngestStore(Connection):
+    """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
+
+    def known_pair_ids(self, pair_ids: list[str], responses_a: list[str]) -> dict[str, bool]:
+        """{pair id: whether its stored response A is the given one} for the ids already in the warehouse (a
+        sighting of a known pair with the answers the other way round is `swapped`)."""
+        if not pair_ids:
+            return {}
+        rows = self._matching(
+            "SELECT p.pair_id, p.response_a = k.response_a FROM candidate_pairs p JOIN lookup_keys k USING (pair_id)",
+            pa.table({"pair_id": pa.array(pair_ids, pa.string()), "response_a": pa.array(responses_a, pa.string())}),
+        )
+        return dict(rows)
+
+    def known_sightings(self, source: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """{(source_id, pair_id): ingest run id} for the keys of this source already recorded."""
+        if not keys:
+            return {}
+        rows = self._matching(
+            "SELECT s.source_id, s.pair_id, s.ingest_run_id FROM pair_sightings s "
+            "JOIN lookup_keys k USING (source_id, pair_id) WHERE s.source = ?",
+            pa.table({"source_id": [k[0] for k in keys], "pair_id": [k[1] for k in keys]}), [source],
+        )
+        return {(a, b): run for a, b, run in rows}
+
+    def known_quarantine(self, source: str, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """(row_hash, position) keys of this source already quarantined."""
+        if not keys:
+            return set()
+        rows = self._matching(
+            "SELECT q.row_hash, q.position FROM quarantine q JOIN lookup_keys k USING (row_hash, position) "
+            "WHERE q.source = ?",
+            pa.table({"row_hash": [k[0] for k in keys], "position": [k[1] for k in keys]}), [source],
+        )
+        return {(a, b) for a, b in rows}
+
+    def write_ingest_batch(
+        self,
+        *,
+        pairs: pa.Table | None,
+        sightings: pa.Table | None,
+        quarantine: pa.Table | None,
+        near_duplicates: pa.Table | None,
+        signatures: pa.Table | None,
+        contamination: pa.Table | None,
+    ) -> None:
+        """Insert everything one batch produced, all or nothing. Keys already present are left alone."""
+        statements = [
+            ("candidate_pairs", pairs),
+            ("pair_sightings", sightings),
+            ("quarantine", quarantine),
+            ("near_duplicates", near_duplicates),
+            ("pair_signatures", signatures),
+            ("contamination", contamination),
+        ]
+        with self.transaction():
+            for table, data in statements:
+                if data is not None and data.num_rows:
+                    self._insert(table, data, "ON CONFLICT DO NOTHING")
+
+    def kept_signatures(self, num_perm: int) -> tuple[list[str], np.ndarray]:
+        """Signatures of kept pairs computed with `num_perm` bins, for the near-duplicate index."""
+        tbl = self.con.sql(
+            "SELECT pair_id, signature FROM pair_signatures WHERE num_perm = ? ORDER BY pair_id", params=[num_perm]
+        ).to_arrow_table()
+        ids = tbl.column("pair_id").to_pylist()
+        if not ids:
+            return [], np.empty((0, num_perm), np.uint32)
+        blob = b"".join(tbl.column("signature").to_pylist())
+        return ids, np.frombuffer(blob, dtype="<u4").reshape(len(ids), num_perm).copy()
+
+    def upsert_eval_prompts(self, benchmark: str, rows: list[tuple[str, str]], revision: str) -> int:
+        """Store (benchmark_id, prompt) rows; return how many were new."""
+        before = self.count_eval_prompts(benchmark)
+        table = pa.table(
+            {
+                "benchmark": [benchmark] * len(rows),
+                "benchmark_id": [r[0] for r in rows],
+                "prompt": [r[1] for r in rows],
+                "source_revision": [revision] * len(rows),
+                "loaded_at": pa.array([_now()] * len(rows), pa.timestamp("us")),
+            }
+        )
+        self.write_table("eval_prompts", table, on_conflict="update prompt, source_revision, loaded_at")
+        return self.count_eval_prompts(benchmark) - before
+
+    def write_table(self, table: str, data: pa.Table, on_conflict: str = "nothing") -> None:
+        """Insert an Arrow table into one of this module's tables, in a transaction."""
+        if table not in {"eval_prompts", "contamination"}:
+            raise ValueError(f"write_table does not write {table}")
+        if on_conflict == "nothing":
+            tail = "ON CONFLICT DO NOTHING"
+        else:
+            fields = [f.strip() for f in on_conflict.removeprefix("update").split(",")]
+            tail = "ON CONFLICT DO UPDATE SET " + ", ".join(f"{f} = excluded.{f}" for f in fields)
+        with self.transaction():
+            self._insert(table, data, tail)
+
+    def count_eval_prompts(self, benchmark: str | None = None) -> int:
+        if benchmark is None:
+            return self.con.execute("SELECT count(*) FROM eval_prompts").fetchone()[0]
+        return self.con.execute("SELECT count(*) FROM eval_prompts WHERE benchmark = ?", [benchmark]).fetchone()[0]
+
+    def eval_prompts(self) -> list[tuple[str, str, str]]:
+        return self.con.execute(
+            "SELECT benchmark, benchmark_id, prompt FROM eval_prompts ORDER BY benchmark, benchmark_id"
+        ).fetchall()
+
+    def eval_prompt_counts(self) -> dict[str, int]:
+        return dict(self.con.execute("SELECT benchmark, count(*) FROM eval_prompts GROUP BY benchmark ORDER BY 1").fetchall())
+
+    def iter_pair_histories(self, batch_size: int = 10_000) -> Iterable[tuple[list[str], list[list[dict]]]]:
+        """(pair ids, histories) of every candidate pair, in batches (for re-checking contamination)."""
+        cur = self.con.cursor()  # its own cursor: the caller may write between batches
+        cur.execute("SELECT pair_id, history FROM candidate_pairs ORDER BY pair_id")
+        while rows := cur.fetchmany(batch_size):
+            yield [r[0] for r in rows], [r[1] for r in rows]
+
+    def count_contaminated(self) -> int:
+        return self.con.execute("SELECT count(DISTINCT pair_id) FROM contamination").fetchone()[0]
+
+    def source_pin(self, source: str) -> str | None:
+        row = self.con.execute("SELECT revision FROM source_pins WHERE source = ?", [source]).fetchone()
+        return row[0] if row else None
+
+    def set_source_pin(self, source: str, hub_id: str, revision: str) -> None:
+        self.con.execute(
+            "INSERT INTO source_pins VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET hub_id = excluded.hub_id, "
+            "revision = excluded.revision, pinned_at = excluded.pinned_at",
+            [source, hub_id, revision, _now()],
+        )

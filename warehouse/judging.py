@@ -1,0 +1,151 @@
+"""Judging: configurations, the pairs to judge and their texts, the judgment cache, merging worker
+result files, evaluations, and what judging cost."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from warehouse.connection import JUDGMENT_TABLES, Connection, _now
+
+
+class JudgingStore(Connection):
+    """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
+
+    def register_judge_config(self, config: dict[str, Any]) -> None:
+        """A configuration's fields (`judge_config_id`, model, ..., simulated), recorded once."""
+        self.con.execute(
+            "INSERT INTO judge_configs (judge_config_id, model, served_revision, prompt_version, temperature, top_p, "
+            "max_tokens, created_at, simulated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [config["judge_config_id"], config["model"], config["served_revision"], config["prompt_version"],
+             config["temperature"], config["top_p"], config["max_tokens"], _now(), bool(config.get("simulated"))],
+        )
+
+    def curation_pair_ids(self) -> list[str]:
+        """Ids of the pairs that go on to judging, in a stable order."""
+        return [r[0] for r in self.con.execute("SELECT pair_id FROM pairs_for_curation ORDER BY pair_id").fetchall()]
+
+    def pair_texts(self, pair_ids: list[str]) -> list[tuple[str, list[dict[str, str]], str, str]]:
+        """(pair id, history, response A, response B) for the given ids, in the given order."""
+        if not pair_ids:
+            return []
+        rows = self._matching(
+            "SELECT p.pair_id, p.history, p.response_a, p.response_b FROM candidate_pairs p JOIN lookup_keys k USING (pair_id)",
+            pa.table({"pair_id": pa.array(pair_ids, pa.string())}),
+        )
+        by_id = {r[0]: (r[0], r[1], r[2], r[3]) for r in rows}
+        return [by_id[i] for i in pair_ids if i in by_id]
+
+    def judgment_states(self, config_id: str, pair_ids: list[str], table: str = "judgments") -> dict[tuple[str, str, int], tuple]:
+        """{(pair id, order, sample): (status, attempts, margin_a, score_a, score_b, requests, failure_reason)}
+        of recorded judgments (of curation pairs, or of benchmark comparisons with table="eval_judgments")."""
+        if not pair_ids:
+            return {}
+        rows = self._matching(
+            'SELECT j.pair_id, j."order", j.sample_index, j.status, j.attempts, j.margin_a, j.score_a, j.score_b, '
+            "coalesce(j.requests, j.attempts), j.failure_reason "
+            f"FROM {JUDGMENT_TABLES[table]} j JOIN lookup_keys k USING (pair_id) WHERE j.judge_config_id = ?",
+            pa.table({"pair_id": pa.array(pair_ids, pa.string())}), [config_id],
+        )
+        return {(r[0], r[1], r[2]): r[3:] for r in rows}
+
+    def write_judgments(self, rows: pa.Table, table: str = "judgments") -> None:
+        """Upsert judgments in one transaction: a success replaces an earlier failure; an 'ok' is final."""
+        if rows.num_rows == 0:
+            return
+        with self.transaction():
+            self._upsert_judgments(rows, JUDGMENT_TABLES[table])
+
+    def _upsert_judgments(self, rows: pa.Table, table: str = "judgments") -> None:
+        # Order-independent, so replaying files in any order ends the same: 'ok' is final, and a failure
+        # only replaces a failure with no more attempts behind it.
+        key = ("pair_id", "judge_config_id", "order", "sample_index")
+        updates = ", ".join(f'"{c}" = excluded."{c}"' for c in rows.column_names if c not in key)
+        self._insert(table, rows, f"ON CONFLICT DO UPDATE SET {updates} WHERE {table}.status <> 'ok' "
+                                  f"AND (excluded.status = 'ok' OR excluded.attempts >= {table}.attempts)")
+
+    def merged_file_keys(self) -> set[str]:
+        return {r[0] for r in self.con.execute("SELECT file_key FROM merged_result_files").fetchall()}
+
+    def merge_result_file(self, key: str, digest: str, rows: pa.Table) -> bool:
+        """Merge one worker batch file and remember it, in one transaction. False if it was merged before
+        (a file merged under the same key with other bytes is an error: files are never rewritten)."""
+        with self.transaction():
+            seen = self.con.execute("SELECT digest FROM merged_result_files WHERE file_key = ?", [key]).fetchone()
+            if seen is not None:
+                if seen[0] != digest:
+                    raise ValueError(f"{key} was merged before with other content ({seen[0]} != {digest})")
+                return False
+            if rows.num_rows:
+                self._upsert_judgments(rows)
+            self.con.execute("INSERT INTO merged_result_files VALUES (?, ?, ?, ?)", [key, digest, rows.num_rows, _now()])
+        return True
+
+    def served_models(self, run_id: str, table: str = "judgments") -> list[str]:
+        """The model names servers answered with in a judge run (a stand-in says SIMULATED here)."""
+        return [r[0] for r in self.con.execute(
+            f"SELECT DISTINCT served_model FROM {JUDGMENT_TABLES[table]} WHERE judge_run_id = ? "
+            "AND served_model IS NOT NULL ORDER BY 1", [run_id]).fetchall()]
+
+    def judged_by_source(self, config_id: str) -> dict[str, int]:
+        """Pairs going on to curation that hold at least one 'ok' verdict under `config_id`, per source."""
+        return dict(self.con.execute(
+            "SELECT p.source, count(*) FROM pairs_for_curation p WHERE EXISTS (SELECT 1 FROM judgments j "
+            "WHERE j.pair_id = p.pair_id AND j.judge_config_id = ? AND j.status = 'ok') GROUP BY p.source",
+            [config_id]).fetchall())
+
+    def eval_margins(self, config_id: str, item_ids: list[str]) -> dict[str, dict[tuple[str, int], float]]:
+        """{item id: {(order, sample): A-side margin}} of the 'ok' benchmark judgments under `config_id`."""
+        rows = self._matching(
+            'SELECT j.pair_id, j."order", j.sample_index, j.margin_a FROM eval_judgments j JOIN lookup_keys k '
+            "USING (pair_id) WHERE j.judge_config_id = ? AND j.status = 'ok'",
+            pa.table({"pair_id": pa.array(item_ids, pa.string())}), [config_id])
+        out: dict[str, dict[tuple[str, int], float]] = {}
+        for item, order, sample, margin in rows:
+            out.setdefault(item, {})[(order, sample)] = margin
+        return out
+
+    def record_evaluation(self, row: dict[str, Any]) -> None:
+        row = {**row, "created_at": _now()}
+        cols = list(row)
+        self.con.execute(f"INSERT INTO judge_evaluations ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                         [json.dumps(v) if k == "result" else v for k, v in row.items()])
+
+    def judging_totals(self, config_id: str) -> dict[str, Any]:
+        """Requests, tokens and request-seconds of every judgment recorded under `config_id` so far."""
+        row = self.con.execute(
+            "SELECT count(*), coalesce(sum(requests), 0), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), "
+            "coalesce(sum(latency_s), 0) FROM judgments WHERE judge_config_id = ?", [config_id]).fetchone()
+        return dict(zip(("judgments", "requests", "tokens_in", "tokens_out", "request_seconds"), row))
+
+    def judgment_counts(self, config_id: str) -> dict[str, int]:
+        return dict(self.con.execute(
+            "SELECT status, count(*) FROM judgments WHERE judge_config_id = ? GROUP BY status", [config_id]
+        ).fetchall())
+
+    def judging_status(self) -> list[dict[str, Any]]:
+        """Per judge configuration: judgments ok and failed, curation pairs with a verdict and still pending."""
+        cur = self.con.execute(
+            "WITH per AS (SELECT judge_config_id, count(*) FILTER (WHERE status = 'ok') AS ok, "
+            "count(*) FILTER (WHERE status <> 'ok') AS failed FROM judgments GROUP BY 1) "
+            "SELECT c.judge_config_id, c.model, coalesce(c.simulated, false) AS simulated, coalesce(per.ok, 0) AS ok, "
+            "coalesce(per.failed, 0) AS failed, (SELECT count(*) FROM pairs_for_curation p WHERE NOT EXISTS (SELECT 1 "
+            "FROM judgments j WHERE j.pair_id = p.pair_id AND j.judge_config_id = c.judge_config_id AND "
+            "j.status = 'ok')) AS pairs_pending FROM judge_configs c LEFT JOIN per USING (judge_config_id) "
+            "WHERE per.judge_config_id IS NOT NULL ORDER BY c.created_at")
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    def judge_config(self, config_id: str) -> dict[str, Any]:
+        cur = self.con.execute("SELECT * FROM judge_configs WHERE judge_config_id = ?", [config_id])
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row)) if row else {"judge_config_id": config_id}
+
+    def config_is_simulated(self, config_id: str) -> bool:
+        """Whether the stand-in answered for this configuration: flagged so, or any verdict's model says so."""
+        return bool(self.con.execute(
+            "SELECT coalesce((SELECT simulated FROM judge_configs WHERE judge_config_id = $1), false) OR EXISTS "
+            "(SELECT 1 FROM judgments WHERE judge_config_id = $1 AND served_model LIKE '%SIMULATED%')",
+            [config_id]).fetchone()[0])

@@ -1,0 +1,109 @@
+"""Runs of every kind: started, finished, interrupted (their process is gone)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from common.processes import process_alive, this_process
+from warehouse.connection import Connection, _now
+
+
+class RunRecords(Connection):
+    """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
+
+    def start_ingest_run(self, run_id: str, source: str, location: str, revision: str, settings: dict) -> None:
+        self.con.execute(
+            "INSERT INTO ingest_runs (run_id, source, location, source_revision, started_at, status, settings, pid, "
+            "host) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+            [run_id, source, location, revision, _now(), json.dumps(settings, default=str), *this_process()],
+        )
+
+    def mark_interrupted_runs(self) -> int:
+        """Runs left `running` by a process of this host that is gone (killed, crashed) become `interrupted`,
+        with the time it was noticed. Runs of other hosts (GPU workers) are left to their own liveness
+        checks. Returns how many were marked."""
+        host = this_process()[1]
+        marked = 0
+        for table in ("ingest_runs", "judge_runs"):
+            rows = self.con.execute(
+                f"SELECT run_id, pid FROM {table} WHERE status = 'running' AND host = ? AND pid IS NOT NULL", [host]
+            ).fetchall()
+            gone = [run_id for run_id, pid in rows if not process_alive(pid)]
+            for run_id in gone:
+                self.con.execute(
+                    f"UPDATE {table} SET status = 'interrupted', interrupted_at = ?, error = coalesce(error, ?) "
+                    "WHERE run_id = ? AND status = 'running'",
+                    [_now(), "interrupted: its process ended before the run finished (killed or crashed)", run_id])
+            marked += len(gone)
+        return marked
+
+    def interrupted_runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """Interrupted ingest and judge runs, newest first; a reader (which marks nothing) also sees runs still
+        `running` whose process of this host is gone, with `interrupted_at` not yet recorded."""
+        host = this_process()[1]
+        cur = self.con.execute(
+            "SELECT 'ingest' AS kind, run_id, source AS subject, started_at, interrupted_at, pid, host, status "
+            "FROM ingest_runs WHERE status IN ('interrupted', 'running') UNION ALL SELECT 'judge', run_id, "
+            "coalesce('shard ' || shard, 'all pairs'), started_at, interrupted_at, pid, host, status FROM judge_runs "
+            "WHERE status IN ('interrupted', 'running') ORDER BY started_at DESC", [])
+        cols = [d[0] for d in cur.description]
+        runs = [dict(zip(cols, row)) for row in cur.fetchall()]
+        gone = [r for r in runs if r["status"] == "interrupted" or (
+            r["host"] == host and r["pid"] is not None and not process_alive(r["pid"]))]
+        return [{k: v for k, v in r.items() if k != "status"} for r in gone[:limit]]
+
+    def finish_ingest_run(self, run_id: str, status: str, summary: dict, error: str | None = None) -> None:
+        self.con.execute(
+            "UPDATE ingest_runs SET finished_at = ?, status = ?, summary = ?, error = ? WHERE run_id = ?",
+            [_now(), status, json.dumps(summary), error, run_id],
+        )
+
+    def ingest_runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        cur = self.con.execute(
+            "SELECT run_id, source, location, source_revision, started_at, finished_at, status, summary, error, pid, "
+            "host, interrupted_at FROM ingest_runs ORDER BY started_at DESC LIMIT ?",
+            [limit],
+        )
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    def completed_full_ingest(self, source: str, revision: str) -> str | None:
+        """The id of a completed ingest run that read all of `source` at `revision` (no row limit)."""
+        row = self.con.execute(
+            "SELECT run_id FROM ingest_runs WHERE source = ? AND source_revision = ? AND status = 'completed' "
+            "AND json_extract_string(settings, '$.limit') IS NULL AND coalesce(json_extract_string(summary, '$.read')::BIGINT, 0) > 0 "
+            "ORDER BY started_at LIMIT 1",
+            [source, revision],
+        ).fetchone()
+        return row[0] if row else None
+
+    def start_judge_run(self, run_id: str, config_id: str, strategy: str, endpoints: list[str], shard: str | None) -> None:
+        self.con.execute(
+            "INSERT INTO judge_runs (run_id, judge_config_id, strategy, endpoints, shard, started_at, status, pid, host) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+            [run_id, config_id, strategy, endpoints, shard, _now(), *this_process()],
+        )
+
+    def finish_judge_run(self, run_id: str, status: str, summary: dict, error: str | None = None) -> None:
+        self.con.execute(
+            "UPDATE judge_runs SET finished_at = ?, status = ?, summary = ?, error = ? WHERE run_id = ?",
+            [_now(), status, json.dumps(summary, default=str), error, run_id],
+        )
+
+    def record_judge_run(self, record: dict[str, Any]) -> None:
+        """A worker's run record from the exchange folder: inserted, or brought up to date (never back)."""
+        self.con.execute(
+            "INSERT INTO judge_runs (run_id, judge_config_id, strategy, endpoints, shard, started_at, finished_at, "
+            "status, summary, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+            "finished_at = excluded.finished_at, status = excluded.status, summary = excluded.summary, "
+            "error = excluded.error WHERE judge_runs.status IN ('running', 'lost') AND excluded.status <> 'running'",
+            [record["run_id"], record["judge_config_id"], record["strategy"], record["endpoints"], record["shard"],
+             record["started_at"], record.get("finished_at"), record["status"],
+             json.dumps(record.get("summary") or {}, default=str), record.get("error")],
+        )
+
+    def mark_judge_run(self, run_id: str, status: str, error: str) -> None:
+        """Close a run that can no longer finish itself (its worker was lost)."""
+        self.con.execute("UPDATE judge_runs SET status = ?, error = ?, finished_at = ? WHERE run_id = ? "
+                         "AND status = 'running'", [status, error, _now(), run_id])
