@@ -53,7 +53,7 @@ from tasks.judge.config import JudgeConfig  # noqa: E402
 from tasks.judge.genrm import ParseFailure, build_messages, parse_completion  # noqa: E402
 from tasks.judge.run import results_table  # noqa: E402
 from tasks.judge.run import judge_pairs as _judge_pairs  # noqa: E402
-from tasks.judge.standin import StandinConfig, StandinProcess, latency_for, quality  # noqa: E402
+from testing.genrm_standin import StandinConfig, StandinProcess, latency_for, quality  # noqa: E402
 from tasks.judge.strategies import Strategy  # noqa: E402
 from warehouse.store import Warehouse  # noqa: E402
 
@@ -229,7 +229,7 @@ def serve_fold_proxy(upstream: str, port: int) -> None:
 
 class FoldProxy:
     def __init__(self, upstream: str):
-        from tasks.judge.standin import _free_port
+        from testing.genrm_standin import _free_port
 
         self.port = _free_port("127.0.0.1")
         self.upstream = upstream

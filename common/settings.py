@@ -29,13 +29,14 @@ class MultiTurnPolicy(str, Enum):
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CURATE_", env_file=None, extra="ignore")
 
+    # -- the warehouse and the pipeline around it --------------------------------------------------
     warehouse: Path = Field(Path("data/warehouse.duckdb"), description="DuckDB warehouse file")
+    pipeline_lock_wait: float = Field(0.0, ge=0.0, description="seconds a pipeline run waits for another to finish")
+    dashboard_snapshot: Path | None = Field(None, description="what the dashboard reads (default: dashboard.duckdb "
+                                                             "beside the warehouse)")
+
+    # -- ingest --------------------------------------------------------------------------------------
     batch_size: int = Field(5000, ge=1, description="rows per ingest batch (one task and one transaction each)")
-
-    # The judge's served context (DESIGN.md §1): the prompt may use what the output does not reserve.
-    judge_max_model_len: int = Field(JUDGE_MAX_MODEL_LEN, ge=1024)
-    judge_max_tokens: int = Field(JUDGE_MAX_TOKENS, ge=1)
-
     near_dup_threshold: float = Field(0.8, gt=0.0, le=1.0, description="estimated Jaccard for a near duplicate")
     minhash_perms: int = Field(256, ge=16, le=1024, description="MinHash bins (a power of two)")
     decontam_ngram: int = Field(8, ge=3, le=50, description="word n-gram size for decontamination")
@@ -43,42 +44,44 @@ class Settings(BaseSettings):
         0.5, gt=0.0, le=1.0, description="share of an eval prompt's n-grams found in a pair's prompt"
     )
     arena_multiturn: MultiTurnPolicy = MultiTurnPolicy.strict
+    hub_retries: int = Field(5, ge=0, description="attempts to resume a failed Hub read")
+    hub_retry_wait: float = Field(2.0, ge=0.0, description="first back-off in seconds, doubled each attempt")
 
-    # The judge (DESIGN.md §1). The endpoints and the client's knobs do not change a verdict.
+    # -- the judge (DESIGN.md §1): what changes a verdict, then where and how requests go ----------
     judge_model: str = JUDGE_MODEL
     judge_served_revision: str = Field("main", description="the model revision the server runs")
     judge_temperature: float = Field(JUDGE_TEMPERATURE, ge=0.0)
     judge_top_p: float = Field(JUDGE_TOP_P, gt=0.0, le=1.0)
+    # The served context: the prompt may use what the output does not reserve.
+    judge_max_model_len: int = Field(JUDGE_MAX_MODEL_LEN, ge=1024)
+    judge_max_tokens: int = Field(JUDGE_MAX_TOKENS, ge=1)
     judge_endpoints: list[str] = Field(default_factory=list, description="OpenAI-compatible base URLs (…/v1)")
+    judge_launch: str | None = Field(None, description="a GPU worker's own server: vllm | standin (unset: use endpoints)")
     judge_allow_other_model: bool = Field(False, description="judge with an endpoint that serves another model")
     judge_check_timeout: float = Field(5.0, gt=0, description="seconds an endpoint has to answer GET /models")
     judge_simulated: bool = Field(False, description="sharded runs: the GPU workers serve the SIMULATED stand-in")
     judge_strategy: str = "swap"
+    judge_adaptive_margin: float = Field(1.0, ge=0.0, description="adaptive: |margin| at or below is borderline")
     judge_max_in_flight: int = Field(64, ge=1, description="requests in flight per endpoint")
     judge_request_timeout: float = Field(900.0, gt=0)
     judge_max_retries: int = Field(4, ge=0, description="transient failures retried within a run")
     judge_max_attempts: int = Field(3, ge=1, description="answers without a verdict per judgment over all runs")
-    judge_adaptive_margin: float = Field(1.0, ge=0.0, description="adaptive: |margin| at or below is borderline")
     judge_write_batch: int = Field(64, ge=1, description="judgments per warehouse write")
-    vllm_tensor_parallel_size: int = Field(8, ge=1)
-    vllm_data_parallel_size: int = Field(1, ge=1)
-    vllm_gpu_memory_utilization: float = Field(0.95, gt=0.0, le=1.0)
-    vllm_port: int = Field(5000, ge=1, le=65535)
-    judge_launch: str | None = Field(None, description="a GPU worker's own server: vllm | standin (unset: use endpoints)")
-
     # Sharded judging across GPU workers (the pipeline's `judge_shards`)
     judge_exchange: Path = Field(Path("data/judge-exchange"), description="folder shared by the orchestrator and GPU workers")
     judge_deployment: str = Field("judge-worker/judge", description="the deployment that judges one shard")
     judge_shard_poll_seconds: float = Field(5.0, gt=0)
     judge_shard_stale_seconds: float = Field(300.0, gt=0, description="a running shard silent this long is lost")
+
+    # -- vLLM, when a GPU worker starts it itself ---------------------------------------------------
+    vllm_tensor_parallel_size: int = Field(8, ge=1)
+    vllm_data_parallel_size: int = Field(1, ge=1)
+    vllm_gpu_memory_utilization: float = Field(0.95, gt=0.0, le=1.0)
+    vllm_port: int = Field(5000, ge=1, le=65535)
+
+    # -- cost reports ------------------------------------------------------------------------------
     cost_server_tokens_per_second: float = Field(
         2500.0, gt=0, description="a judge server's throughput (prompt + generated tokens/s) for GPU-hour estimates")
-    dashboard_snapshot: Path | None = Field(None, description="what the dashboard reads (default: dashboard.duckdb "
-                                                             "beside the warehouse)")
-    pipeline_lock_wait: float = Field(0.0, ge=0.0, description="seconds a pipeline run waits for another to finish")
-
-    hub_retries: int = Field(5, ge=0, description="attempts to resume a failed Hub read")
-    hub_retry_wait: float = Field(2.0, ge=0.0, description="first back-off in seconds, doubled each attempt")
 
     @property
     def judge_input_budget(self) -> int:

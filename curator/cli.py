@@ -17,6 +17,8 @@ import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from schemas.summaries import PipelineSummary  # noqa: E402
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Curate human-preference data into versioned preference datasets.")
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluation sets whose prompts are kept out of training data.")
 app.add_typer(eval_app, name="eval-set")
@@ -46,8 +48,8 @@ def _settings_env(warehouse: Optional[Path], **settings: Any) -> None:
 
 def _run(fn, *args: Any, **kwargs: Any) -> Any:
     """Run a flow; turn the errors a user can act on into one clear line and exit code 2."""
-    from curator.cli_logging import log_to_file
     from common.settings import get_settings
+    from curator.cli_logging import log_to_file
 
     log_to_file(Path(get_settings().warehouse).parent / "logs" / "curate.log")
     try:
@@ -101,15 +103,13 @@ def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> None:
 
 def _preflight(source: str, path: Optional[Path], kind: str) -> None:
     """Refuse what can be refused before a flow run starts: a clear line instead of a flow failure."""
-    from common.errors import InvalidInputError, NotFoundError
+    from common.errors import NotFoundError
     from common.settings import get_settings
     from tasks.ingest.sources import get_source
     from warehouse.store import Warehouse
 
     try:
-        src = get_source(source)
-        if src.kind != kind:
-            raise InvalidInputError(f"{source} is {'an evaluation set' if kind == 'pairs' else 'not an evaluation set'}")
+        get_source(source, kind=kind)
         if path is not None and not path.is_file():
             raise NotFoundError(f"{path}: no such file")
         Warehouse(get_settings().warehouse).close()  # migrates, or names the process holding the lock
@@ -135,7 +135,14 @@ class _Bar:
     """A rich progress bar fed by `curator.progress.report`."""
 
     def __init__(self, enabled: bool):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         self.progress = (
             Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
@@ -300,7 +307,7 @@ def run(
     _print_pipeline(summary)
 
 
-def _print_pipeline(summary: dict[str, Any]) -> None:
+def _print_pipeline(summary: PipelineSummary) -> None:
     for name, s in summary["ingest"].items():
         out.print(f"ingest {name}: read {s['read']}, valid {s['valid']}, new pairs {s['new_pairs']}, "
                   f"quarantined {s['quarantined_rows']}, near duplicates {s['near_duplicates']}, "
@@ -312,6 +319,7 @@ def _print_pipeline(summary: dict[str, Any]) -> None:
     if summary.get("version"):
         v = summary["version"]
         out.print(f"version: {v.get('name')} v{v.get('version')} with {v.get('rows')} rows" +
+                  (" (SIMULATED verdicts)" if (v.get("stats") or {}).get("simulated") else "") +
                   (f" ({v['note']})" if v.get("note") else "") if "error" not in v else f"version: {v['error']}")
     if summary.get("publish"):
         p = summary["publish"]
@@ -480,15 +488,18 @@ def judge_standin(
     first_wins_rate: float = typer.Option(0.0, "--first-wins-rate", help="share of verdicts given to the first-shown answer"),
 ) -> None:
     """Serve the GenRM STAND-IN: an OpenAI-compatible server whose verdicts are SIMULATED (tests, demo, benchmarks)."""
-    from tasks.judge import standin
+    from testing import genrm_standin as standin
 
     if oracle is not None and not oracle.is_file():
         _fail(f"{oracle}: no such file")
-    standin.main(["--host", host, "--port", str(port), "--capacity", str(capacity), "--latency-mean", str(latency_mean),
-                  "--latency-sigma", str(latency_sigma), "--position-bias", str(position_bias), "--error-rate",
-                  str(error_rate), "--hang-rate", str(hang_rate), "--malformed-rate", str(malformed_rate),
-                  "--truncated-rate", str(truncated_rate), "--unclosed-rate", str(unclosed_rate), "--seed", str(seed), "--oracle", str(oracle or ""),
-                  "--first-wins-rate", str(first_wins_rate)])
+    try:
+        config = standin.StandinConfig(
+            capacity=capacity, latency_mean=latency_mean, latency_sigma=latency_sigma, position_bias=position_bias,
+            error_rate=error_rate, hang_rate=hang_rate, malformed_rate=malformed_rate, truncated_rate=truncated_rate,
+            unclosed_rate=unclosed_rate, seed=seed, oracle=str(oracle or ""), first_wins_rate=first_wins_rate)
+    except ValueError as e:
+        _fail(str(e))
+    standin.serve(config, host=host, port=port)
 
 
 @app.command("build-version")
@@ -718,7 +729,7 @@ def demo(
     from flows.ingest import load_eval_set
     from flows.pipeline import curate_pipeline
     from tasks.ingest import synth as s
-    from tasks.judge.standin import StandinConfig, StandinProcess
+    from testing.genrm_standin import StandinConfig, StandinProcess
 
     workdir.mkdir(parents=True, exist_ok=True)
     prompts = s.synth_eval_prompts(200)

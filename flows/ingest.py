@@ -17,9 +17,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from common import progress
-from common.errors import InvalidInputError
 from common.settings import Settings, settings_with
 from flows.runs import current_run_id
+from schemas.summaries import IngestSummary
 from tasks.ingest.decontam import Decontaminator
 from tasks.ingest.dedup import NearDupIndex
 from tasks.ingest.land import BackgroundWriter, BatchCounts, flag_contamination, land_batch
@@ -67,7 +67,7 @@ def ingest_batch(
     )
 
 
-def summarize(counts: BatchCounts, **extra: Any) -> dict[str, Any]:
+def summarize(counts: BatchCounts, **extra: Any) -> IngestSummary:
     summary = {
         "read": counts.read,
         "valid": counts.valid,
@@ -88,7 +88,7 @@ def summarize(counts: BatchCounts, **extra: Any) -> dict[str, Any]:
     return summary
 
 
-def _artifact(summary: dict[str, Any]) -> None:
+def _artifact(summary: IngestSummary) -> None:
     rows = [{"measure": k, "value": summary[k]} for k in SUMMARY_KEYS if k != "quarantined"]
     rows.append({"measure": "quarantined_rows", "value": summary["quarantined_rows"]})
     rows += [{"measure": f"quarantined: {r}", "value": n} for r, n in summary["quarantined"].items()]
@@ -109,7 +109,7 @@ def ingest(
     warehouse: str | None = None,
     batch_size: int | None = None,
     force: bool = False,
-) -> dict[str, Any]:
+) -> IngestSummary:
     """Ingest one source (a local JSONL/Parquet file, or the Hub at a pinned revision) into the warehouse.
 
     A revision already read in full is not read again (a nightly run on unchanged sources costs nothing)
@@ -117,9 +117,7 @@ def ingest(
     log = get_run_logger()
     started = time.perf_counter()
     settings = settings_with(warehouse=warehouse, batch_size=batch_size)
-    src = get_source(source)
-    if src.kind != "pairs":
-        raise InvalidInputError(f"{source} is an evaluation set: load it with `curate eval-set load {source}`")
+    src = get_source(source, kind="pairs")
     with Warehouse(settings.warehouse) as wh:
         rev, location = pin_revision(wh, src, revision, path)
         run_id = current_run_id()
@@ -182,9 +180,7 @@ def load_eval_set(
 ) -> dict[str, Any]:
     """Load an evaluation set's prompts, then flag every pair in the warehouse that overlaps them."""
     settings = settings_with(warehouse=warehouse)
-    src = get_source(benchmark)
-    if src.kind != "eval_prompts":
-        raise InvalidInputError(f"{benchmark} is not an evaluation set (try: rm-bench, judgebench)")
+    src = get_source(benchmark, kind="eval_prompts")
     with Warehouse(settings.warehouse) as wh:
         rev, location = pin_revision(wh, src, revision, path)
         counts = BatchCounts()

@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from common.settings import Settings, settings_with
 from flows.runs import current_run_id
+from schemas.summaries import JudgeSummary
 from tasks.judge.config import JudgeConfig, config_record
 from tasks.judge.endpoints import EndpointCheckError
 from tasks.judge.exchange import Heartbeat, ResultWriter, fold_results, read_work, results_dir
@@ -58,7 +59,7 @@ def judge(
     max_in_flight: int | None = None,
     request_timeout: float | None = None,
     warehouse: str | None = None,
-) -> dict[str, Any]:
+) -> JudgeSummary:
     """Judge the pending pairs (of one shard "i/n") on the given endpoints, or on a server launched here."""
     log = get_run_logger()
     settings = settings_with(warehouse=warehouse, judge_max_in_flight=max_in_flight,

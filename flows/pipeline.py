@@ -4,8 +4,8 @@ version, publish it. Each stage is a subflow and can be skipped; the run leaves 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
@@ -19,6 +19,7 @@ from flows.judge_shards import judge_sharded
 from flows.publish import publish
 from flows.runs import current_run_id
 from flows.versions import EmptyVersionError, build_version
+from schemas.summaries import PipelineSummary
 from tasks.curate.cost import cost_model
 from tasks.judge.endpoints import check_endpoints
 from warehouse.lock import pipeline_lock
@@ -50,7 +51,7 @@ def curate_pipeline(
     judge_deployment: str | None = None,
     exchange: str | None = None,
     stale_seconds: float | None = None,
-) -> dict[str, Any]:
+) -> PipelineSummary:
     """ingest → judge → build version → publish; `skip` names stages to leave out. With `judge_shards` N,
     judging runs the judge deployment once per shard on the gpu pool instead of in this process."""
     skip = set(skip or [])
@@ -63,8 +64,11 @@ def curate_pipeline(
         check_endpoints(list(endpoints or settings.judge_endpoints), settings.judge_model,
                         allow_other_model=settings.judge_allow_other_model, timeout=settings.judge_check_timeout)
     with pipeline_lock(settings.warehouse, settings.pipeline_lock_wait, current_run_id()):
-        return _stages(sources, endpoints, launch, strategy, dataset, policy_path, publish_to, skip,
-                       str(settings.warehouse), limit, judge_shards, judge_deployment, exchange, stale_seconds)
+        return _stages(PipelineRun(
+            sources=list(sources or []), endpoints=endpoints, launch=launch, strategy=strategy, dataset=dataset,
+            policy_path=policy_path, publish_to=publish_to, skip=frozenset(skip), warehouse=str(settings.warehouse),
+            limit=limit, judge_shards=judge_shards, judge_deployment=judge_deployment, exchange=exchange,
+            stale_seconds=stale_seconds))
 
 
 @task(cache_policy=NO_CACHE)
@@ -81,10 +85,30 @@ def snapshot_dashboard(warehouse: str, stage: str) -> None:
         get_run_logger().error("dashboard snapshot after %s failed: %s", stage, err)
 
 
-def _stages(sources, endpoints, launch, strategy, dataset, policy_path, publish_to, skip, warehouse, limit,
-            judge_shards, judge_deployment, exchange, stale_seconds) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PipelineRun:
+    """What one pipeline run was asked to do (the flow's parameters, checked)."""
+
+    sources: list[str]
+    endpoints: list[str] | None
+    launch: str | None
+    strategy: str | None
+    dataset: str
+    policy_path: str | None
+    publish_to: str | None
+    skip: frozenset[str]
+    warehouse: str
+    limit: int | None
+    judge_shards: int
+    judge_deployment: str | None
+    exchange: str | None
+    stale_seconds: float | None
+
+
+def _stages(run: PipelineRun) -> PipelineSummary:
     log = get_run_logger()
-    summary: dict[str, Any] = {"ingest": {}, "judge": None, "version": None, "publish": None}
+    warehouse, skip = run.warehouse, run.skip
+    summary: PipelineSummary = {"ingest": {}, "judge": None, "version": None, "publish": None}
     pending: list[str] = []  # stages whose records the dashboard has not seen yet
 
     def after(stage: str, changed: bool) -> None:
@@ -96,28 +120,29 @@ def _stages(sources, endpoints, launch, strategy, dataset, policy_path, publish_
             pending.clear()
 
     if "ingest" not in skip:
-        for spec in sources or []:
+        for spec in run.sources:
             name, path = parse_source(spec)
-            summary["ingest"][name] = ingest(name, path, limit=limit, warehouse=warehouse)
+            summary["ingest"][name] = ingest(name, path, limit=run.limit, warehouse=warehouse)
         after("ingest", any(s.get("new_pairs") or s.get("new_quarantined") for s in summary["ingest"].values()))
     if "judge" not in skip:
-        if judge_shards:
-            summary["judge"] = judge_sharded(judge_shards, strategy=strategy, deployment=judge_deployment,
-                                             exchange=exchange, warehouse=warehouse,
-                                             stale_seconds=stale_seconds)
+        if run.judge_shards:
+            summary["judge"] = judge_sharded(run.judge_shards, strategy=run.strategy, deployment=run.judge_deployment,
+                                             exchange=run.exchange, warehouse=warehouse,
+                                             stale_seconds=run.stale_seconds)
         else:
-            summary["judge"] = judge(endpoints=endpoints, strategy=strategy, launch=launch, warehouse=warehouse)
+            summary["judge"] = judge(endpoints=run.endpoints, strategy=run.strategy, launch=run.launch,
+                                     warehouse=warehouse)
         after("judge", bool(summary["judge"].get("requests")))
     if "version" not in skip:
         try:
-            summary["version"] = build_version(dataset, policy_path=policy_path, warehouse=warehouse)
+            summary["version"] = build_version(run.dataset, policy_path=run.policy_path, warehouse=warehouse)
         except EmptyVersionError as err:
             summary["version"] = {"error": str(err)}
             log.warning("no version built: %s", err)
         after("version", bool(summary["version"].get("new_version")))
     version = summary["version"] or {}
-    if "publish" not in skip and publish_to and version.get("version"):
-        summary["publish"] = publish(dataset, version["version"], to=publish_to, warehouse=warehouse)
+    if "publish" not in skip and run.publish_to and version.get("version"):
+        summary["publish"] = publish(run.dataset, version["version"], to=run.publish_to, warehouse=warehouse)
         after("publish", not summary["publish"].get("already_published"))
     if pending:
         snapshot_dashboard(warehouse, pending[-1])
@@ -134,7 +159,7 @@ def published_link(target: str, tag: str | None) -> str:
     return Path(target).resolve().as_uri()
 
 
-def _report(summary: dict[str, Any], warehouse: str) -> None:
+def _report(summary: PipelineSummary, warehouse: str) -> None:
     judged = summary.get("judge") or {}
     version = summary.get("version") or {}
     kept_by_source = (version.get("stats") or {}).get("by_source", {})

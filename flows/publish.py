@@ -16,6 +16,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from common.errors import InvalidInputError, UserError
 from common.settings import settings_with
+from schemas.summaries import PublishSummary
 from schemas.version import check_name
 from tasks.ingest.sources import SOURCES
 from tasks.publish.card import LICENSE_FILE, card_markdown, distributions_svg, license_fields, license_markdown
@@ -70,7 +71,7 @@ def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict
 def publish(
     name: str, version: int | None = None, to: str = "published", private: bool = False, warehouse: str | None = None,
     allow_simulated: bool = False,
-) -> dict[str, Any]:
+) -> PublishSummary:
     """Publish `name` (its latest version unless `version`) to a local folder or to `hf://ORG/NAME`."""
     log = get_run_logger()
     check_name(name)

@@ -20,6 +20,7 @@ from prefect.cache_policies import NO_CACHE
 from common.errors import UserError
 from common.settings import settings_with
 from schemas.pair import MESSAGE_TYPE
+from schemas.summaries import VersionSummary
 from schemas.version import check_name
 from tasks.curate.cost import cost_model, cost_report
 from tasks.curate.policy import FilterPolicy, load_policy
@@ -81,7 +82,7 @@ def build_version(
     policy_overrides: dict[str, Any] | None = None,
     judge_config_id: str | None = None,
     warehouse: str | None = None,
-) -> dict[str, Any]:
+) -> VersionSummary:
     """Materialize the next immutable version of `name`, or say that nothing changed."""
     log = get_run_logger()
     check_name(name)

@@ -39,33 +39,24 @@ HELPSTEER3 = pa.DataFrameSchema(
     strict=False,
 )
 
-_ARENA_WINNERS = ("model_a", "model_b", "tie", "both_bad")
+def _arena_style(id_column: str, winners: tuple[str, ...], is_conversation) -> pa.DataFrameSchema:  # noqa: ANN001
+    """An arena-style vote: an id, two model names, a winner among `winners`, two conversations."""
+    return pa.DataFrameSchema(
+        {
+            id_column: _text(),
+            "model_a": _text(nullable=True),
+            "model_b": _text(nullable=True),
+            "winner": pa.Column(None, _ew(lambda v: v in winners, f"in({'|'.join(winners)})")),
+            "conversation_a": pa.Column(None, _ew(is_conversation, "is_message_list")),
+            "conversation_b": pa.Column(None, _ew(is_conversation, "is_message_list")),
+        },
+        strict=False,
+    )
 
-ARENA_140K = pa.DataFrameSchema(
-    {
-        "id": _text(),
-        "model_a": _text(nullable=True),
-        "model_b": _text(nullable=True),
-        "winner": pa.Column(None, _ew(lambda v: v in _ARENA_WINNERS, f"in({'|'.join(_ARENA_WINNERS)})")),
-        "conversation_a": pa.Column(None, _ew(c.is_part_message_list, "is_message_list")),
-        "conversation_b": pa.Column(None, _ew(c.is_part_message_list, "is_message_list")),
-    },
-    strict=False,
-)
 
-_LMSYS_WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
-
-CHATBOT_ARENA = pa.DataFrameSchema(
-    {
-        "question_id": _text(),
-        "model_a": _text(nullable=True),
-        "model_b": _text(nullable=True),
-        "winner": pa.Column(None, _ew(lambda v: v in _LMSYS_WINNERS, f"in({'|'.join(_LMSYS_WINNERS)})")),
-        "conversation_a": pa.Column(None, _ew(c.is_message_list, "is_message_list")),
-        "conversation_b": pa.Column(None, _ew(c.is_message_list, "is_message_list")),
-    },
-    strict=False,
-)
+# arena-140k: message contents are lists of typed parts; lmsys: plain strings
+ARENA_140K = _arena_style("id", ("model_a", "model_b", "tie", "both_bad"), c.is_part_message_list)
+CHATBOT_ARENA = _arena_style("question_id", ("model_a", "model_b", "tie", "tie (bothbad)"), c.is_message_list)
 
 # Evaluation prompt sets, read only for decontamination.
 RM_BENCH = pa.DataFrameSchema({"id": pa.Column(None), "prompt": _text(), "domain": _text(nullable=True)}, strict=False)

@@ -64,7 +64,7 @@ def dashboard_warehouse(tmp_path_factory) -> tuple[Path, Path, dict]:
     from flows.evaluate import evaluate_judge
     from flows.pipeline import curate_pipeline
     from tasks.ingest.synth import write_synth
-    from tasks.judge.standin import StandinConfig, StandinProcess
+    from testing.genrm_standin import StandinConfig, StandinProcess
     from warehouse.snapshot import snapshot_path
 
     tmp = tmp_path_factory.mktemp("dashboard")

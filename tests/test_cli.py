@@ -71,7 +71,7 @@ def test_console_script_reports_a_locked_warehouse_clearly(tmp_path, warehouse_p
 
 
 def test_judge_json_has_the_documented_keys(tmp_path, warehouse_path):
-    from tasks.judge.standin import StandinConfig, StandinProcess
+    from testing.genrm_standin import StandinConfig, StandinProcess
 
     data = tmp_path / "hs.jsonl"
     write_synth(data, "helpsteer3", 30, seed=5, pair_bytes=500, bad_rate=0.0)
@@ -93,7 +93,7 @@ def test_judge_without_an_endpoint_is_a_clear_error(warehouse_path):
 
 
 def test_evaluate_judge_json_has_the_documented_keys(tmp_path, warehouse_path):
-    from tasks.judge.standin import StandinConfig, StandinProcess
+    from testing.genrm_standin import StandinConfig, StandinProcess
 
     data = tmp_path / "jb.jsonl"
     data.write_text("".join(json.dumps({"pair_id": f"p{i}", "source": src, "question": f"q{i}", "response_A": f"a{i}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tasks.curate.cost import CostModel
+from warehouse import dashboard as queries
 from warehouse.dashboard import (  # noqa: F401 - the page reads these through this module
     Filters,
     NoSnapshotError,
@@ -24,7 +25,6 @@ from warehouse.dashboard import (  # noqa: F401 - the page reads these through t
     sources,
     versions,
 )
-from warehouse import dashboard as queries
 
 
 def cost_model(snap: Snapshot) -> CostModel:

@@ -71,6 +71,22 @@ BAD_KINDS: dict[Kind, dict[str, str]] = {
 }
 
 
+_ROW_VALUES: dict[str, tuple[str, Any]] = {
+    "label_out_of_range": ("overall_preference", 5),
+    "label_not_int": ("overall_preference", "much better"),
+    "context_not_list": ("context", "just a string"),
+    "bad_winner": ("winner", "model_c"),
+    "conversation_not_list": ("conversation_a", "hello"),
+    "nan_language": ("language", float("nan")),
+    "surrogate_in_language": ("language", "en\ud800"),
+    "surrogate_in_domain": ("domain", "stem\udfff"),
+    "nan_domain": ("domain", float("nan")),
+    "surrogate_in_metadata": ("individual_preference", [{"score": 1, "reasoning": "fine \ud83d"}]),
+    "surrogate_in_model": ("model_a", "model-\udc00"),
+    "language_not_text": ("language", 5),
+}
+
+
 @dataclass
 class SynthManifest:
     kind: str
@@ -252,14 +268,11 @@ class _Generator:
         elif kind == "history_empty":
             g["history"] = []
         row = self.render(g)
-        if kind == "label_out_of_range":
-            row["overall_preference"] = 5
-        elif kind == "label_not_int":
-            row["overall_preference"] = "much better"
+        if kind in _ROW_VALUES:  # a field holding a value of the wrong kind (JSON writes NaN as a literal)
+            field_name, value = _ROW_VALUES[kind]
+            row[field_name] = value
         elif kind == "missing_response":
             del row["response2"]
-        elif kind == "context_not_list":
-            row["context"] = "just a string"
         elif kind == "image_part":
             row["conversation_a"][0]["content"].append({"type": "image", "text": None, "image": "img.png", "mimeType": "image/png"})
             row["full_conversation"][0]["user"]["content"].append(
@@ -271,36 +284,18 @@ class _Generator:
             row["conversation_b"][0]["role"] = "tool"
         elif kind == "answer_missing":
             row["full_conversation"][-1]["model_side_b"] = None
-        elif kind == "bad_winner":
-            row["winner"] = "model_c"
         elif kind == "missing_id":
             del row["id"]
-        elif kind == "conversation_not_list":
-            row["conversation_a"] = "hello"
-        elif kind == "nan_language":
-            row["language"] = float("nan")  # json.dumps writes the NaN literal
-        elif kind == "surrogate_in_language":
-            row["language"] = "en\ud800"
         elif kind == "too_deep_for_storage":  # parses, but deeper than any writer should be asked to go
             deep: Any = "leaf"
             for _ in range(200):
                 deep = [deep]
             row["extra"] = deep
-        elif kind == "surrogate_in_domain":
-            row["domain"] = "stem\udfff"
-        elif kind == "nan_domain":
-            row["domain"] = float("nan")
-        elif kind == "surrogate_in_metadata":
-            row["individual_preference"] = [{"score": 1, "reasoning": "fine \ud83d"}]
         elif kind == "surrogate_in_id":
             row["id"] = "id-\ud800-" + self.uid()
-        elif kind == "surrogate_in_model":
-            row["model_a"] = "model-\udc00"
         elif kind == "bad_row_with_surrogate_id":
             row["id"] = "id-\udbff-" + self.uid()
             row["winner"] = "model_c"
-        elif kind == "language_not_text":
-            row["language"] = 5
         elif kind == "divergent_multi_turn":
             extra = {"role": "user", "content": _part(self.tm.text(200))}
             first = row["full_conversation"][-1]

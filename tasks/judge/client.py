@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 import openai
 import orjson
@@ -80,6 +81,9 @@ class ClientOptions:
     cooldown: float = 15.0  # first set-aside, doubled while it keeps failing
     give_up_after: int = 4  # set-asides in a row, on every endpoint at once, that end the run (all are down)
     api_key: str = "EMPTY"
+    # An HTTP client factory (url -> httpx2.AsyncClient): tests run the dispatcher in-process on a fake
+    # transport; by default the openai package makes its own client.
+    http_client: Callable[[str], Any] | None = None
 
 
 @dataclass
@@ -100,7 +104,8 @@ class _Endpoint:
     def __init__(self, url: str, options: ClientOptions):
         self.url = url
         self.client = openai.AsyncOpenAI(
-            base_url=url, api_key=options.api_key, max_retries=0, timeout=options.request_timeout
+            base_url=url, api_key=options.api_key, max_retries=0, timeout=options.request_timeout,
+            **({"http_client": options.http_client(url)} if options.http_client else {}),
         )
         self.in_flight = 0
         self.failures = 0

@@ -54,28 +54,28 @@ def vllm_command(launch: VllmLaunch) -> list[str]:
     return argv
 
 
-def standin_command(port: int, host: str = "127.0.0.1", **options: object) -> list[str]:
-    """The stand-in's command line; `options` are its flags (capacity=64 -> --capacity 64)."""
-    argv = [sys.executable, "-m", "tasks.judge.standin", "--host", host, "--port", str(port)]
-    for key, value in options.items():
-        argv += [f"--{key.replace('_', '-')}", str(value)]
-    return argv
-
-
 class ServerStartError(UserError, RuntimeError):
     pass
+
+
+# A judge server started here is local: no proxy stands between us and it.
+_LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class ManagedServer:
     """A server process that is healthy inside the `with` block and stopped after it, even on failure."""
 
-    def __init__(self, argv: list[str], base_url: str, startup_timeout: float = 1800.0, name: str = "judge server"):
+    def __init__(self, argv: list[str], base_url: str, startup_timeout: float = 1800.0, name: str = "judge server",
+                 forward_log: bool = False, env: dict[str, str] | None = None):
         self.argv = argv
         self.base_url = base_url.rstrip("/")
         self.startup_timeout = startup_timeout
         self.name = name
+        self.forward_log = forward_log  # pass the server's own output on to our stderr (its banner, its errors)
+        self.env = env
         self.process: subprocess.Popen | None = None
         self._log = tempfile.TemporaryFile()
+        self._forwarded = 0
 
     @property
     def pid(self) -> int | None:
@@ -83,10 +83,17 @@ class ManagedServer:
 
     def _healthy(self) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.base_url}/health", timeout=5) as response:
+            with _LOCAL.open(f"{self.base_url}/health", timeout=5) as response:
                 return response.status == 200
         except OSError:
             return False
+
+    def _pass_log_on(self) -> None:
+        if self.forward_log and not self._log.closed:
+            self._log.seek(0)
+            text = self._log.read().decode("utf-8", "replace")
+            sys.stderr.write(text[self._forwarded:])
+            self._forwarded = len(text)
 
     def _log_tail(self) -> str:
         self._log.seek(0)
@@ -94,8 +101,11 @@ class ManagedServer:
 
     def __enter__(self) -> ManagedServer:
         # its own process group, so that stopping it also stops the workers vLLM spawns
-        self.process = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        env = {**os.environ, **self.env} if self.env else None
+        self.process = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+                                        env=env)
         deadline = time.monotonic() + self.startup_timeout
+        wait = 0.05
         while not self._healthy():
             if self.process.poll() is not None:
                 raise ServerStartError(f"{self.name} exited with code {self.process.returncode} before it was healthy:\n"
@@ -103,7 +113,9 @@ class ManagedServer:
             if time.monotonic() > deadline:
                 self.stop()
                 raise ServerStartError(f"{self.name} not healthy after {self.startup_timeout:.0f}s:\n{self._log_tail()}")
-            time.sleep(0.5)
+            time.sleep(wait)
+            wait = min(0.5, wait * 2)
+        self._pass_log_on()
         return self
 
     def stop(self) -> None:
@@ -120,6 +132,7 @@ class ManagedServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        self._pass_log_on()
         self._log.close()
 
 

@@ -11,7 +11,7 @@ from common.errors import InvalidInputError
 from common.settings import Settings
 from tasks.judge.config import JudgeConfig
 from tasks.judge.endpoints import NoEndpointError, check_endpoints
-from tasks.judge.server import ManagedServer, VllmLaunch, require_vllm, standin_command, vllm_command
+from tasks.judge.server import ManagedServer, VllmLaunch, require_vllm, vllm_command
 
 _log = logging.getLogger(__name__)
 
@@ -40,8 +40,10 @@ def launcher(launch: str | None, settings: Settings, config: JudgeConfig,
             revision=None if config.served_revision == "main" else config.served_revision,
         ))
         return ManagedServer(argv, base, name="vLLM"), f"{base}/v1"
-    if launch == "standin":
-        return ManagedServer(standin_command(port), base, startup_timeout=60, name="GenRM stand-in"), f"{base}/v1"
+    if launch == "standin":  # tests and demos only: the stand-in lives in the testing package
+        from testing.genrm_standin import StandinProcess
+
+        return StandinProcess(port=port), f"{base}/v1"
     raise InvalidInputError(f"launch must be vllm or standin, not {launch!r}")
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from flows.judge_shards import merge_exchange
 from tasks.ingest.synth import write_synth
-from tasks.judge.standin import StandinConfig, StandinProcess
+from testing.genrm_standin import StandinConfig, StandinProcess
 from warehouse.store import Warehouse
 
 pytestmark = [pytest.mark.prefect, pytest.mark.deployment]

@@ -11,7 +11,7 @@ import pytest
 
 from flows.evaluate import evaluate_judge
 from tasks.evaluate.benchmarks import comparisons, oracle_rows
-from tasks.judge.standin import StandinConfig, StandinProcess
+from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.conftest import read_jsonl, shared_file
 from warehouse.store import Warehouse
 

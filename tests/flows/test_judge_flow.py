@@ -18,7 +18,7 @@ from tasks.judge.endpoints import EndpointCheckError
 
 from flows.judge import JUDGE_SUMMARY_KEYS, judge
 from tasks.judge.server import ServerStartError
-from tasks.judge.standin import StandinConfig, StandinProcess
+from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.flows.conftest import ingest_clean_pairs
 from warehouse.store import Warehouse
 

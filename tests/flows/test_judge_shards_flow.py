@@ -17,7 +17,7 @@ import pytest
 from flows.judge import judge_worker
 from flows.judge_shards import merge_exchange, plan_shards
 from tasks.judge.exchange import read_work, result_files
-from tasks.judge.standin import StandinConfig, StandinProcess
+from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.flows.conftest import ingest_clean_pairs
 from warehouse.store import Warehouse
 

@@ -9,7 +9,7 @@ from prefect.artifacts import Artifact
 
 from flows.pipeline import curate_pipeline, parse_source
 from tasks.ingest.synth import write_synth
-from tasks.judge.standin import StandinConfig, StandinProcess
+from testing.genrm_standin import StandinConfig, StandinProcess
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect

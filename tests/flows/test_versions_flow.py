@@ -13,7 +13,7 @@ from flows.judge import judge
 from flows.versions import EmptyVersionError, build_version
 from tasks.curate.policy import PolicyError
 from tasks.ingest.synth import write_synth
-from tasks.judge.standin import StandinConfig, StandinProcess
+from testing.genrm_standin import StandinConfig, StandinProcess
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect

@@ -12,11 +12,17 @@ SOURCES: dict[str, Source] = {
 }
 
 
-def get_source(name: str) -> Source:
+def get_source(name: str, kind: str | None = None) -> Source:
+    """The source called `name`; with `kind`, refused unless it is of that kind (pairs or eval_prompts)."""
     try:
-        return SOURCES[name]
+        source = SOURCES[name]
     except KeyError:
         raise InvalidInputError(f"unknown source {name!r}; known: {', '.join(sorted(SOURCES))}") from None
+    if kind == "pairs" and source.kind != kind:
+        raise InvalidInputError(f"{name} is an evaluation set: load it with `curate eval-set load {name}`")
+    if kind == "eval_prompts" and source.kind != kind:
+        raise InvalidInputError(f"{name} is not an evaluation set (try: rm-bench, judgebench)")
+    return source
 
 
 __all__ = ["SOURCES", "AdapterContext", "EvalPrompt", "Source", "get_source"]

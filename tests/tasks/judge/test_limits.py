@@ -9,7 +9,7 @@ import pytest
 
 from tasks.judge.limits import endpoint_limits, limit_name, set_endpoint_limit, slot_gate
 from tests.tasks.judge.test_run import _judge, _pairs
-from tasks.judge.standin import StandinConfig, StandinProcess
+from testing.genrm_standin import StandinConfig, StandinProcess
 
 pytestmark = pytest.mark.prefect
 

@@ -9,7 +9,7 @@ import pytest
 from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
 from tasks.judge.run import JudgmentState, judge_pairs
-from tasks.judge.standin import StandinConfig, StandinProcess
+from testing.genrm_standin import StandinConfig, StandinProcess
 from tasks.judge.strategies import Strategy
 from tasks.ingest.synth import TextMaker
 

@@ -2,7 +2,8 @@ import sys
 
 import pytest
 
-from tasks.judge.server import ManagedServer, ServerStartError, VllmLaunch, standin_command, vllm_command
+from tasks.judge.server import ManagedServer, ServerStartError, VllmLaunch, vllm_command
+from testing.genrm_standin import StandinConfig, standin_command
 
 
 def test_vllm_command_line_follows_the_reference_deployment():
@@ -30,7 +31,7 @@ def test_managed_server_starts_and_stops_the_standin_through_the_same_code():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    with ManagedServer(standin_command(port, capacity=2), f"http://127.0.0.1:{port}", startup_timeout=60) as server:
+    with ManagedServer(standin_command(port, config=StandinConfig(capacity=2)), f"http://127.0.0.1:{port}", startup_timeout=60) as server:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5) as response:
             assert b"SIMULATED" in response.read()
         pid = server.pid

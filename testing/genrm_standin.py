@@ -5,7 +5,7 @@ Tests, the demo and benchmarks use it in place of the real 235B judge (DESIGN.md
 function of the request content, while latency, capacity (requests served at once; the rest queue) and
 faults (500, hang, malformed, truncated) behave like a busy vLLM server. Nothing here judges anything.
 
-Run: `python -m tasks.judge.standin --port 8000`, or `with StandinProcess(config) as judge: ...judge.url`.
+Run: `python -m testing.genrm_standin --port 8000`, or `with StandinProcess(config) as judge: ...judge.url`.
 """
 
 from __future__ import annotations
@@ -17,28 +17,36 @@ import json
 import math
 import os
 import random
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
 import uuid
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import NormalDist
-from typing import IO, Any, Iterable, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 import orjson
 import uvicorn
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from common.settings import JUDGE_MODEL
+from tasks.judge.server import ManagedServer
 
 REAL_MODEL = JUDGE_MODEL
 DEFAULT_MODEL = f"SIMULATED-GenRM-standin (not {REAL_MODEL})"
@@ -121,63 +129,65 @@ def _unit(*parts: object) -> float:
     return _hash64(*parts) / 2.0**64
 
 
-def _number(body: dict, key: str, low: float, high: float) -> None:
-    value = body.get(key)
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise InvalidRequest(f"'{key}' must be a number in [{low}, {high}], got {value!r}")
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: str
+    content: str
 
 
-def _optional_int(body: dict, key: str, minimum: int | None = None) -> int | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
-        bound = f" >= {minimum}" if minimum is not None else ""
-        raise InvalidRequest(f"'{key}' must be an integer{bound}, got {value!r}")
-    return value
+class ChatCompletionRequest(BaseModel):
+    """The part of an OpenAI chat-completions body the stand-in reads, checked as a GenRM request."""
 
+    model_config = ConfigDict(extra="ignore")
+    messages: list[_Message]
+    seed: StrictInt | None = None
+    max_tokens: StrictInt | None = Field(None, ge=1)
+    max_completion_tokens: StrictInt | None = Field(None, ge=1)
+    temperature: StrictFloat | StrictInt | None = Field(None, ge=0.0, le=2.0)
+    top_p: StrictFloat | StrictInt | None = Field(None, gt=0.0, le=1.0)
+    stream: bool = False
+    n: int = 1
 
-def validate_messages(messages: Any) -> list[dict[str, str]]:
-    """The GenRM layout: [system], user/assistant history ending with a user turn, response_1, response_2."""
-    if not isinstance(messages, list) or not messages:
-        raise InvalidRequest("'messages' must be a non-empty list")
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
-            raise InvalidRequest(f"messages[{i}] must be an object with string 'role' and 'content'")
-    roles = [m["role"] for m in messages]
-    if roles[-2:] != ["response_1", "response_2"] or roles.count("response_1") + roles.count("response_2") != 2:
-        raise InvalidRequest("the last two messages must be exactly one 'response_1' then one 'response_2'")
-    history = roles[:-2]
-    if history[:1] == ["system"]:
-        history = history[1:]
-    if not history:
-        raise InvalidRequest("a history with at least one 'user' turn must precede the responses")
-    bad = sorted({r for r in history if r not in ("user", "assistant")})
-    if bad:
-        raise InvalidRequest(f"history roles must be 'user' or 'assistant' (one leading 'system'), got {bad}")
-    if history[-1] != "user":
-        raise InvalidRequest("the last history turn must be a 'user' turn")
-    return [{"role": m["role"], "content": m["content"]} for m in messages]
+    @field_validator("messages")
+    @classmethod
+    def genrm_layout(cls, messages: list[_Message]) -> list[_Message]:
+        """[system], user/assistant history ending with a user turn, then response_1 and response_2."""
+        if not messages:
+            raise ValueError("'messages' must be a non-empty list")
+        roles = [m.role for m in messages]
+        if roles[-2:] != ["response_1", "response_2"] or roles.count("response_1") + roles.count("response_2") != 2:
+            raise ValueError("the last two messages must be exactly one 'response_1' then one 'response_2'")
+        history = roles[:-2]
+        if history[:1] == ["system"]:
+            history = history[1:]
+        if not history:
+            raise ValueError("a history with at least one 'user' turn must precede the responses")
+        bad = sorted({r for r in history if r not in ("user", "assistant")})
+        if bad:
+            raise ValueError(f"history roles must be 'user' or 'assistant' (one leading 'system'), got {bad}")
+        if history[-1] != "user":
+            raise ValueError("the last history turn must be a 'user' turn")
+        return messages
+
+    @model_validator(mode="after")
+    def one_plain_answer(self) -> ChatCompletionRequest:
+        if self.stream:
+            raise ValueError("the stand-in does not stream: send 'stream': false")
+        if self.n != 1:
+            raise ValueError("the stand-in returns one choice: 'n' must be 1")
+        return self
 
 
 def parse_chat_request(raw: bytes) -> ChatRequest:
     """Validate a chat-completions body; raises InvalidRequest with a message for the client."""
     try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise InvalidRequest("request body must be a JSON object")
-    if body.get("stream"):
-        raise InvalidRequest("the stand-in does not stream: send 'stream': false")
-    if body.get("n", 1) != 1:
-        raise InvalidRequest("the stand-in returns one choice: 'n' must be 1")
-    _number(body, "temperature", 0.0, 2.0)
-    _number(body, "top_p", 1e-9, 1.0)
-    max_tokens = _optional_int(body, "max_completion_tokens", 1) or _optional_int(body, "max_tokens", 1)
-    return ChatRequest(validate_messages(body.get("messages")), _optional_int(body, "seed"), max_tokens)
+        body = ChatCompletionRequest.model_validate_json(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise InvalidRequest(f"{where + ': ' if where else ''}{first['msg'].removeprefix('Value error, ')}") from None
+    return ChatRequest([{"role": m.role, "content": m.content} for m in body.messages], body.seed,
+                       body.max_completion_tokens or body.max_tokens)
 
 
 def quality(text: str) -> float:
@@ -549,21 +559,15 @@ def serve(config: StandinConfig | None = None, host: str = "127.0.0.1", port: in
     _Uvicorn(settings).run()
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
 def main(argv: list[str] | None = None) -> None:
+    """`python -m testing.genrm_standin --port N [--config JSON]`: how a launcher starts it (people use
+    `curate judge-standin`, which takes every knob as a flag)."""
     parser = argparse.ArgumentParser(description="GenRM stand-in server (SIMULATED verdicts).")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
-    defaults = StandinConfig()
-    for f in fields(StandinConfig):
-        kind = type(getattr(defaults, f.name))
-        parser.add_argument(_flag(f.name), type=kind, default=getattr(defaults, f.name))
-    args = vars(parser.parse_args(argv))
-    host, port = args.pop("host"), args.pop("port")
-    serve(StandinConfig(**args), host=host, port=port)
+    parser.add_argument("--config", default="{}", help="StandinConfig fields as JSON")
+    args = parser.parse_args(argv)
+    serve(StandinConfig(**json.loads(args.config)), host=args.host, port=args.port)
 
 
 # ---------------------------------------------------------------- subprocess handle
@@ -579,92 +583,31 @@ def _free_port(host: str) -> int:
 _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-class StandinProcess:
-    """Runs the stand-in as a subprocess for the duration of a `with` block.
+def standin_command(port: int, host: str = "127.0.0.1", config: StandinConfig | None = None) -> list[str]:
+    """The stand-in's command line for a launcher."""
+    return [sys.executable, "-m", "testing.genrm_standin", "--host", host, "--port", str(port),
+            "--config", json.dumps(asdict(config or StandinConfig()))]
 
-    `.url` is the OpenAI base URL (`.../v1`), `.base` the server root. The child's stderr goes to a
-    temporary file, forwarded to our stderr once it is up and again on exit.
-    """
+
+class StandinProcess(ManagedServer):
+    """The stand-in as a subprocess for the duration of a `with` block, started and stopped by the same
+    `ManagedServer` that runs vLLM. `.url` is the OpenAI base URL (`.../v1`), `.base` the server root; its
+    stderr (the SIMULATED banner) is passed on once it is up."""
 
     def __init__(self, config: StandinConfig | None = None, port: int | None = None, host: str = "127.0.0.1"):
         self.config = config or StandinConfig()
-        self.host = host
         self.port = port or _free_port(host)
         self.base = f"http://{host}:{self.port}"
         self.url = f"{self.base}/v1"
-        self._process: subprocess.Popen | None = None
-        self._log: IO[bytes] | None = None
-        self._forwarded = 0
-
-    @property
-    def pid(self) -> int:
-        assert self._process is not None, "the stand-in was never started"
-        return self._process.pid
+        root = str(Path(__file__).resolve().parents[1])  # importable even without an installed package
+        super().__init__(standin_command(self.port, host, self.config), self.base, startup_timeout=60,
+                         name="GenRM stand-in", forward_log=True,
+                         env={"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)})
 
     @property
     def returncode(self) -> int | None:
-        """None while running; -15 after a clean stop (uvicorn re-raises the SIGTERM it handled), -9 if killed."""
-        return None if self._process is None else self._process.poll()
-
-    def __enter__(self) -> StandinProcess:
-        argv = [sys.executable, "-m", "tasks.judge.standin", "--host", self.host, "--port", str(self.port)]
-        for name, value in asdict(self.config).items():
-            argv += [_flag(name), str(value)]
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parents[2])  # importable even without an installed package
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self._log, self._forwarded = tempfile.TemporaryFile(), 0
-        self._process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self._log, env=env)
-        try:
-            self._wait_healthy(timeout=60.0)
-        except BaseException:
-            self._stop()
-            raise
-        self._forward_log()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop()
-
-    def _read_log(self) -> str:
-        self._log.seek(0)
-        return self._log.read().decode(errors="replace")
-
-    def _forward_log(self) -> None:
-        text = self._read_log()
-        sys.stderr.write(text[self._forwarded:])
-        self._forwarded = len(text)
-
-    def _wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(
-                    f"GenRM stand-in exited with code {self._process.returncode} before answering /health; "
-                    f"its stderr:\n{self._read_log()}"
-                )
-            try:
-                with _opener.open(f"{self.base}/health", timeout=1.0) as reply:
-                    if reply.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise TimeoutError(f"GenRM stand-in not healthy after {timeout:.0f} s; its stderr:\n{self._read_log()}")
-
-    def _stop(self) -> None:
-        process = self._process
-        if process is None or self._log is None or self._log.closed:
-            return
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait()
-        self._forward_log()
-        self._log.close()
+        """None while running; negative (the signal) once stopped."""
+        return None if self.process is None else self.process.poll()
 
     def stats(self, start: float | None = None, end: float | None = None) -> dict:
         """GET /stats, optionally over the wall-clock window [start, end]."""

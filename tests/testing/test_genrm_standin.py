@@ -15,7 +15,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from tasks.judge.standin import (
+from testing.genrm_standin import (
     InvalidRequest,
     StandinConfig,
     StandinProcess,

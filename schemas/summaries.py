@@ -1,0 +1,91 @@
+"""What each stage reports: the typed summaries the flows return and the CLI, the pipeline and the
+artifacts read (JSON objects on the wire: `--json` prints them as they are). `total=False` marks keys that
+only some runs carry (a note, a sharded run's merge counts)."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class IngestSummary(TypedDict, total=False):
+    read: int  # rows read, readable or not: read = valid + quarantined_rows
+    valid: int  # = already_ingested + exact_duplicates + near_duplicates + new_pairs
+    quarantined: dict[str, int]  # reason -> rows
+    quarantined_rows: int
+    new_quarantined: int
+    already_ingested: int
+    exact_duplicates: int
+    near_duplicates: int
+    contaminated: int
+    new_pairs: int
+    multi_turn: dict[str, int]
+    source: str
+    location: str
+    source_revision: str
+    run_id: str
+    warehouse: str
+    decontaminated_against: dict[str, int]
+    seconds: float
+    note: str
+
+
+class JudgeSummary(TypedDict, total=False):
+    pairs: int
+    judged: int  # judgments (pair x order x sample) with a verdict
+    failed: dict[str, int]  # final failures of this run, by reason
+    failed_answers: dict[str, int]  # answers that came back without a verdict
+    transport_failures: dict[str, int]  # time-outs, 5xx, 429, connection errors (retried or not)
+    over_budget: int
+    skipped_cached: int
+    skipped_exhausted: int
+    requests: int
+    retries: int
+    tokens_in: int
+    tokens_out: int
+    seconds: float
+    judgments_per_second: float
+    cost: dict[str, Any]
+    endpoint_limits: dict[str, int]
+    judge_config_id: str
+    strategy: str
+    shard: str | None
+    endpoints: list[str]
+    run_id: str
+    served_models: list[str]
+    simulated: bool
+
+
+class VersionSummary(TypedDict, total=False):
+    name: str
+    version: int
+    rows: int
+    content_hash: str
+    created: str
+    new_version: bool
+    note: str
+    parent_version: int | None
+    judge_config_id: str
+    simulated: bool
+    stats: dict[str, Any]
+    error: str  # the pipeline's record of a version it could not build
+
+
+class PublishSummary(TypedDict, total=False):
+    name: str
+    version: int
+    target: str
+    tag: str
+    commit: str | None
+    simulated: bool
+    files: list[str]
+    published: bool
+    already_published: bool
+    rows: int
+    content_hash: str
+
+
+class PipelineSummary(TypedDict):
+    ingest: dict[str, IngestSummary]  # per source
+    judge: JudgeSummary | None
+    version: VersionSummary | None
+    publish: PublishSummary | None
