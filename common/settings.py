@@ -62,7 +62,8 @@ class Settings(BaseSettings):
     judge_simulated: bool = Field(False, description="sharded runs: the GPU workers serve the SIMULATED stand-in")
     judge_strategy: str = "swap"
     judge_adaptive_margin: float = Field(1.0, ge=0.0, description="adaptive: |margin| at or below is borderline")
-    judge_max_in_flight: int = Field(64, ge=1, description="requests in flight per endpoint")
+    judge_max_in_flight: int | None = Field(None, ge=1, description="hard upper bound on requests in flight per "
+                                            "endpoint (unset: found from the server's /metrics or throughput)")
     judge_request_timeout: float = Field(900.0, gt=0)
     judge_max_retries: int = Field(4, ge=0, description="transient failures retried within a run")
     judge_max_attempts: int = Field(3, ge=1, description="answers without a verdict per judgment over all runs")

@@ -229,7 +229,8 @@ def judge(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="judge at most N pairs"),
     shard: Optional[str] = typer.Option(None, "--shard", help="only hash bucket i of n, as i/n"),
     request_timeout: Optional[float] = typer.Option(None, "--request-timeout", help="seconds per request"),
-    max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1, help="requests in flight per endpoint"),
+    max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1, help="at most N requests in flight "
+                                                "per endpoint (default: found from the server's batch)"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this worker"),
     launch_standin: bool = typer.Option(False, "--launch-standin", help="start the SIMULATED stand-in instead"),
     port: Optional[int] = typer.Option(None, "--port", help="port of the launched server"),
@@ -266,7 +267,8 @@ def judge_shard(
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL (repeatable)"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this worker"),
     port: Optional[int] = typer.Option(None, "--port", help="port of the launched server"),
-    max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1, help="requests in flight per endpoint"),
+    max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1, help="at most N requests in flight "
+                                                "per endpoint (default: found from the server's batch)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Judge one shard of a sharded plan by hand, as a GPU worker does; results go to the exchange folder."""

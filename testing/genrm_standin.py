@@ -310,6 +310,21 @@ def token_estimate(text_length: int) -> int:
     return max(1, text_length // 4)
 
 
+def queue_over_window(log: list[tuple[float, int]], start: float, end: float) -> tuple[float, int]:
+    """(time-weighted mean, max) of a step function given as (time, value) changes, over [start, end]."""
+    if end <= start or not log:
+        return 0.0, 0
+    area, peak = 0.0, 0
+    for i, (t, v) in enumerate(log):
+        t_next = log[i + 1][0] if i + 1 < len(log) else end
+        lo, hi = max(t, start), min(t_next, end)
+        if hi > lo:
+            area += v * (hi - lo)
+        if t <= end and t_next >= start:
+            peak = max(peak, v)
+    return area / (end - start), peak
+
+
 def busy_fraction(
     intervals: Iterable[tuple[float, float | None]], start: float, end: float, capacity: int, now: float
 ) -> tuple[float, float]:
@@ -394,6 +409,7 @@ class _Server:
         self.seeded: set[int] = set()
         self.seeded_repeats = 0
         self.peak_open = self.queued + self.in_flight  # most requests open at once (queued or in service)
+        self.queue_log: list[tuple[float, int]] = [(now, self.queued)]  # (time, requests waiting) at each change
         # Requests still in service keep their (shared, mutable) interval, now starting at the reset.
         self.intervals = [iv for iv in self.intervals if iv[1] is None]
         for iv in self.intervals:
@@ -401,11 +417,13 @@ class _Server:
 
     async def serve_in_slot(self, request: Request, seconds: float) -> bool:
         self.queued += 1
+        self.queue_log.append((time.time(), self.queued))
         self.peak_open = max(self.peak_open, self.queued + self.in_flight)
         try:
             await self.slots.acquire()
         finally:
             self.queued -= 1
+            self.queue_log.append((time.time(), self.queued))
         interval: list = [time.time(), None]
         self.intervals.append(interval)
         self.in_flight += 1
@@ -494,6 +512,7 @@ class _Server:
         except ValueError:
             return _error(400, "'start' and 'end' must be unix seconds", "invalid_request_error")
         busy, fraction = busy_fraction(self.intervals, start, end, self.config.capacity, now)
+        waiting_mean, waiting_max = queue_over_window(self.queue_log, start, end)
         return _json({
             "simulated": True,
             "model": self.config.model,
@@ -510,10 +529,25 @@ class _Server:
             "window": {"start": start, "end": end},
             "busy_seconds": busy,
             "busy_fraction": fraction,
+            "waiting_mean": waiting_mean,  # requests waiting for a slot, time-weighted over the window
+            "waiting_max": waiting_max,
             "first_request_at": self.first_request_at,
             "last_request_at": self.last_request_at,
             "now": now,
         })
+
+    async def metrics(self, request: Request) -> Response:
+        """vLLM's two scheduler gauges, in Prometheus text format, so that clients can size their batches."""
+        label = f'model_name="{self.config.model}"'
+        body = (
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+            "# TYPE vllm:num_requests_running gauge\n"
+            f"vllm:num_requests_running{{{label}}} {float(self.in_flight)}\n"
+            "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n"
+            "# TYPE vllm:num_requests_waiting gauge\n"
+            f"vllm:num_requests_waiting{{{label}}} {float(self.queued)}\n"
+        )
+        return Response(body, media_type="text/plain; version=0.0.4")
 
     async def reset_stats(self, request: Request) -> Response:
         self.reset()
@@ -528,6 +562,7 @@ def create_app(config: StandinConfig | None = None) -> Starlette:
         Route("/health", server.health, methods=["GET"]),
         Route("/stats", server.stats, methods=["GET"]),
         Route("/stats/reset", server.reset_stats, methods=["POST"]),
+        Route("/metrics", server.metrics, methods=["GET"]),
     ])
     app.state.standin = server
     return app

@@ -119,8 +119,12 @@ def failures(snap: Snapshot) -> pd.DataFrame:
 
 
 def throughput(snap: Snapshot) -> pd.DataFrame:
-    return snap.frame("SELECT run_id, strategy, shard, status, started_at, seconds, judgments, ok, tokens_in, "
-                      "tokens_out, judgments_per_s, tokens_per_s FROM dash_judge_throughput ORDER BY started_at")
+    columns = ("run_id, strategy, shard, status, started_at, seconds, judgments, ok, tokens_in, tokens_out, "
+               "judgments_per_s, tokens_per_s")
+    try:
+        return snap.frame(f"SELECT {columns}, concurrency FROM dash_judge_throughput ORDER BY started_at")
+    except duckdb.BinderException:  # a snapshot taken before runs recorded their concurrency
+        return snap.frame(f"SELECT {columns} FROM dash_judge_throughput ORDER BY started_at")
 
 
 def version_costs(snap: Snapshot) -> pd.DataFrame:

@@ -2,7 +2,8 @@
 
 One dispatcher loop hands requests to endpoints: the endpoint that already served the pair's other order
 when it has a free slot (vLLM's prefix cache then reuses the shared history), else the least-loaded one.
-Each endpoint holds at most `max_in_flight` requests. Transient failures (429, 5xx, time-outs, connection
+Each endpoint holds as many requests as its concurrency controller allows (`concurrency.py`: found from
+vLLM's /metrics gauges, or from observed throughput; `max_in_flight` is a hard upper bound). Transient failures (429, 5xx, time-outs, connection
 errors) go back in the queue after an exponential back-off with jitter, to whichever endpoint is free;
 400s are final. An endpoint that fails `failure_threshold` times in a row is set aside for a cool-down
 that doubles while it keeps failing. Parse failures are final for the run: they are stored with their
@@ -27,6 +28,7 @@ import openai
 import orjson
 
 from common.errors import UserError
+from tasks.judge.concurrency import Concurrency, parse_vllm_gauges
 from tasks.judge.config import JudgeConfig
 from tasks.judge.genrm import ParseFailure, SideVerdict, Verdict, parse_completion, to_a_side
 
@@ -72,7 +74,9 @@ class JudgeResult:
 
 @dataclass(slots=True)
 class ClientOptions:
-    max_in_flight: int = 64  # per endpoint: size it to the server's batch (vLLM --max-num-seqs)
+    max_in_flight: int | None = None  # per endpoint, a hard upper bound; None: found from the server (concurrency.py)
+    adapt: bool = True  # find the concurrency below max_in_flight; False: exactly max_in_flight
+    metrics_poll: float = 0.1  # seconds between readings of the server's /metrics
     request_timeout: float = 900.0  # seconds: a 16k-token reasoning trace takes minutes
     max_retries: int = 4  # transient failures of one judgment in one run
     backoff_base: float = 1.0
@@ -98,6 +102,7 @@ class ClientStats:
     tokens_out: int = 0
     first_response_at: float | None = None
     last_request_sent_at: float | None = None
+    concurrency: dict[str, dict] = field(default_factory=dict)  # endpoint -> how its concurrency was found
 
 
 class _Endpoint:
@@ -108,6 +113,9 @@ class _Endpoint:
             **({"http_client": options.http_client(url)} if options.http_client else {}),
         )
         self.in_flight = 0
+        fixed = options.max_in_flight is not None and not options.adapt
+        self.concurrency = Concurrency(options.max_in_flight, mode="fixed" if fixed else "metrics")
+        self.metrics_url = (url[: -len("/v1")] if url.endswith("/v1") else url) + "/metrics"
         self.failures = 0
         self.available_at = 0.0
         self.cooldown = options.cooldown
@@ -162,11 +170,10 @@ class Dispatcher:
 
     # -- choosing where a request goes ----------------------------------------------------------
     def _pick(self, request: JudgeRequest, now: float) -> _Endpoint | None:
-        cap = self.options.max_in_flight
         preferred = self._affinity.get(request.pair_id)
-        if preferred is not None and preferred.in_flight < cap and preferred.available_at <= now:
+        if preferred is not None and preferred.in_flight < preferred.concurrency.cap and preferred.available_at <= now:
             return preferred
-        free = [e for e in self.endpoints if e.in_flight < cap and e.available_at <= now]
+        free = [e for e in self.endpoints if e.in_flight < e.concurrency.cap and e.available_at <= now]
         return min(free, key=lambda e: e.in_flight) if free else None
 
     def _remember(self, pair_id: str, endpoint: _Endpoint) -> None:
@@ -214,6 +221,7 @@ class Dispatcher:
         if self.stats.first_response_at is None:
             self.stats.first_response_at = time.time()
         result = self._result_from_body(request, endpoint, body, time.perf_counter() - started)
+        endpoint.concurrency.on_completion(result.latency_s, endpoint.in_flight, time.monotonic())
         if result.status == "failed":  # it came back without a verdict: a parse failure or a truncation
             self.stats.failed_answers[result.failure_reason or "unknown"] += 1
         self._finish(result)
@@ -286,7 +294,49 @@ class Dispatcher:
             return self._ready.pop()
         return next(source, None)
 
+    async def _watch_metrics(self, endpoint: _Endpoint) -> None:
+        """Read the server's batch gauges while the run lasts; a server without them switches the endpoint
+        to the observed-throughput controller."""
+        import httpx2
+
+        control = endpoint.concurrency
+        client = self.options.http_client(endpoint.url) if self.options.http_client else httpx2.AsyncClient(timeout=2.0)
+        misses = 0
+        try:
+            while control.mode == "metrics":
+                try:
+                    reply = await client.get(endpoint.metrics_url, timeout=2.0)
+                    gauges = parse_vllm_gauges(reply.text) if reply.status_code == 200 else None
+                except Exception:  # noqa: BLE001 - a missing /metrics is a mode, not a failure
+                    gauges = None
+                if gauges is None:
+                    misses += 1
+                    if misses >= 3:
+                        control.no_metrics(time.monotonic())
+                        break
+                else:
+                    misses = 0
+                    before = control.cap
+                    control.on_gauges(*gauges, endpoint.in_flight, time.monotonic())
+                    if control.cap > before:
+                        self._wake.set()
+                await asyncio.sleep(self.options.metrics_poll)
+        finally:
+            await client.aclose()
+
     async def run(self, requests: Iterable[JudgeRequest]) -> ClientStats:
+        started = time.monotonic()
+        watchers = [asyncio.create_task(self._watch_metrics(e)) for e in self.endpoints
+                    if e.concurrency.mode == "metrics"]
+        try:
+            return await self._run(requests)
+        finally:
+            for w in watchers:
+                w.cancel()
+            await asyncio.gather(*watchers, return_exceptions=True)
+            self.stats.concurrency = {e.url: e.concurrency.report(started) for e in self.endpoints}
+
+    async def _run(self, requests: Iterable[JudgeRequest]) -> ClientStats:
         source = iter(requests)
         held: JudgeRequest | None = None
         exhausted = False

@@ -236,6 +236,7 @@ def judge_pairs(
         "seconds": round(seconds, 3),
         "judgments_per_second": round((stats.judged + sum(stats.failed.values())) / seconds, 3) if seconds else 0.0,
         "first_response_at": stats.first_response_at,
+        "concurrency": stats.concurrency,
         "last_request_sent_at": stats.last_request_sent_at,
     }
 

@@ -218,3 +218,36 @@ def test_a_sole_dead_endpoint_ends_the_run_clearly_without_spinning():
     assert 0.3 + 0.6 <= wall < 30 and cpu < 0.5 * wall, (wall, cpu)
     # what was answered (failed for good after its retries) was written, not lost
     assert all(r.status == "failed" and r.failure_reason == "connection_error" for r in written)
+
+
+def test_without_max_in_flight_the_client_finds_the_servers_batch_from_its_metrics():
+    pairs = _pairs(200, seed=8)
+    options = ClientOptions(request_timeout=10.0)
+    with StandinProcess(StandinConfig(capacity=24, latency_mean=0.15)) as server:
+        summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=Strategy.parse("swap"),
+                              options=options, states={}, write=lambda batch: None)
+        stats = server.stats()
+    found = summary["concurrency"][server.url]
+    assert found["mode"] == "metrics" and 24 <= found["final"] <= 24 + 2 and found["batch_full_after_s"] is not None
+    assert stats["waiting_max"] <= 0.25 * 24 + 8 and summary["judged"] == 400
+
+
+def test_a_server_without_metrics_is_judged_by_observed_throughput():
+    import httpx2
+
+    pairs = _pairs(60, seed=9)
+
+    def no_metrics(url):  # every GET /metrics answers 404, as a server without Prometheus would
+        async def handler(request):
+            if request.url.path.endswith("/metrics"):
+                return httpx2.Response(404)
+            async with httpx2.AsyncClient() as real:
+                return await real.send(httpx2.Request(request.method, request.url, headers=request.headers,
+                                                      content=request.content))
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(handler), timeout=10.0)
+
+    with StandinProcess(StandinConfig(capacity=8, latency_mean=0.05)) as server:
+        summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=Strategy.parse("swap"),
+                              options=ClientOptions(request_timeout=10.0, http_client=no_metrics), states={},
+                              write=lambda batch: None)
+    assert summary["concurrency"][server.url]["mode"] == "observed" and summary["judged"] == 120
