@@ -40,6 +40,7 @@ def _judged(row: dict[str, Any]) -> JudgedPair:
         source_revision=row["source_revision"], history=row["history"], response_a=row["response_a"],
         response_b=row["response_b"], human_label=row["human_label"], both_bad=row["both_bad"], domain=row["domain"],
         language=row["language"], contaminated=row["contaminated"], verdicts=verdicts,
+        adaptive=bool(row.get("adaptive")), has_failed=bool(row.get("has_failed")),
     )
 
 

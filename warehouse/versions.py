@@ -31,9 +31,15 @@ class VersionStore(Connection):
                    coalesce(list(struct_pack(o := j."order", s := j.sample_index, score_a := j.score_a,
                                              score_b := j.score_b, ranking_a := j.ranking_a, margin := j.margin_a)
                                  ORDER BY j."order", j.sample_index)
-                            FILTER (WHERE j.pair_id IS NOT NULL), []) AS verdicts
+                            FILTER (WHERE j.pair_id IS NOT NULL), []) AS verdicts,
+                   -- judged by an adaptive run (which asks the second order only when the first is borderline)
+                   coalesce(bool_and(r.strategy LIKE 'adaptive%') FILTER (WHERE j.pair_id IS NOT NULL), false)
+                       AS adaptive,
+                   EXISTS (SELECT 1 FROM judgments f WHERE f.pair_id = p.pair_id AND f.judge_config_id = $1
+                           AND f.status <> 'ok') AS has_failed
             FROM candidate_pairs p
-            LEFT JOIN judgments j ON j.pair_id = p.pair_id AND j.judge_config_id = ? AND j.status = 'ok'
+            LEFT JOIN judgments j ON j.pair_id = p.pair_id AND j.judge_config_id = $1 AND j.status = 'ok'
+            LEFT JOIN judge_runs r ON r.run_id = j.judge_run_id
             WHERE NOT EXISTS (SELECT 1 FROM near_duplicates n WHERE n.pair_id = p.pair_id)
             GROUP BY ALL
             ORDER BY p.pair_id

@@ -25,6 +25,10 @@ class FilterPolicy(BaseModel):
     min_abs_margin: float = Field(1.0, ge=0.0, le=2.5, description="keep pairs whose |mean margin| is at least this")
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)
     require_order_agreement: bool = Field(True, description="both orders must prefer the same response")
+    # adaptive judging asks the second order only where the first verdict is borderline: a decisive first
+    # verdict judged alone on purpose is kept (a second order that failed or never came is not)
+    one_order_decisive: Literal["keep", "drop"] = Field("keep", description="adaptive pairs judged in one order")
+    decisive_margin: float = Field(1.0, ge=0.0, le=2.5, description="|margin| above which one order is decisive")
     require_score_agreement: bool = Field(False, description="every verdict's scores must agree with its ranking")
     max_spread: float | None = Field(None, ge=0.0, le=2.5, description="largest standard deviation of margins")
     human_label: Literal["ignore", "require_agreement", "flag_disagreement"] = "flag_disagreement"

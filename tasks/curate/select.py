@@ -28,6 +28,8 @@ class JudgedPair:
     language: str | None
     contaminated: bool
     verdicts: list[tuple[str, SideVerdict]] = field(default_factory=list)
+    adaptive: bool = False  # judged by an adaptive run: one order on purpose when the first was decisive
+    has_failed: bool = False  # a judgment of this pair failed (its second order may be missing for that)
 
 
 @dataclass(slots=True)
@@ -64,6 +66,20 @@ def split_of(history: list[dict[str, str]], validation_share: float) -> str:
     return "validation" if bucket < validation_share else "train"
 
 
+def one_order_reason(pair: JudgedPair, c: Confidence, policy: FilterPolicy) -> str | None:
+    """Why a pair judged in one order only is dropped, or None when it was one order on purpose: an
+    adaptive run asked no second order because the first verdict was decisive (|margin| above the policy's
+    `decisive_margin` and scores agreeing with the ranking), and nothing of the pair failed."""
+    if not pair.adaptive:
+        return "one_order_only"  # judged with `single`: nothing checked its position bias
+    if pair.has_failed:
+        return "second_order_failed"
+    decisive = abs(c.margin) > policy.decisive_margin and c.scores_agree
+    if not decisive or policy.one_order_decisive == "drop":
+        return "second_order_missing" if not decisive else "one_order_decisive"
+    return None
+
+
 def _drop_reason(pair: JudgedPair, c: Confidence, policy: FilterPolicy) -> str | None:
     if pair.contaminated and policy.exclude_contaminated:
         return "contaminated"
@@ -78,8 +94,10 @@ def _drop_reason(pair: JudgedPair, c: Confidence, policy: FilterPolicy) -> str |
     if c.confidence < policy.min_confidence:
         return "confidence_below_min"
     if policy.require_order_agreement and c.orders_agree is None:
-        return "one_order_only"
-    if policy.require_order_agreement and not c.orders_agree:
+        one = one_order_reason(pair, c, policy)
+        if one is not None:
+            return one
+    if policy.require_order_agreement and c.orders_agree is False:
         return "orders_disagree"
     if policy.require_score_agreement and not c.scores_agree:
         return "scores_disagree"

@@ -2,7 +2,9 @@
 
 A judgment is one (order, sample index). Fixed strategies name them all up front. `adaptive` asks for
 `ab` first and, only where that verdict is borderline, for `ba` and further samples up to k: on a judge
-whose GPU time dominates the cost, confident pairs are not paid for twice.
+whose GPU time dominates the cost, confident pairs are not paid for twice. `adaptive` alone is
+`adaptive:1`: the opposite order only (the cheaper variant); `adaptive:2` also adds a second sample of each
+order on borderline pairs. The default filter policy keeps a pair judged in one order on purpose.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class Strategy:
             return cls(text)
         m = re.fullmatch(r"(samples|adaptive)(?::(\d+))?", text)
         if m:
-            k = int(m.group(2) or (2 if m.group(1) == "adaptive" else 1))
+            k = int(m.group(2) or 1)  # adaptive's default variant adds only the opposite order
             if k < 1:
                 raise InvalidInputError("k must be at least 1")
             return cls(m.group(1), k, borderline_margin)

@@ -124,3 +124,17 @@ def test_sigkill_mid_run_then_rerun_equals_an_uninterrupted_run(tmp_path, ingest
     assert summary["skipped_cached"] == done_before and summary["judged"] == 2 * n - done_before
     repeated = total_requests - 2 * n
     assert 0 <= repeated <= batch + in_flight, f"{repeated} judgments were paid for twice"
+
+
+def test_adaptive_pairs_judged_once_on_purpose_are_kept_by_the_default_policy(ingested):
+    from flows.versions import build_version
+
+    path, n = ingested
+    with StandinProcess(StandinConfig(latency_mean=0.005, position_bias=0.3)) as server:
+        s = judge(endpoints=[server.url], strategy="adaptive", warehouse=str(path))
+    assert n < s["requests"] < 2 * n  # the opposite order only where the first verdict was borderline
+    made = build_version("adaptive-set", warehouse=str(path))
+    assert "one_order_only" not in made["stats"]["dropped"]
+    with Warehouse(path, read_only=True) as wh:
+        one_order = wh.query("SELECT count(*) FROM dataset_rows WHERE name = 'adaptive-set' AND orders_agree IS NULL")
+    assert one_order[0][0] > 0  # decisive single-order pairs are in the version

@@ -56,3 +56,24 @@ def test_split_is_by_prompt_and_hash_is_deterministic():
     fewer, _ = select_rows(pairs[:-1], policy)
     assert content_hash(fewer) != content_hash(rows)
     assert split_of([{"role": "user", "content": "x"}], 0.0) == "train"
+
+
+def test_adaptive_pairs_judged_in_one_order_on_purpose_are_kept_and_broken_ones_are_not():
+    from tasks.curate.confidence import pair_confidence
+    from tasks.curate.policy import FilterPolicy
+    from tasks.curate.select import JudgedPair, one_order_reason
+    from tasks.judge.genrm import SideVerdict
+
+    def pair(adaptive, failed, margin, scores=(5, 1)):
+        ranking = int(3.5 - margin)
+        p = JudgedPair("p", "s", "1", "r", [{"role": "user", "content": "q"}], "a", "b", None, False, None, None,
+                       False, [("ab", SideVerdict(scores[0], scores[1], ranking, margin))], adaptive, failed)
+        return p, pair_confidence(p.verdicts)
+
+    policy = FilterPolicy()
+    assert one_order_reason(*pair(True, False, 2.5), policy) is None  # decisive, on purpose: kept
+    assert one_order_reason(*pair(True, True, 2.5), policy) == "second_order_failed"
+    assert one_order_reason(*pair(True, False, 0.5), policy) == "second_order_missing"  # borderline, no ba
+    assert one_order_reason(*pair(True, False, 2.5, scores=(1, 5)), policy) == "second_order_missing"
+    assert one_order_reason(*pair(False, False, 2.5), policy) == "one_order_only"  # `single`: no bias check
+    assert one_order_reason(*pair(True, False, 2.5), FilterPolicy(one_order_decisive="drop")) == "one_order_decisive"

@@ -11,7 +11,7 @@ def test_parse_and_initial_slots():
     assert Strategy.parse("samples:2").initial() == [("ab", 0), ("ba", 0), ("ab", 1), ("ba", 1)]
     adaptive = Strategy.parse("adaptive:3")
     assert adaptive.initial() == [("ab", 0)] and len(adaptive.all_slots()) == 6
-    assert Strategy.parse("adaptive").samples == 2 and Strategy.parse("samples:3").label == "samples:3"
+    assert Strategy.parse("adaptive").samples == 1 and Strategy.parse("samples:3").label == "samples:3"
     for bad in ("both", "samples:0", "samples:x"):
         with pytest.raises(ValueError):
             Strategy.parse(bad)
