@@ -228,7 +228,8 @@ def test_without_max_in_flight_the_client_finds_the_servers_batch_from_its_metri
                               options=options, states={}, write=lambda batch: None)
         stats = server.stats()
     found = summary["concurrency"][server.url]
-    assert found["mode"] == "metrics" and 24 <= found["final"] <= 24 + 2 and found["batch_full_after_s"] is not None
+    # it found the batch (24) and keeps only a small queue above it, even on a loaded machine
+    assert found["mode"] == "metrics" and 24 <= found["final"] <= 30 and found["batch_full_after_s"] is not None
     assert stats["waiting_max"] <= 0.25 * 24 + 8 and summary["judged"] == 400
 
 
