@@ -50,14 +50,20 @@ def _run(fn, *args: Any, **kwargs: Any) -> Any:
     """Run a flow; turn the errors a user can act on into one clear line and exit code 2."""
     from common.settings import get_settings
     from curator.cli_logging import log_to_file
+    from curator.watchdog import start_watchdog
 
+    global _watchdog
     log_to_file(Path(get_settings().warehouse).parent / "logs" / "curate.log")
+    _watchdog = _watchdog or start_watchdog()  # stops Prefect's temporary server if this process is SIGKILLed
     try:
         return fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001
         if _is_user_error(e):
             _fail(str(e), getattr(e, "hint", None))
         raise
+
+
+_watchdog = None
 
 
 def _is_user_error(e: BaseException) -> bool:

@@ -173,3 +173,42 @@ def test_errors_a_user_can_act_on_are_at_most_three_short_lines(tmp_path, case):
     assert lines[0].startswith("error: ") and said in proc.stderr.replace("\n", " ")
     if case in ("run_without_endpoint", "unreachable_endpoint"):
         assert seconds < 30 and not warehouse.exists()  # refused before any stage: nothing touched
+
+
+def test_a_command_killed_with_sigkill_leaves_no_server_behind(tmp_path):
+    """Prefect's temporary API server is the command's child: a watchdog stops it once the command is gone."""
+    import signal
+    import time
+
+    data = tmp_path / "hs.jsonl"
+    write_synth(data, "helpsteer3", 20000, seed=5, pair_bytes=3000)
+    curate = os.path.join(os.path.dirname(sys.executable), "curate")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CURATE_")}
+    proc = subprocess.Popen([curate, "ingest", "--source", "helpsteer3", "--path", str(data), "--warehouse",
+                             str(tmp_path / "w.duckdb")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+
+    def children() -> list[int]:
+        out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        return [int(p) for p in out]
+
+    deadline = time.time() + 90
+    servers: list[int] = []
+    while not servers and time.time() < deadline and proc.poll() is None:
+        servers = [p for p in children()
+                   if "uvicorn" in open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")]
+        time.sleep(0.3)
+    if proc.poll() is not None:
+        pytest.skip("the ingest finished before a server could be seen")
+    assert servers, "Prefect's temporary server runs as the command's child"
+    time.sleep(1.0)  # the watchdog polls every 0.5 s
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 20
+    alive = servers
+    while alive and time.time() < deadline:
+        alive = [p for p in servers if os.path.exists(f"/proc/{p}")
+                 and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+        time.sleep(0.3)
+    for p in alive:  # never leave it to the next test, whatever happened
+        os.kill(p, signal.SIGKILL)
+    assert not alive
