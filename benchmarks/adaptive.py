@@ -18,34 +18,19 @@ Run: `python benchmarks/adaptive.py [--pairs 1500]` (about 2 minutes on 2 cores)
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_runs import bench_env, curate  # noqa: E402  (sets offline Prefect defaults)
 
 from tasks.ingest.synth import write_synth  # noqa: E402
 from testing.genrm_standin import StandinConfig, StandinProcess, quality  # noqa: E402
 from warehouse.store import Warehouse  # noqa: E402
 
 POSITION_BIAS = 0.3
-
-
-def curate(*args: str, env: dict[str, str]) -> dict:
-    exe = Path(sys.executable).with_name("curate")
-    done = subprocess.run([str(exe), *args, "--json"], capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"curate {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def run_strategy(strategy: str, base: Path, work: Path, env: dict[str, str]) -> dict:
@@ -70,9 +55,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="adaptive-") as tmp:
         work = Path(tmp)
-        env = {**os.environ, "PREFECT_HOME": str(work / "prefect-home")}
-        for name in ("CURATE_WAREHOUSE", "CURATE_JUDGE_STRATEGY"):
-            env.pop(name, None)
+        env = bench_env(work, "CURATE_JUDGE_STRATEGY")
         data = work / "hs.jsonl"
         write_synth(data, "helpsteer3", args.pairs, seed=13, pair_bytes=600, exact_dup_rate=0.0, near_dup_rate=0.0,
                     bad_rate=0.0)

@@ -19,20 +19,13 @@ Run: `python benchmarks/saturation.py` (about 5 minutes on 2 cores); `--sizes 16
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_runs import bench_env, curate  # noqa: E402  (sets offline Prefect defaults)
 
 from tasks.ingest.synth import write_synth  # noqa: E402
 from testing.genrm_standin import StandinConfig, StandinProcess  # noqa: E402
@@ -45,18 +38,8 @@ JUDGMENTS = {16: 600, 64: 2000, 256: 10000}
 BASELINE_64 = 0.92
 
 
-def curate(*args: str, env: dict[str, str]) -> dict:
-    exe = Path(sys.executable).with_name("curate")
-    done = subprocess.run([str(exe), *args, "--json"], capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"curate {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def run_size(capacity: int, judgments: int, work: Path, sigma: float) -> dict:
-    env = {**os.environ, "PREFECT_HOME": str(work / "prefect-home")}
-    env.pop("CURATE_WAREHOUSE", None)
-    env.pop("CURATE_JUDGE_MAX_IN_FLIGHT", None)
+    env = bench_env(work, "CURATE_JUDGE_MAX_IN_FLIGHT")
     warehouse = work / f"w{capacity}.duckdb"
     data = work / f"hs{capacity}.jsonl"
     write_synth(data, "helpsteer3", judgments, seed=capacity, pair_bytes=800, exact_dup_rate=0.0, near_dup_rate=0.0,
@@ -103,8 +86,8 @@ def main() -> None:
     for r in rows:
         c = r["capacity"]
         checks = [
-            (f"steady-state busy >= 0.95", r["busy_steady"] >= 0.95, f"{r['busy_steady']:.3f}"),
-            (f"whole run >= 0.90 of capacity/mean latency", r["whole_run"] >= 0.90, f"{r['whole_run']:.3f}"),
+            ("steady-state busy >= 0.95", r["busy_steady"] >= 0.95, f"{r['busy_steady']:.3f}"),
+            ("whole run >= 0.90 of capacity/mean latency", r["whole_run"] >= 0.90, f"{r['whole_run']:.3f}"),
             (f"queue mean <= {0.10 * c:.1f} (10% of capacity)", r["waiting_mean"] <= 0.10 * c, f"{r['waiting_mean']:.2f}"),
             (f"queue max <= {0.25 * c + 8:.0f} (25% + 8)", r["waiting_max"] <= 0.25 * c + 8, f"{r['waiting_max']}"),
         ]

@@ -15,7 +15,6 @@ Run: `python benchmarks/startup.py [--repeat 3]`.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
 import subprocess
@@ -24,12 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_runs import bench_env, curate_exe  # noqa: E402  (sets offline Prefect defaults)
 
 from tasks.ingest.synth import write_synth  # noqa: E402
 from testing.genrm_standin import StandinConfig, StandinProcess  # noqa: E402
@@ -54,20 +49,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    curate = str(Path(sys.executable).with_name("curate"))
+    exe = curate_exe()
     with tempfile.TemporaryDirectory(prefix="startup-") as tmp:
         work = Path(tmp)
-        env = {**os.environ, "PREFECT_HOME": str(work / "prefect-home")}
-        env.pop("CURATE_WAREHOUSE", None)
+        env = bench_env(work)
         w = ["--warehouse", str(work / "w.duckdb")]
         data = work / "hs.jsonl"
         write_synth(data, "helpsteer3", 200, seed=3, pair_bytes=500)
         with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
             commands = {
-                "ingest": [curate, "ingest", "--source", "helpsteer3", "--path", str(data), *w],
-                "judge": [curate, "judge", "--endpoint", server.url, *w],
-                "build-version": [curate, "build-version", "startup", *w],
-                "publish": [curate, "publish", "startup", "--to", str(work / "published"), *w],
+                "ingest": [exe, "ingest", "--source", "helpsteer3", "--path", str(data), *w],
+                "judge": [exe, "judge", "--endpoint", server.url, *w],
+                "build-version": [exe, "build-version", "startup", *w],
+                "publish": [exe, "publish", "startup", "--to", str(work / "published"), *w],
             }
             for argv in commands.values():  # the real work, once
                 timed(argv, env)
