@@ -51,10 +51,10 @@ from tasks.ingest.synth import TextMaker  # noqa: E402
 from tasks.judge.client import ClientOptions, JudgeResult  # noqa: E402
 from tasks.judge.config import JudgeConfig  # noqa: E402
 from tasks.judge.genrm import ParseFailure, build_messages, parse_completion  # noqa: E402
-from tasks.judge.run import results_table  # noqa: E402
 from tasks.judge.run import judge_pairs as _judge_pairs  # noqa: E402
-from testing.genrm_standin import StandinConfig, StandinProcess, latency_for, quality  # noqa: E402
+from tasks.judge.run import results_table  # noqa: E402
 from tasks.judge.strategies import Strategy  # noqa: E402
+from testing.genrm_standin import StandinConfig, StandinProcess, latency_for, quality  # noqa: E402
 from warehouse.store import Warehouse  # noqa: E402
 
 PairText = tuple[str, list[dict[str, str]], str, str]

@@ -73,6 +73,17 @@ def main() -> None:
                 runs = [timed(argv, env) for _ in range(args.repeat)]
                 results[name] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
                 print(f"{name:<14} {results[name][0]:>16.2f} {results[name][1]:>15.2f}")
+            # Beside the no-ops: calls that do (a little) work run a flow, so they start the Prefect API.
+            with_work = {
+                "status (floor)": [exe, "status", *w],
+                "ingest --force": [*commands["ingest"], "--force"],
+            }
+            print(f"\ncalls with work ({'the configured Prefect server' if env.get('PREFECT_API_URL') else 'a temporary Prefect API each'}; "
+                  f"--force re-reads the 200 rows):")
+            for name, argv in with_work.items():
+                runs = [timed(argv, env) for _ in range(args.repeat)]
+                print(f"{name:<14} {statistics.median(r[0] for r in runs):>16.2f} "
+                      f"{statistics.median(r[1] for r in runs):>15.2f}")
     wall, cpu = results["judge"]
     print(f"\njudge no-op vs the issue's baseline ({BASELINE_JUDGE_WALL[0]:g}-{BASELINE_JUDGE_WALL[1]:g} s wall, "
           f"{BASELINE_JUDGE_CPU[0]:g}-{BASELINE_JUDGE_CPU[1]:g} CPU-s): {wall / BASELINE_JUDGE_WALL[0]:.2f}x of the "

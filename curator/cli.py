@@ -46,15 +46,8 @@ def _settings_env(warehouse: Optional[Path], **settings: Any) -> None:
         get_settings.cache_clear()
 
 
-def _run(fn, *args: Any, **kwargs: Any) -> Any:
-    """Run a flow; turn the errors a user can act on into one clear line and exit code 2."""
-    from common.settings import get_settings
-    from curator.cli_logging import log_to_file
-    from curator.watchdog import start_watchdog
-
-    global _watchdog
-    log_to_file(Path(get_settings().warehouse).parent / "logs" / "curate.log")
-    _watchdog = _watchdog or start_watchdog()  # stops Prefect's temporary server if this process is SIGKILLed
+def _guarded(fn, *args: Any, **kwargs: Any) -> Any:
+    """Call `fn`; turn the errors a user can act on into one clear line and exit code 2."""
     try:
         return fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001
@@ -63,7 +56,61 @@ def _run(fn, *args: Any, **kwargs: Any) -> Any:
         raise
 
 
+def _run(fn, *args: Any, **kwargs: Any) -> Any:
+    """Run a flow (on the configured Prefect server, or a temporary one); errors a user can act on become one
+    clear line and exit code 2, the rest go to the log file."""
+    from common.settings import get_settings
+    from curator.cli_logging import log_to_file
+    from curator.watchdog import start_watchdog
+
+    global _watchdog
+    log_to_file(Path(get_settings().warehouse).parent / "logs" / "curate.log")
+    _watchdog = _watchdog or start_watchdog()  # stops Prefect's temporary server if this process is SIGKILLed
+    _start_prefect_api()
+    if _api is None:
+        return _guarded(fn, *args, **kwargs)
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: _guarded(_api.wait_ready, _api_timeout())}):
+        return _guarded(fn, *args, **kwargs)
+
+
 _watchdog = None
+_api = None
+
+
+def _api_timeout() -> float:
+    return float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120"))
+
+
+def _start_prefect_api() -> None:
+    """Start Prefect's temporary API now, when no server is configured, so that its start-up overlaps what the
+    command does before its flow runs (`_run` waits for it)."""
+    global _api, _watchdog
+    if _api is not None:
+        return
+    from curator.noop import prefect_server_configured
+
+    if prefect_server_configured():
+        return
+    from curator.prefect_api import TemporaryApi
+    from curator.watchdog import start_watchdog
+
+    _watchdog = _watchdog or start_watchdog()
+    _api = TemporaryApi().start()
+
+
+def _noop_answer(fn, *args: Any) -> Any | None:
+    """The answer of a call with nothing to do, found without starting Prefect; None when there is work (or a
+    Prefect server is configured: then every call is a flow run there)."""
+    from curator.noop import prefect_server_configured
+
+    if prefect_server_configured():
+        return None
+    answer = _guarded(fn, *args)
+    if answer is None:
+        _start_prefect_api()  # a flow will run: its API boots while the flow's modules are imported
+    return answer
 
 
 def _is_user_error(e: BaseException) -> bool:
@@ -83,28 +130,24 @@ def _fail(message: str, hint: str | None = None) -> None:
     raise typer.Exit(2)
 
 
-def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> None:
-    """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts."""
+def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> Any:
+    """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts. Returns what the check
+    found (None when the run starts its own server)."""
     from common.settings import get_settings
     from tasks.judge.endpoints import check_endpoints
 
     settings = get_settings()
     if launch or settings.judge_launch:
-        return  # a server started by the run itself is checked once it is up
-    try:
-        report = check_endpoints(list(endpoints or settings.judge_endpoints), settings.judge_model,
-                                 allow_other_model=settings.judge_allow_other_model,
-                                 timeout=settings.judge_check_timeout)
-    except Exception as e:  # noqa: BLE001
-        if _is_user_error(e):
-            _fail(str(e), getattr(e, "hint", None))
-        raise
+        return None  # a server started by the run itself is checked once it is up
+    report = _guarded(check_endpoints, list(endpoints or settings.judge_endpoints), settings.judge_model,
+                      allow_other_model=settings.judge_allow_other_model, timeout=settings.judge_check_timeout)
     for p in report.unreachable:
         err.print(f"warning: judge endpoint {p.url} does not answer ({p.error}); judging with the others",
                   highlight=False, soft_wrap=True)
     if report.simulated:
         err.print("[bold yellow]note:[/] the judge endpoint serves the GenRM STAND-IN: verdicts are SIMULATED "
                   "and marked so", highlight=False)
+    return report
 
 
 def _preflight(source: str, path: Optional[Path], kind: str) -> None:
@@ -114,15 +157,13 @@ def _preflight(source: str, path: Optional[Path], kind: str) -> None:
     from tasks.ingest.sources import get_source
     from warehouse.store import Warehouse
 
-    try:
+    def check() -> None:
         get_source(source, kind=kind)
         if path is not None and not path.is_file():
             raise NotFoundError(f"{path}: no such file")
         Warehouse(get_settings().warehouse).close()  # migrates, or names the process holding the lock
-    except Exception as e:  # noqa: BLE001
-        if _is_user_error(e):
-            _fail(str(e))
-        raise
+
+    _guarded(check)
 
 
 def _RateColumn():  # noqa: N802 - reads like the rich columns beside it
@@ -204,10 +245,14 @@ def ingest(
     """Read a source, validate, deduplicate, decontaminate, and land new pairs in the warehouse."""
     _settings_env(warehouse)
     _preflight(source, path, "pairs")
-    from flows.ingest import ingest as ingest_flow
+    from curator.noop import ingest_noop
 
-    with _Bar(enabled=not as_json and sys.stderr.isatty()):
-        summary = _run(ingest_flow, source, str(path) if path else None, revision, limit, None, batch_size, force)
+    summary = _noop_answer(ingest_noop, source, path, revision, limit, force)
+    if summary is None:
+        from flows.ingest import ingest as ingest_flow
+
+        with _Bar(enabled=not as_json and sys.stderr.isatty()):
+            summary = _run(ingest_flow, source, str(path) if path else None, revision, limit, None, batch_size, force)
     _print_summary(f"ingest {source}", summary, as_json)
 
 
@@ -253,17 +298,19 @@ def judge(
     from warehouse.store import Warehouse
 
     launch = "vllm" if launch_vllm else "standin" if launch_standin else None
-    _check_judge(endpoint, launch)
-    try:
-        Warehouse(get_settings().warehouse).close()
-    except Exception as e:  # noqa: BLE001
-        if _is_user_error(e):
-            _fail(str(e))
-        raise
-    from flows.judge import judge as judge_flow
+    report = _check_judge(endpoint, launch)
+    _guarded(lambda: Warehouse(get_settings().warehouse).close())
+    summary = None
+    if report is not None:  # the endpoints are known and answer: is anything left to judge?
+        from curator.noop import judge_noop
 
-    with _Bar(enabled=not as_json and sys.stderr.isatty()):
-        summary = _run(judge_flow, endpoint or None, strategy, shard, limit, launch, port, max_in_flight, request_timeout)
+        summary = _noop_answer(judge_noop, report.usable, report.simulated, strategy, shard, limit)
+    if summary is None:
+        from flows.judge import judge as judge_flow
+
+        with _Bar(enabled=not as_json and sys.stderr.isatty()):
+            summary = _run(judge_flow, endpoint or None, strategy, shard, limit, launch, port, max_in_flight,
+                           request_timeout)
     _print_summary("judge", summary, as_json)
 
 
@@ -394,12 +441,7 @@ def snapshot(warehouse: Optional[Path] = typer.Option(None, "--warehouse")) -> N
     from warehouse.store import Warehouse
 
     settings = get_settings()
-    try:
-        Warehouse(settings.warehouse).close()  # migrates, or names the process holding the lock
-    except Exception as e:  # noqa: BLE001
-        if _is_user_error(e):
-            _fail(str(e))
-        raise
+    _guarded(lambda: Warehouse(settings.warehouse).close())  # migrates, or names the process holding the lock
     target = snapshot_path(settings.warehouse, settings.dashboard_snapshot)
     counts = refresh_snapshot(settings.warehouse, target, "manual",
                               {"server_tokens_per_second": settings.cost_server_tokens_per_second,
@@ -541,10 +583,14 @@ def build_version(
     ).items() if v is not None}
     from tasks.curate.policy import load_policy
 
-    _run(load_policy, policy, overrides)  # refuse a bad policy before any flow run starts
-    from flows.versions import build_version as build_flow
+    _guarded(load_policy, policy, overrides)  # refuse a bad policy before any flow run starts
+    from curator.noop import version_noop
 
-    summary = _run(build_flow, name, str(policy) if policy else None, overrides, judge_config)
+    summary = _noop_answer(version_noop, name, policy, overrides, judge_config)
+    if summary is None:
+        from flows.versions import build_version as build_flow
+
+        summary = _run(build_flow, name, str(policy) if policy else None, overrides, judge_config)
     _print_summary(f"version {name}", summary, as_json)
 
 
@@ -559,7 +605,7 @@ def versions(
     from common.settings import get_settings
     from warehouse.store import Warehouse
 
-    with _run(Warehouse, get_settings().warehouse, read_only=True) as wh:
+    with _guarded(Warehouse, get_settings().warehouse, read_only=True) as wh:
         found = wh.versions(name)
     if as_json:
         sys.stdout.write(json.dumps(found, default=str) + "\n")
@@ -585,7 +631,7 @@ def diff(
     from tasks.curate.diff import diff_versions
     from warehouse.store import Warehouse
 
-    with _run(Warehouse, get_settings().warehouse, read_only=True) as wh:
+    with _guarded(Warehouse, get_settings().warehouse, read_only=True) as wh:
         missing = [v for v in (old, new) if wh.version_meta(name, v) is None or wh.version_meta(name, v)["version"] != v]
         if missing:
             _fail(f"{name} has no version {missing[0]}")
@@ -612,9 +658,13 @@ def publish(
 ) -> None:
     """Publish a version: Parquet shards per format and split, a dataset card, a tag per version."""
     _settings_env(warehouse)
-    from flows.publish import publish as publish_flow
+    from curator.noop import publish_noop
 
-    summary = _run(publish_flow, name, version, to, private, allow_simulated=allow_simulated)
+    summary = _noop_answer(publish_noop, name, version, to)
+    if summary is None:
+        from flows.publish import publish as publish_flow
+
+        summary = _run(publish_flow, name, version, to, private, allow_simulated=allow_simulated)
     if not as_json:
         summary = {**summary, "files": f"{len(summary['files'])} files"}
     _print_summary(f"publish {name}", summary, as_json)
@@ -674,7 +724,7 @@ def status(
     from common.settings import get_settings
     from warehouse.store import Warehouse
 
-    with _run(Warehouse, get_settings().warehouse, read_only=True) as wh:
+    with _guarded(Warehouse, get_settings().warehouse, read_only=True) as wh:
         counts = wh.counts()
         runs = wh.ingest_runs(10)
         interrupted = wh.interrupted_runs(10)

@@ -31,9 +31,8 @@ from tasks.ingest.read import (
 )
 from tasks.ingest.revisions import pin_revision, source_batches
 from tasks.ingest.sources import EvalPrompt, Source, get_source
+from tasks.ingest.summary import SUMMARY_KEYS, record_if_unchanged, summarize
 from warehouse.store import Warehouse
-
-SUMMARY_KEYS = ("read", "valid", "quarantined", "exact_duplicates", "near_duplicates", "contaminated", "new_pairs")
 
 
 @task(cache_policy=NO_CACHE)
@@ -65,27 +64,6 @@ def ingest_batch(
         wh, prepared, source=source.name, revision=revision, run_id=run_id, index=index, decontaminator=decontaminator,
         writer=writer,
     )
-
-
-def summarize(counts: BatchCounts, **extra: Any) -> IngestSummary:
-    summary = {
-        "read": counts.read,
-        "valid": counts.valid,
-        "quarantined": dict(counts.quarantined.most_common()),
-        "quarantined_rows": counts.quarantined_rows,
-        "new_quarantined": counts.new_quarantined,
-        "already_ingested": counts.already_ingested,
-        "exact_duplicates": counts.exact_duplicates,
-        "near_duplicates": counts.near_duplicates,
-        "contaminated": counts.contaminated,
-        "new_pairs": counts.new_pairs,
-        "multi_turn": dict(counts.multi_turn),
-    }
-    summary.update(extra)
-    if counts.read and counts.new_pairs == 0 and counts.new_quarantined == 0 and counts.exact_duplicates == 0 \
-            and counts.near_duplicates == 0:
-        summary["note"] = "nothing new: every row read was already in the warehouse"
-    return summary
 
 
 def _artifact(summary: IngestSummary) -> None:
@@ -121,18 +99,13 @@ def ingest(
     with Warehouse(settings.warehouse) as wh:
         rev, location = pin_revision(wh, src, revision, path)
         run_id = current_run_id()
+        unchanged = None if force or limit is not None else record_if_unchanged(wh, src, rev, location, run_id,
+                                                                                  settings, started)
+        if unchanged is not None:
+            log.info(unchanged["note"])
+            _artifact(unchanged)
+            return unchanged
         wh.start_ingest_run(run_id, src.name, location, rev, {**settings.model_dump(mode="json"), "limit": limit})
-        earlier = None if force or limit is not None else wh.completed_full_ingest(src.name, rev)
-        if earlier is not None:
-            summary = summarize(BatchCounts(), source=src.name, location=location, source_revision=rev, run_id=run_id,
-                                warehouse=str(settings.warehouse), decontaminated_against=wh.eval_prompt_counts(),
-                                seconds=round(time.perf_counter() - started, 3))
-            summary["note"] = (f"unchanged: {src.name} at {rev} was read in full by run {earlier}; nothing read "
-                               "(force to read it again)")
-            wh.finish_ingest_run(run_id, "completed", summary)
-            log.info(summary["note"])
-            _artifact(summary)
-            return summary
         index, decontaminator = open_indexes(wh, settings)
         total = count_rows(Path(path)) if path else None
         if limit is not None:

@@ -14,38 +14,35 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
 
 from common.settings import Settings, settings_with
 from flows.runs import current_run_id
 from schemas.summaries import JudgeSummary
-from tasks.judge.config import JudgeConfig, config_record
+from tasks.judge.config import JudgeConfig
 from tasks.judge.endpoints import EndpointCheckError
 from tasks.judge.exchange import Heartbeat, ResultWriter, fold_results, read_work, results_dir
-from tasks.judge.run import as_states, run_judging, split_pending
-from tasks.judge.shards import pairs_of_shard
+from tasks.judge.run import run_judging, split_pending
 from tasks.judge.strategies import Strategy
 from tasks.judge.targets import checked_targets, judge_config_from, judge_targets
+from tasks.judge.warehouse_run import JudgeWork, judge_and_record, plan_work
 from warehouse.store import Warehouse
 
 JUDGE_SUMMARY_KEYS = ("pairs", "judged", "failed", "skipped_cached", "requests", "tokens_in", "tokens_out", "seconds")
 
 
 @task(cache_policy=NO_CACHE)
-def select_pairs(wh: Warehouse, shard: str | None, limit: int | None) -> list[str]:
-    """Ids of the curation pairs in this shard (texts are read later, only for pairs with work left)."""
-    return pairs_of_shard(wh.curation_pair_ids(), shard, limit)
+def plan_judging(wh: Warehouse, config_id: str, strategy: Strategy, shard: str | None, limit: int | None,
+                 max_attempts: int) -> JudgeWork:
+    """The curation pairs of this shard and what the cache already answers (texts are read later, only for
+    pairs with work left)."""
+    return plan_work(wh, config_id, strategy, shard, limit, max_attempts)
 
 
 @task(cache_policy=NO_CACHE)
-def judge_shard(wh: Warehouse, ids: list[str], endpoints: list[str], config: JudgeConfig, strategy: Strategy,
-                settings: Settings, run_id: str) -> dict[str, Any]:
-    states = as_states(wh.judgment_states(config.id, ids))
-    # Pairs the cache answers in full are counted, not loaded: a rerun reads no text at all.
-    pending, done = split_pending(ids, strategy, states, settings.judge_max_attempts)
-    summary = run_judging(wh.pair_texts(pending), states, done, endpoints, config, strategy, settings,
-                           wh.write_judgments, run_id)
-    summary["pairs"] = len(ids)
-    return summary
+def judge_shard(wh: Warehouse, work: JudgeWork, targets: list[str], config: JudgeConfig, strategy: Strategy,
+                settings: Settings, run_id: str, shard: str | None) -> JudgeSummary:
+    return judge_and_record(wh, work, targets, config, strategy, settings, run_id, shard)
 
 
 @flow(name="judge", log_prints=False)
@@ -71,17 +68,9 @@ def judge(
     with server:
         targets, config = checked_targets(targets, config, settings, get_run_logger())
         with Warehouse(settings.warehouse) as wh:
-            wh.register_judge_config(config_record(config))
-            ids = select_pairs(wh, shard, limit)
-            wh.start_judge_run(run_id, config.id, plan.label, targets, shard)
-            try:
-                summary = judge_shard(wh, ids, targets, config, plan, settings, run_id)
-            except BaseException as err:
-                wh.finish_judge_run(run_id, "failed", {}, f"{type(err).__name__}: {err}")
-                raise
-            summary.update(judge_config_id=config.id, strategy=plan.label, shard=shard, endpoints=targets,
-                           run_id=run_id, served_models=wh.served_models(run_id), simulated=config.simulated)
-            wh.finish_judge_run(run_id, "completed", summary)
+            # quote(): Prefect would otherwise walk every state of a large cache looking for futures.
+            work = plan_judging(wh, config.id, plan, shard, limit, settings.judge_max_attempts)
+            summary = judge_shard(wh, quote(work), targets, config, plan, settings, run_id, shard)
     log.info("judge: %d pairs, %d judged, %d failed, %d cached, %d requests in %.1fs", summary["pairs"],
              summary["judged"], sum(summary["failed"].values()), summary["skipped_cached"], summary["requests"],
              summary["seconds"])

@@ -14,7 +14,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from common.errors import InvalidInputError, UserError
+from common.errors import UserError
 from common.settings import settings_with
 from schemas.summaries import PublishSummary
 from schemas.version import check_name
@@ -23,12 +23,13 @@ from tasks.publish.card import LICENSE_FILE, card_markdown, distributions_svg, l
 from tasks.publish.layout import (
     MARKER,
     PLOT,
-    check_folder_target,
+    already_there,
     export_files,
     list_files,
-    read_marker,
+    version_folder,
     write_atomically,
 )
+from tasks.publish.summary import publish_summary
 from warehouse.store import Warehouse
 
 HF_PREFIX = "hf://"
@@ -109,24 +110,15 @@ def publish(
                                            commit_message=f"{name} {tag} ({meta['content_hash']})", private=private)
         target, commit, already = f"{HF_PREFIX}{repo_id}", result.commit, result.already_published
     else:
-        # The folder's name carries the content hash: datasets 5.2 caches a local folder's data by the
-        # folder's base name and config, so two different "v1" folders would read as one (measured).
-        final = Path(to) / name / f"{tag}-{meta['content_hash'][:12]}"
-        check_folder_target(final)
-        marker = read_marker(final)
-        if final.exists() and (marker is None or marker.get("content_hash") != meta["content_hash"]):
-            raise InvalidInputError(f"{final} exists and is not {name} {tag}: refusing to overwrite it")
-        already = final.exists()
+        final = version_folder(to, meta)
+        already = already_there(final, meta)
         if not already:
             write_atomically(final, fill)
         files, target, commit = list_files(final), str(final.resolve()), None
 
     with Warehouse(settings.warehouse) as wh:
         wh.mark_published(name, meta["version"], target, tag, commit)
-    summary = {"name": name, "version": meta["version"], "target": target, "tag": tag, "commit": commit,
-               "simulated": bool(meta.get("simulated")),
-               "files": files, "published": True, "already_published": already, "rows": len(rows),
-               "content_hash": meta["content_hash"]}
+    summary = publish_summary(meta, target, tag, commit, files, already)
     log.info("%s %s %s %s", name, tag, "already published at" if already else "published to", target)
     create_table_artifact(key=f"publish-{name}".lower().replace("_", "-").replace(".", "-"),
                           table=[{"file": f} for f in files], description=f"{name} {tag} at {target}")

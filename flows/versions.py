@@ -6,7 +6,6 @@ a new version unless its content equals the latest one's (then say so and make n
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -25,6 +24,7 @@ from schemas.version import check_name
 from tasks.curate.cost import cost_model, cost_report
 from tasks.curate.policy import FilterPolicy, load_policy
 from tasks.curate.select import JudgedPair, VersionRow, content_hash, select_rows
+from tasks.curate.unchanged import unchanged_version
 from tasks.judge.genrm import SideVerdict
 from warehouse.store import Warehouse
 
@@ -93,15 +93,12 @@ def build_version(
         config_id = judge_config_id or wh.latest_judge_config_id()
         if config_id is None:
             raise EmptyVersionError("no judged pairs yet: run `curate judge` first")
+        unchanged = unchanged_version(wh, name, config_id, policy)
+        if unchanged is not None:
+            log.info(unchanged["note"])
+            return unchanged
         inputs = wh.version_inputs(config_id)
         latest = wh.latest_version(name)
-        if latest is not None and latest["inputs"] == inputs and json.loads(latest["policy"]) == policy.model_dump():
-            # Nothing it is built from has changed: the same content, known without reading the rows.
-            note = f"unchanged: same inputs and policy as {name} v{latest['version']}"
-            log.info(note)
-            return {"name": name, "version": latest["version"], "rows": latest["row_count"],
-                    "content_hash": latest["content_hash"], "created": str(latest["created_at"]),
-                    "new_version": False, "note": note}
         rows, dropped, considered = select_version_rows(wh, config_id, policy)
         if not rows:
             raise EmptyVersionError(

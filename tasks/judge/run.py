@@ -258,7 +258,8 @@ def run_judging(pairs: list[PairText], states: States, done: Plan, targets: list
     from tasks.curate.cost import cost_model, cost_report
     from tasks.judge.limits import endpoint_limits, slot_gate
 
-    limits = asyncio.run(endpoint_limits(targets))
+    # Nothing to send, nothing to gate: a rerun with every verdict cached never asks the Prefect API.
+    limits = asyncio.run(endpoint_limits(targets)) if pairs else {}
     if limits:
         (log or _log).info("endpoint limits (Prefect global concurrency): %s", limits)
     options = ClientOptions(max_in_flight=settings.judge_max_in_flight, request_timeout=settings.judge_request_timeout,

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.errors import UserError
+from common.errors import InvalidInputError, UserError
 from common.processes import process_alive
 from tasks.curate.exports import EXPORTS, export_record
 
@@ -101,6 +101,23 @@ def write_atomically(final: Path, fill) -> None:  # noqa: ANN001 - fill(folder) 
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def version_folder(to: str | Path, meta: dict[str, Any]) -> Path:
+    """Where a version goes under a local target. The name carries the content hash: datasets 5.2 caches a
+    local folder's data by the folder's base name and config, so two different "v1" folders would read as
+    one (measured)."""
+    return Path(to) / meta["name"] / f"v{meta['version']}-{meta['content_hash'][:12]}"
+
+
+def already_there(final: Path, meta: dict[str, Any]) -> bool:
+    """Whether `final` already holds this version; refuses a path through a file, or a folder holding
+    anything else."""
+    check_folder_target(final)
+    marker = read_marker(final)
+    if final.exists() and (marker is None or marker.get("content_hash") != meta["content_hash"]):
+        raise InvalidInputError(f"{final} exists and is not {meta['name']} v{meta['version']}: refusing to overwrite it")
+    return final.exists()
 
 
 def list_files(folder: Path) -> list[str]:

@@ -1,0 +1,52 @@
+"""An ingest run's summary, and the answer for a revision already read in full (which reads nothing)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from common.settings import Settings
+from schemas.summaries import IngestSummary
+from tasks.ingest.land import BatchCounts
+from tasks.ingest.sources import Source
+from warehouse.store import Warehouse
+
+SUMMARY_KEYS = ("read", "valid", "quarantined", "exact_duplicates", "near_duplicates", "contaminated", "new_pairs")
+
+
+def summarize(counts: BatchCounts, **extra: Any) -> IngestSummary:
+    summary = {
+        "read": counts.read,
+        "valid": counts.valid,
+        "quarantined": dict(counts.quarantined.most_common()),
+        "quarantined_rows": counts.quarantined_rows,
+        "new_quarantined": counts.new_quarantined,
+        "already_ingested": counts.already_ingested,
+        "exact_duplicates": counts.exact_duplicates,
+        "near_duplicates": counts.near_duplicates,
+        "contaminated": counts.contaminated,
+        "new_pairs": counts.new_pairs,
+        "multi_turn": dict(counts.multi_turn),
+    }
+    summary.update(extra)
+    if counts.read and counts.new_pairs == 0 and counts.new_quarantined == 0 and counts.exact_duplicates == 0 \
+            and counts.near_duplicates == 0:
+        summary["note"] = "nothing new: every row read was already in the warehouse"
+    return summary
+
+
+def record_if_unchanged(wh: Warehouse, source: Source, revision: str, location: str, run_id: str,
+                        settings: Settings, started: float) -> IngestSummary | None:
+    """When `source` at `revision` was read in full before, record this run as reading nothing and return its
+    summary (a nightly run on an unchanged source costs nothing); None when there is reading to do."""
+    earlier = wh.completed_full_ingest(source.name, revision)
+    if earlier is None:
+        return None
+    wh.start_ingest_run(run_id, source.name, location, revision, {**settings.model_dump(mode="json"), "limit": None})
+    summary = summarize(BatchCounts(), source=source.name, location=location, source_revision=revision, run_id=run_id,
+                        warehouse=str(settings.warehouse), decontaminated_against=wh.eval_prompt_counts(),
+                        seconds=round(time.perf_counter() - started, 3))
+    summary["note"] = (f"unchanged: {source.name} at {revision} was read in full by run {earlier}; nothing read "
+                       "(force to read it again)")
+    wh.finish_ingest_run(run_id, "completed", summary)
+    return summary

@@ -1,0 +1,51 @@
+"""A judge run against the warehouse: which pairs have work left under a configuration, and the judging
+recorded as a run around them (started, then completed or failed, with its summary)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from common.settings import Settings
+from schemas.summaries import JudgeSummary
+from tasks.judge.config import JudgeConfig, config_record
+from tasks.judge.run import Plan, States, as_states, run_judging, split_pending
+from tasks.judge.shards import pairs_of_shard
+from tasks.judge.strategies import Strategy
+from warehouse.store import Warehouse
+
+
+@dataclass(frozen=True)
+class JudgeWork:
+    """The pairs of a run (one shard, at most `limit`), what the cache knows of them, and those with work left."""
+
+    ids: list[str]
+    states: States
+    pending: list[str]
+    done: Plan  # counts what the cache answers for the others
+
+
+def plan_work(wh: Warehouse, config_id: str, strategy: Strategy, shard: str | None, limit: int | None,
+              max_attempts: int) -> JudgeWork:
+    ids = pairs_of_shard(wh.curation_pair_ids(), shard, limit)
+    states = as_states(wh.judgment_states(config_id, ids))
+    pending, done = split_pending(ids, strategy, states, max_attempts)
+    return JudgeWork(ids, states, pending, done)
+
+
+def judge_and_record(wh: Warehouse, work: JudgeWork, targets: list[str], config: JudgeConfig, strategy: Strategy,
+                     settings: Settings, run_id: str, shard: str | None) -> JudgeSummary:
+    """Judge the pending pairs (their texts read only now: a rerun with nothing left reads none) as run
+    `run_id`, recorded in the warehouse whether it completes or fails."""
+    wh.register_judge_config(config_record(config))
+    wh.start_judge_run(run_id, config.id, strategy.label, targets, shard)
+    try:
+        summary = run_judging(wh.pair_texts(work.pending), work.states, work.done, targets, config, strategy,
+                              settings, wh.write_judgments, run_id)
+    except BaseException as err:
+        wh.finish_judge_run(run_id, "failed", {}, f"{type(err).__name__}: {err}")
+        raise
+    summary.update(pairs=len(work.ids), judge_config_id=config.id, strategy=strategy.label, shard=shard,
+                   endpoints=targets, run_id=run_id, served_models=wh.served_models(run_id),
+                   simulated=config.simulated)
+    wh.finish_judge_run(run_id, "completed", summary)
+    return summary
