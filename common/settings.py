@@ -9,7 +9,6 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-
 # The judge's defaults (DESIGN.md §1), in one place: the settings, the judge configuration, the vLLM
 # command line and the stand-in all read them from here.
 JUDGE_MODEL = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"

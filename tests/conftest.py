@@ -21,11 +21,11 @@ os.environ.pop("CURATE_WAREHOUSE", None)
 
 import pytest  # noqa: E402
 
-from common.settings import Settings  # noqa: E402
-
 # Bind Prefect's console handler to the session's stderr now, not to the stream of whichever CliRunner
 # invocation first logs (that stream is closed when its test ends).
 from prefect.logging.configuration import setup_logging  # noqa: E402
+
+from common.settings import Settings  # noqa: E402
 
 setup_logging()
 

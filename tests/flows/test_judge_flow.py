@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.judge.endpoints import EndpointCheckError
-
 from flows.judge import JUDGE_SUMMARY_KEYS, judge
+from tasks.judge.endpoints import EndpointCheckError
 from tasks.judge.server import ServerStartError
 from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.flows.conftest import ingest_clean_pairs

@@ -102,7 +102,7 @@ def test_publish_locally_in_hub_layout_then_again_is_a_no_op(judged, tmp_path):
     import datasets
     import yaml
 
-    from flows.publish import UnknownVersionError, publish
+    from flows.publish import publish
 
     made = build_version("pub-set", warehouse=str(judged))
     target = tmp_path / "published"

@@ -5,11 +5,10 @@ from collections import Counter
 import pytest
 
 from tasks.ingest.prepare import prepare_batch
-from tasks.ingest.read import read_jsonl
+from tasks.ingest.read import RawBatch, read_jsonl
 from tasks.ingest.sources import get_source
 from tasks.ingest.synth import BAD_KINDS, SynthManifest, write_synth
 from tasks.ingest.validate import MissingColumnsError
-from tasks.ingest.read import RawBatch
 
 
 @pytest.mark.parametrize("kind", ["helpsteer3", "arena"])

@@ -1,7 +1,7 @@
 import json
 import statistics
 
-from tasks.ingest.synth import synth_eval_prompts, synth_lines, write_synth, SynthManifest
+from tasks.ingest.synth import SynthManifest, synth_eval_prompts, synth_lines, write_synth
 
 
 def test_seeded_and_reproducible():

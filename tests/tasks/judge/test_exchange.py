@@ -9,9 +9,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.judge.exchange import (ResultWriter, fold_results, last_heartbeat, plan_id, read_work, result_files,
-                                  results_dir, run_records, work_path, write_work, Heartbeat)
-from tasks.judge.run import JUDGMENT_SCHEMA, JudgmentState as S
+from tasks.judge.exchange import (
+    Heartbeat,
+    ResultWriter,
+    fold_results,
+    last_heartbeat,
+    plan_id,
+    read_work,
+    result_files,
+    results_dir,
+    run_records,
+    work_path,
+    write_work,
+)
+from tasks.judge.run import JUDGMENT_SCHEMA
+from tasks.judge.run import JudgmentState as S
 
 PAIRS = [("p1", [{"role": "user", "content": "héllo"}], "A one", "B one"),
          ("p2", [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},

@@ -1,7 +1,14 @@
 import pytest
 
-from tasks.judge.genrm import (ParseFailure, Verdict, answer_text, build_messages, parse_completion, scores_agree,
-                               to_a_side)
+from tasks.judge.genrm import (
+    ParseFailure,
+    Verdict,
+    answer_text,
+    build_messages,
+    parse_completion,
+    scores_agree,
+    to_a_side,
+)
 
 H = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "q?"}]
 

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from tasks.judge.limits import endpoint_limits, limit_name, set_endpoint_limit, slot_gate
-from tests.tasks.judge.test_run import _judge, _pairs
 from testing.genrm_standin import StandinConfig, StandinProcess
+from tests.tasks.judge.test_run import _judge, _pairs
 
 pytestmark = pytest.mark.prefect
 

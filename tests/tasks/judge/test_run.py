@@ -6,12 +6,12 @@ from collections import Counter
 
 import pytest
 
+from tasks.ingest.synth import TextMaker
 from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
 from tasks.judge.run import JudgmentState, judge_pairs
-from testing.genrm_standin import StandinConfig, StandinProcess
 from tasks.judge.strategies import Strategy
-from tasks.ingest.synth import TextMaker
+from testing.genrm_standin import StandinConfig, StandinProcess
 
 
 def _pairs(n, seed=0):

@@ -4,9 +4,9 @@ import pytest
 
 from common.settings import MultiTurnPolicy, Settings
 from schemas.pair import CandidatePair, Rejection
-from tasks.ingest.read import RawBatch
-from tasks.ingest.prepare import prepare_batch
 from tasks.ingest.normalize import normalize_pair
+from tasks.ingest.prepare import prepare_batch
+from tasks.ingest.read import RawBatch
 from tasks.ingest.sources import AdapterContext, get_source
 from tests.conftest import read_jsonl, shared_file
 

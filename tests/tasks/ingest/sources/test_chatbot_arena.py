@@ -1,6 +1,6 @@
 from schemas.pair import CandidatePair, Rejection
-from tasks.ingest.read import RawBatch
 from tasks.ingest.prepare import prepare_batch
+from tasks.ingest.read import RawBatch
 from tasks.ingest.sources import AdapterContext, get_source
 
 SRC = get_source("chatbot-arena")

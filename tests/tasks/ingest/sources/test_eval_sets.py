@@ -1,5 +1,5 @@
-from tasks.ingest.read import RawBatch
 from tasks.ingest.prepare import prepare_batch
+from tasks.ingest.read import RawBatch
 from tasks.ingest.sources import get_source
 from tests.conftest import read_jsonl, shared_file
 

@@ -1,6 +1,6 @@
 from schemas.pair import CandidatePair
-from tasks.ingest.read import RawBatch
 from tasks.ingest.prepare import prepare_batch
+from tasks.ingest.read import RawBatch
 from tasks.ingest.sources import AdapterContext, get_source
 from tests.conftest import read_jsonl, shared_file
 
