@@ -528,6 +528,8 @@ def judge_standin(
     latency_mean: float = typer.Option(0.05, "--latency-mean", help="seconds, lognormal mean"),
     latency_sigma: float = typer.Option(0.5, "--latency-sigma"),
     position_bias: float = typer.Option(0.0, "--position-bias", help="ranking units favouring the response shown first"),
+    length_bias: float = typer.Option(0.0, "--length-bias", help="ranking units favouring the longer response, "
+                                      "per unit of log length ratio"),
     error_rate: float = typer.Option(0.0, "--error-rate", help="share of requests answered with HTTP 500"),
     hang_rate: float = typer.Option(0.0, "--hang-rate", help="share of requests never answered"),
     malformed_rate: float = typer.Option(0.0, "--malformed-rate", help="share of answers without a verdict"),
@@ -545,6 +547,7 @@ def judge_standin(
     try:
         config = standin.StandinConfig(
             capacity=capacity, latency_mean=latency_mean, latency_sigma=latency_sigma, position_bias=position_bias,
+            length_bias=length_bias,
             error_rate=error_rate, hang_rate=hang_rate, malformed_rate=malformed_rate, truncated_rate=truncated_rate,
             unclosed_rate=unclosed_rate, seed=seed, oracle=str(oracle or ""), first_wins_rate=first_wins_rate)
     except ValueError as e:
@@ -559,6 +562,11 @@ def build_version(
     judge_config: Optional[str] = typer.Option(None, "--judge-config", help="judge configuration id (default: latest)"),
     min_abs_margin: Optional[float] = typer.Option(None, "--min-abs-margin"),
     min_confidence: Optional[float] = typer.Option(None, "--min-confidence"),
+    min_p_correct: Optional[float] = typer.Option(None, "--min-p-correct", help="keep pairs whose calibrated "
+                                                  "probability of matching a clear human preference is at least this"),
+    max_chosen_longer_share: Optional[float] = typer.Option(None, "--max-chosen-longer-share", help="at most this "
+                                                            "share of kept pairs with the longer answer chosen"),
+    max_chosen_more_markdown_share: Optional[float] = typer.Option(None, "--max-chosen-more-markdown-share"),
     require_order_agreement: Optional[bool] = typer.Option(None, "--require-order-agreement/--allow-order-disagreement"),
     require_score_agreement: Optional[bool] = typer.Option(None, "--require-score-agreement/--allow-score-disagreement"),
     max_spread: Optional[float] = typer.Option(None, "--max-spread"),
@@ -576,7 +584,9 @@ def build_version(
     """Materialize the next immutable version of NAME from the judged pairs and a filter policy."""
     _settings_env(warehouse)
     overrides = {k: v for k, v in dict(
-        min_abs_margin=min_abs_margin, min_confidence=min_confidence, require_order_agreement=require_order_agreement,
+        min_abs_margin=min_abs_margin, min_confidence=min_confidence, min_p_correct=min_p_correct,
+        max_chosen_longer_share=max_chosen_longer_share, max_chosen_more_markdown_share=max_chosen_more_markdown_share,
+        require_order_agreement=require_order_agreement,
         require_score_agreement=require_score_agreement, max_spread=max_spread, human_label=human_label,
         human_ties=human_ties, both_bad=both_bad, max_per_source=max_per_source, max_per_domain=max_per_domain,
         max_per_prompt=max_per_prompt, exclude_contaminated=exclude_contaminated, validation_share=validation_share,

@@ -29,6 +29,7 @@ from tasks.publish.layout import (
     version_folder,
     write_atomically,
 )
+from tasks.publish.quality_card import RELIABILITY_PLOT, reliability_svg
 from tasks.publish.summary import publish_summary
 from warehouse.store import Warehouse
 
@@ -57,6 +58,10 @@ def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict
         if license_fields(licenses).get("license_link"):
             (folder / LICENSE_FILE).write_text(license_markdown(licenses))
         (folder / PLOT).write_text(distributions_svg([r["margin"] for r in rows], [r["confidence"] for r in rows]))
+        calibration = meta["stats"].get("calibration") or {}
+        if calibration.get("status") == "fitted":
+            (folder / RELIABILITY_PLOT).write_text(
+                reliability_svg(calibration["bins"], calibration.get("ece"), calibration["labelled"]))
         (folder / "README.md").write_text(card_markdown(
             name=meta["name"], version=meta["version"], content_hash=meta["content_hash"], rows=rows,
             stats=meta["stats"], policy=meta["policy"], judge_config=judge_config,

@@ -6,7 +6,6 @@ a new version unless its content equals the latest one's (then say so and make n
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,11 @@ from common.settings import settings_with
 from schemas.pair import MESSAGE_TYPE
 from schemas.summaries import VersionSummary
 from schemas.version import check_name
+from tasks.curate.calibration import calibrate
 from tasks.curate.cost import cost_model, cost_report
 from tasks.curate.policy import FilterPolicy, load_policy
 from tasks.curate.select import JudgedPair, VersionRow, content_hash, select_rows
+from tasks.curate.stats import version_stats
 from tasks.curate.unchanged import unchanged_version
 from tasks.judge.genrm import SideVerdict
 from warehouse.store import Warehouse
@@ -41,6 +42,7 @@ def _judged(row: dict[str, Any]) -> JudgedPair:
         response_b=row["response_b"], human_label=row["human_label"], both_bad=row["both_bad"], domain=row["domain"],
         language=row["language"], contaminated=row["contaminated"], verdicts=verdicts,
         adaptive=bool(row.get("adaptive")), has_failed=bool(row.get("has_failed")),
+        model_a=row.get("model_a"), model_b=row.get("model_b"),
     )
 
 
@@ -51,29 +53,14 @@ def rows_table(name: str, version: int, rows: list[VersionRow]) -> pa.Table:
     return pa.table({"name": [name] * len(rows), "version": pa.array([version] * len(rows), pa.int32()), **columns})
 
 
-def version_stats(rows: list[VersionRow], dropped: Counter, considered: int) -> dict[str, Any]:
-    def count(key):
-        return dict(sorted(Counter(getattr(r, key) or "unknown" for r in rows).items()))
-
-    agreements = [r.human_agrees for r in rows if r.human_agrees is not None]
-    return {
-        "considered": considered,
-        "kept": len(rows),
-        "dropped": dict(dropped.most_common()),
-        "splits": count("split"),
-        "by_source": count("source"),
-        "by_domain": count("domain"),
-        "by_language": count("language"),
-        "judge_human_agreement": round(sum(agreements) / len(agreements), 4) if agreements else None,
-        "human_labelled": len(agreements),
-    }
-
-
 @task(cache_policy=NO_CACHE)
-def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> tuple[list[VersionRow], Counter, int]:
+def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> tuple[list[VersionRow], dict]:
+    """The kept rows and the version's statistics: p_correct is fitted on this configuration's verdicts
+    (cross-fitted on the pairs with a clear human label) before the policy filters on it."""
     pairs = [_judged(r) for r in wh.judged_pairs(config_id)]
-    rows, dropped = select_rows(pairs, policy)
-    return rows, dropped, len(pairs)
+    p_correct, calibration = calibrate(pairs)
+    rows, dropped = select_rows(pairs, policy, p_correct)
+    return rows, version_stats(rows, dropped, len(pairs), pairs, calibration)
 
 
 @flow(name="build-version", log_prints=False)
@@ -99,17 +86,17 @@ def build_version(
             return unchanged
         inputs = wh.version_inputs(config_id)
         latest = wh.latest_version(name)
-        rows, dropped, considered = select_version_rows(wh, config_id, policy)
+        rows, stats = select_version_rows(wh, config_id, policy)
         if not rows:
             raise EmptyVersionError(
-                f"the policy keeps none of {considered} pairs (dropped: {dict(dropped.most_common())}); "
+                f"the policy keeps none of {stats['considered']} pairs (dropped: {stats['dropped']}); "
                 "loosen it rather than publish an empty dataset")
         digest = content_hash(rows, {k: True for k in ("rm_margin_column",) if getattr(policy, k)})
         totals = wh.judging_totals(config_id)
         cost = cost_report(requests=totals["requests"], tokens_in=totals["tokens_in"], tokens_out=totals["tokens_out"],
                            judge_seconds=totals["request_seconds"], kept=len(rows), model=cost_model(settings))
         simulated = wh.config_is_simulated(config_id)
-        stats = {**version_stats(rows, dropped, considered), "inputs": inputs, "cost": cost, "simulated": simulated}
+        stats = {**stats, "inputs": inputs, "cost": cost, "simulated": simulated}
         same = wh.version_with_content(name, digest, config_id)
         if same is not None:  # the latest, or an older one (a policy changed and changed back): no copy
             summary = {"name": name, "version": same["version"], "rows": same["row_count"], "content_hash": digest,
@@ -139,8 +126,8 @@ def build_version(
                           description=f"{name} v{version}: {len(rows)} rows, content {digest}")
     create_markdown_artifact(
         key=f"version-{name}-summary".lower().replace("_", "-").replace(".", "-"),
-        markdown=(f"# {name} v{version}\n\n{len(rows)} rows kept of {considered} judged pairs "
-                  f"(judge configuration `{config_id}`).\n\nDropped: {dict(dropped.most_common())}\n\n"
+        markdown=(f"# {name} v{version}\n\n{len(rows)} rows kept of {stats['considered']} judged pairs "
+                  f"(judge configuration `{config_id}`).\n\nDropped: {stats['dropped']}\n\n"
                   f"Splits: {stats['splits']}\n\nContent hash: `{digest}`\n"),
     )
     return summary

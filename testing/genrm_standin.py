@@ -46,6 +46,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from common.settings import JUDGE_MODEL
+from tasks.ingest.latent import latent_quality
 from tasks.judge.server import ManagedServer
 
 REAL_MODEL = JUDGE_MODEL
@@ -71,6 +72,8 @@ class StandinConfig:
     latency_mean: float = 0.05  # seconds of service time, lognormal
     latency_sigma: float = 0.5
     position_bias: float = 0.0  # ranking units credited to the response shown first
+    # ranking units credited to the longer response per unit of log length ratio (a verbosity bias)
+    length_bias: float = 0.0
     error_rate: float = 0.0  # HTTP 500
     hang_rate: float = 0.0  # no answer until the client gives up
     malformed_rate: float = 0.0  # 200 OK without a parseable verdict after </think>
@@ -91,8 +94,8 @@ class StandinConfig:
             raise ValueError(f"fault rates must lie in [0, 1] and sum to at most 1, got {rates}")
         if self.capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {self.capacity}")
-        if min(self.latency_mean, self.latency_sigma, self.position_bias, self.hang_seconds) < 0:
-            raise ValueError("latency_mean, latency_sigma, position_bias and hang_seconds must be >= 0")
+        if min(self.latency_mean, self.latency_sigma, self.position_bias, self.length_bias, self.hang_seconds) < 0:
+            raise ValueError("latency_mean, latency_sigma, position_bias, length_bias and hang_seconds must be >= 0")
         if not 0.0 <= self.first_wins_rate <= 1.0:
             raise ValueError(f"first_wins_rate must lie in [0, 1], got {self.first_wins_rate}")
         if self.reasoning_words < 0:
@@ -191,8 +194,8 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
 
 
 def quality(text: str) -> float:
-    """The latent quality of a response, uniform in [0, 5): stable across runs and orders."""
-    return 5.0 * _unit("quality", text)
+    """The latent quality of a response, uniform in [0, 5): the one synthetic human labels follow too."""
+    return latent_quality(text)
 
 
 def oracle_key(prompt: str, response: str) -> str:
@@ -232,7 +235,8 @@ def verdict_for(messages: list[dict[str, str]], seed: int | None, config: Standi
     q2 = quality(text_2) if q2 is None else q2
     sign = 1.0 if text_1 <= text_2 else -1.0
     noise = sign * NOISE * (2.0 * _unit("noise", sorted([text_1, text_2]), seed) - 1.0)
-    raw = 3.5 - RANKING_SCALE * (q1 - q2 + noise) - config.position_bias
+    raw = 3.5 - RANKING_SCALE * (q1 - q2 + noise) - config.position_bias \
+        - config.length_bias * math.log(max(len(text_1), 1) / max(len(text_2), 1))
     ranking = min(6, max(1, math.floor(raw + 0.5)))
     s1, s2 = min(5, 1 + math.floor(q1)), min(5, 1 + math.floor(q2))
     # Noise or bias can flip the ranking against the qualities: tie the scores rather than contradict it.

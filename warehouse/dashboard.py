@@ -15,7 +15,6 @@ import duckdb
 import pandas as pd
 
 
-
 class NoSnapshotError(FileNotFoundError):
     """No snapshot yet: nothing has run, or the snapshot was never refreshed."""
 
@@ -125,6 +124,20 @@ def throughput(snap: Snapshot) -> pd.DataFrame:
         return snap.frame(f"SELECT {columns}, concurrency FROM dash_judge_throughput ORDER BY started_at")
     except duckdb.BinderException:  # a snapshot taken before runs recorded their concurrency
         return snap.frame(f"SELECT {columns} FROM dash_judge_throughput ORDER BY started_at")
+
+
+def version_quality(snap: Snapshot) -> pd.DataFrame:
+    return snap.frame("SELECT * FROM dash_version_quality ORDER BY dataset, version DESC")
+
+
+def model_families(snap: Snapshot, f: Filters) -> pd.DataFrame:
+    return snap.frame("SELECT stage, family, pairs, wins, win_rate FROM dash_model_families WHERE dataset = ? "
+                      "AND version = ? ORDER BY stage DESC, pairs DESC", [f.dataset, f.version])
+
+
+def reliability(snap: Snapshot, f: Filters) -> pd.DataFrame:
+    return snap.frame("SELECT predicted, observed, pairs FROM dash_reliability WHERE dataset = ? AND version = ? "
+                      "ORDER BY predicted", [f.dataset, f.version])
 
 
 def version_costs(snap: Snapshot) -> pd.DataFrame:

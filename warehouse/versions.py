@@ -27,6 +27,8 @@ class VersionStore(Connection):
             """
             SELECT p.pair_id, p.source, p.source_id, p.source_revision, p.history, p.response_a, p.response_b,
                    p.human_label, p.both_bad, p.domain, p.language,
+                   json_extract_string(p.metadata, '$.model_a') AS model_a,
+                   json_extract_string(p.metadata, '$.model_b') AS model_b,
                    EXISTS (SELECT 1 FROM contamination c WHERE c.pair_id = p.pair_id) AS contaminated,
                    coalesce(list(struct_pack(o := j."order", s := j.sample_index, score_a := j.score_a,
                                              score_b := j.score_b, ranking_a := j.ranking_a, margin := j.margin_a)

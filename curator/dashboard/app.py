@@ -162,6 +162,27 @@ def main() -> None:
                f"server of {model.gpus_per_server} GPUs (CURATE_COST_SERVER_TOKENS_PER_SECOND).")
     show(costs)
 
+    st.header("Calibration and bias, per version")
+    st.caption("p_correct: the calibrated probability that the judge's direction matches a clear human preference "
+               "(cross-fitted; ECE and Brier on labelled pairs no model saw). Bias shares: of the judged pool "
+               "before the filter, and of the version." + (" SIMULATED verdicts: these say nothing of answer "
+                                                           "quality." if simulated else ""))
+    show(data.version_quality(snap))
+    bins = data.reliability(snap, f) if dataset else None
+    if bins is not None and len(bins):
+        diagonal = alt.Chart(pd.DataFrame({"predicted": [0.0, 1.0], "observed": [0.0, 1.0]})).mark_line(
+            strokeDash=[4, 3], color="#999").encode(x="predicted:Q", y="observed:Q")
+        points = alt.Chart(bins, title=f"reliability of p_correct, {label}").mark_circle().encode(
+            x=alt.X("predicted:Q", scale=alt.Scale(domain=[0, 1])), y=alt.Y("observed:Q", scale=alt.Scale(domain=[0, 1])),
+            size="pairs:Q", tooltip=["predicted", "observed", "pairs"])
+        st.altair_chart(diagonal + points, width="stretch")
+    elif dataset:
+        st.caption(f"{label}: no calibrated p_correct (too few pairs with a clear human label).")
+    families = data.model_families(snap, f) if dataset else None
+    if families is not None and len(families):
+        st.subheader(f"Model family win rates, arena rows ({label}): judged pool and version")
+        show(families)
+
     st.header("Judge quality checks")
     show(data.evaluations(snap))
 

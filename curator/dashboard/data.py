@@ -19,10 +19,13 @@ from warehouse.dashboard import (  # noqa: F401 - the page reads these through t
     funnel,
     judge_configs,
     margin_histogram,
+    model_families,
     quarantine,
+    reliability,
     runs,
     simulated_configs,
     sources,
+    version_quality,
     versions,
 )
 

@@ -6,8 +6,8 @@
 - `helpsteer3`: HelpSteer3-style rows: `context`, `response1`, `response2` in the pair's own order (so
   position says nothing about the label) and `overall_preference` from the judge (-3..3, negative means
   response1 is better).
-Every format carries `judge_margin` (the judge's mean margin for the chosen answer, 0..2.5), `confidence`,
-`pair_id`, `source`, `domain` and `language`. None carries a column named `margin` unless asked: TRL's
+Every format carries `judge_margin` (the judge's mean margin for the chosen answer, 0..2.5), `confidence`
+(the heuristic), `p_correct` (calibrated; null when too few labelled pairs), `pair_id`, `source`, `domain` and `language`. None carries a column named `margin` unless asked: TRL's
 RewardTrainer adds such a column to its loss (`-logsigmoid(r_chosen - r_rejected - margin)`), so the rm
 export writes it only under the policy's `rm_margin_column`.
 """
@@ -20,7 +20,8 @@ MAX_MARGIN = 2.5
 
 
 def _common(row: dict[str, Any]) -> dict[str, Any]:
-    return {"judge_margin": row["margin"], "confidence": row["confidence"], "pair_id": row["pair_id"],
+    return {"judge_margin": row["margin"], "confidence": row["confidence"], "p_correct": row.get("p_correct"),
+            "pair_id": row["pair_id"],
             "source": row["source"], "domain": row["domain"], "language": row["language"]}
 
 

@@ -24,6 +24,8 @@ class FilterPolicy(BaseModel):
 
     min_abs_margin: float = Field(1.0, ge=0.0, le=2.5, description="keep pairs whose |mean margin| is at least this")
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)
+    # the calibrated probability that the judge's direction matches a clear human preference (p_correct)
+    min_p_correct: float | None = Field(None, ge=0.0, le=1.0, description="keep pairs with p_correct >= this")
     require_order_agreement: bool = Field(True, description="both orders must prefer the same response")
     # adaptive judging asks the second order only where the first verdict is borderline: a decisive first
     # verdict judged alone on purpose is kept (a second order that failed or never came is not)
@@ -37,6 +39,10 @@ class FilterPolicy(BaseModel):
     max_per_source: int | None = Field(None, ge=1)
     max_per_domain: int | None = Field(None, ge=1)
     max_per_prompt: int | None = Field(None, ge=1)
+    # bias controls: drop the least confident pairs of the over-represented side until the share holds
+    max_chosen_longer_share: float | None = Field(None, gt=0.0, le=1.0, description="of kept pairs, chosen longer")
+    max_chosen_more_markdown_share: float | None = Field(None, gt=0.0, le=1.0,
+                                                          description="of kept pairs, chosen with more markdown")
     exclude_contaminated: bool = True
     validation_share: float = Field(0.05, ge=0.0, lt=1.0, description="share of prompts in the validation split")
     # TRL's RewardTrainer subtracts a `margin` column inside its loss (-logsigmoid(r_c - r_r - margin)): the

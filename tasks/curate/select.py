@@ -8,6 +8,8 @@ import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from common.errors import UserError
+from tasks.curate.bias import Preference, chosen_longer, chosen_more_markdown, hold_share
 from tasks.curate.confidence import Confidence, pair_confidence
 from tasks.curate.policy import FilterPolicy
 from tasks.judge.genrm import SideVerdict
@@ -30,6 +32,8 @@ class JudgedPair:
     verdicts: list[tuple[str, SideVerdict]] = field(default_factory=list)
     adaptive: bool = False  # judged by an adaptive run: one order on purpose when the first was decisive
     has_failed: bool = False  # a judgment of this pair failed (its second order may be missing for that)
+    model_a: str | None = None  # arena-style rows: the models that wrote each answer
+    model_b: str | None = None
 
 
 @dataclass(slots=True)
@@ -40,7 +44,8 @@ class VersionRow:
     rejected: str
     chosen_side: str  # "a" | "b": which of the pair's responses the judge prefers
     margin: float  # mean margin from the chosen response's side (> 0)
-    confidence: float
+    confidence: float  # the heuristic (|margin| / 2.5 x agreements), kept beside p_correct for comparison
+    p_correct: float | None  # calibrated probability that the judge's direction matches a clear human label
     orders_agree: bool | None
     scores_agree: bool
     spread: float
@@ -80,7 +85,13 @@ def one_order_reason(pair: JudgedPair, c: Confidence, policy: FilterPolicy) -> s
     return None
 
 
-def _drop_reason(pair: JudgedPair, c: Confidence, policy: FilterPolicy) -> str | None:
+class NoCalibrationError(UserError):
+    """`min_p_correct` asks for probabilities that could not be fitted."""
+
+    hint = "judge more human-labelled pairs, or filter on min_confidence instead"
+
+
+def _drop_reason(pair: JudgedPair, c: Confidence, policy: FilterPolicy, p: float | None) -> str | None:
     if pair.contaminated and policy.exclude_contaminated:
         return "contaminated"
     if pair.both_bad and policy.both_bad == "drop":
@@ -93,6 +104,8 @@ def _drop_reason(pair: JudgedPair, c: Confidence, policy: FilterPolicy) -> str |
         return "margin_below_min"
     if c.confidence < policy.min_confidence:
         return "confidence_below_min"
+    if policy.min_p_correct is not None and (p is None or p < policy.min_p_correct):
+        return "p_correct_below_min"
     if policy.require_order_agreement and c.orders_agree is None:
         one = one_order_reason(pair, c, policy)
         if one is not None:
@@ -108,8 +121,34 @@ def _drop_reason(pair: JudgedPair, c: Confidence, policy: FilterPolicy) -> str |
     return None
 
 
-def select_rows(pairs: list[JudgedPair], policy: FilterPolicy) -> tuple[list[VersionRow], Counter]:
-    """The rows a policy keeps, in a stable order, and the dropped pairs counted by reason."""
+def preference(pair: JudgedPair, direction: str) -> Preference:
+    """The pair as chosen/rejected for the bias audit."""
+    a_wins = direction == "a"
+    return Preference(chosen=pair.response_a if a_wins else pair.response_b,
+                      rejected=pair.response_b if a_wins else pair.response_a, chosen_side=direction,
+                      chosen_model=pair.model_a if a_wins else pair.model_b,
+                      rejected_model=pair.model_b if a_wins else pair.model_a)
+
+
+def pool_preferences(pairs: list[JudgedPair]) -> list[Preference]:
+    """Every judged pair with a direction, as the judge ranks it: the pool a version is drawn from."""
+    out = []
+    for pair in pairs:
+        if pair.verdicts:
+            c = pair_confidence(pair.verdicts)
+            if c.direction != "tie":
+                out.append(preference(pair, c.direction))
+    return out
+
+
+def select_rows(pairs: list[JudgedPair], policy: FilterPolicy,
+                p_correct: dict[str, float] | None = None) -> tuple[list[VersionRow], Counter]:
+    """The rows a policy keeps, in a stable order, and the dropped pairs counted by reason. `p_correct`:
+    the calibrated probabilities (none when too few pairs carry a clear human label)."""
+    p_correct = p_correct or {}
+    if policy.min_p_correct is not None and not p_correct:
+        raise NoCalibrationError("the policy filters on min_p_correct, but no calibrated p_correct exists for "
+                                 "this judge configuration (too few pairs with a clear human label)")
     dropped: Counter = Counter()
     kept: list[tuple[JudgedPair, Confidence]] = []
     for pair in pairs:
@@ -117,7 +156,7 @@ def select_rows(pairs: list[JudgedPair], policy: FilterPolicy) -> tuple[list[Ver
             dropped["not_judged"] += 1
             continue
         c = pair_confidence(pair.verdicts, pair.human_label)
-        reason = _drop_reason(pair, c, policy)
+        reason = _drop_reason(pair, c, policy, p_correct.get(pair.pair_id))
         if reason:
             dropped[reason] += 1
         else:
@@ -140,6 +179,17 @@ def select_rows(pairs: list[JudgedPair], policy: FilterPolicy) -> tuple[list[Ver
             seen[k] += 1
             survivors.append((pair, c))
         kept = survivors
+    # Bias controls: the over-represented side loses its least confident pairs (calibrated when known).
+    def weight(pc: tuple[JudgedPair, Confidence]) -> float:
+        return p_correct.get(pc[0].pair_id, pc[1].confidence)
+
+    for name, cap, flag in (("chosen_longer_share", policy.max_chosen_longer_share, chosen_longer),
+                            ("chosen_more_markdown_share", policy.max_chosen_more_markdown_share,
+                             chosen_more_markdown)):
+        if cap is not None:
+            kept, gone = hold_share(kept, lambda pc: flag(preference(pc[0], pc[1].direction)), cap, weight)
+            if gone:
+                dropped[name] += gone
     rows = []
     for pair, c in sorted(kept, key=lambda pc: pc[0].pair_id):
         a_wins = c.direction == "a"
@@ -147,7 +197,9 @@ def select_rows(pairs: list[JudgedPair], policy: FilterPolicy) -> tuple[list[Ver
             pair_id=pair.pair_id, prompt=pair.history,
             chosen=pair.response_a if a_wins else pair.response_b,
             rejected=pair.response_b if a_wins else pair.response_a,
-            chosen_side=c.direction, margin=abs(c.margin), confidence=c.confidence, orders_agree=c.orders_agree,
+            chosen_side=c.direction, margin=abs(c.margin), confidence=c.confidence,
+            p_correct=None if pair.pair_id not in p_correct else round(p_correct[pair.pair_id], 6),
+            orders_agree=c.orders_agree,
             scores_agree=c.scores_agree, spread=c.spread, verdicts=c.verdicts,
             human_label=None if pair.human_label is None else (pair.human_label if a_wins else -pair.human_label),
             human_agrees=c.human_agrees if policy.human_label != "ignore" else None,

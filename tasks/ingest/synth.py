@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tasks.ingest.latent import human_label, latent_quality
+
 Kind = Literal["helpsteer3", "arena"]
 
 _WINDOW = 500
@@ -166,7 +168,9 @@ class _Generator:
         self.tm = TextMaker(seed)
         self.pair_bytes = pair_bytes
         self.eval_prompts = eval_prompts
-        self.models = [f"model-{i:02d}" for i in range(12)]
+        # made-up names in the shape of arena's (family, version, size): the bias audit groups them by family
+        self.models = [f"{family}-{v}" for family in ("gpt", "claude", "llama", "gemini", "qwen", "mistral")
+                       for v in ("large-2", "small-1")]
 
     def uid(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128)))
@@ -183,7 +187,11 @@ class _Generator:
                 history.append({"role": "assistant", "content": self.tm.text(per_msg)})
         if contaminate is not None:
             history[-1]["content"] += "\n\n" + self.eval_prompts[contaminate]
-        return {"history": history, "a": self.tm.text(r1), "b": self.tm.text(r2), "label": self.rng.randint(-3, 3)}
+        a, b = self.tm.text(r1), self.tm.text(r2)
+        # The label follows the answers' latent qualities (the stand-in's verdicts follow them too), with a
+        # rater's noise: calibration can then be checked against labels and the truth behind them.
+        return {"history": history, "a": a, "b": b,
+                "label": human_label(latent_quality(a), latent_quality(b), self.rng)}
 
     def render(self, g: dict[str, Any], swap: bool = False) -> dict[str, Any]:
         a, b, label = (g["b"], g["a"], -g["label"]) if swap else (g["a"], g["b"], g["label"])

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tasks.publish.quality_card import bias_markdown, calibration_markdown
+
 BINS = 10
 
 
@@ -163,6 +165,14 @@ Dropped, by reason:
 | confidence (0 .. 1) | {_quantiles(confidences)} |
 
 Judge-human agreement: {'n/a' if agreement is None else f'{agreement:.1%} of {stats.get("human_labelled")} human-labelled pairs'}.
+
+## Calibrated confidence (p_correct)
+
+{calibration_markdown(stats.get('calibration'))}
+
+## Bias audit
+
+{bias_markdown(stats.get('bias'))}
 
 ## Cost of judging
 

@@ -38,7 +38,11 @@ def export_files(folder: Path, rows: list[dict[str, Any]], policy: dict[str, Any
             out.mkdir(parents=True, exist_ok=True)
             for i in range(shards):
                 chunk = records[i * SHARD_ROWS : (i + 1) * SHARD_ROWS]
-                pq.write_table(pa.Table.from_pylist(chunk), out / f"{split}-{i:05d}-of-{shards:05d}.parquet")
+                table = pa.Table.from_pylist(chunk)
+                if table.schema.field("p_correct").type == pa.null():  # no calibration: still a float column
+                    table = table.set_column(table.schema.get_field_index("p_correct"), "p_correct",
+                                             pa.nulls(len(table), pa.float64()))
+                pq.write_table(table, out / f"{split}-{i:05d}-of-{shards:05d}.parquet")
             configs.setdefault(config, []).append(split)
     return configs
 
