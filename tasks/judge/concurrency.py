@@ -88,6 +88,10 @@ class Concurrency:
         elif in_flight < self.cap - 1:
             return  # we are not using what we have: nothing to learn
         elif waiting == 0 and not self.batch:
+            if running < in_flight - max(2, in_flight // 16):
+                # Requests of ours the server does not show yet are still on their way (a loaded host): the
+                # reading says nothing of the room left, and growing on it would overshoot the batch.
+                return
             self._set(self.cap + int(running) // 4 + 8, now)  # room left, batch not found yet: grow
         elif waiting < target and running >= self.batch - 1:
             # The batch is known; a queue this short (a moment between completions) asks for a step, not a leap.

@@ -43,6 +43,19 @@ def test_it_finds_batches_of_every_size_with_a_small_queue():
         assert c.full_at is not None
 
 
+def test_requests_the_server_does_not_show_yet_are_not_room_to_grow():
+    """A loaded host: half of what we sent has not reached the server's batch yet. Growing on that reading
+    would overshoot the batch once they arrive; the controller waits for the server to see them."""
+    c = Concurrency(None)
+    c.on_gauges(running=8, waiting=0, in_flight=8, now=0.0)
+    grown = c.cap
+    assert grown > START
+    c.on_gauges(running=grown // 2, waiting=0, in_flight=grown, now=1.0)
+    assert c.cap == grown
+    c.on_gauges(running=grown, waiting=0, in_flight=grown, now=2.0)  # all arrived, still no queue: grow
+    assert c.cap > grown
+
+
 def test_the_hard_cap_is_never_passed():
     c, _ = _simulate(256, hard_cap=40)
     assert c.cap == c.peak == 40
