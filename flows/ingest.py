@@ -37,10 +37,14 @@ from warehouse.store import Warehouse
 
 @task(cache_policy=NO_CACHE)
 def open_indexes(wh: Warehouse, settings: Settings) -> tuple[NearDupIndex, Decontaminator]:
-    """The near-duplicate index of every pair kept so far, and the evaluation prompts to avoid."""
-    index = NearDupIndex(settings.minhash_perms, settings.near_dup_threshold)
-    ids, sigs = wh.kept_signatures(settings.minhash_perms)
-    index.add(ids, sigs)
+    """The near-duplicate index (this run's kept pairs in memory, earlier runs' looked up in the warehouse by
+    band key), and the evaluation prompts to avoid."""
+    perms = settings.minhash_perms
+    probe = NearDupIndex(perms, settings.near_dup_threshold)
+    wh.index_unkeyed_signatures(perms, probe.stored_keys)  # pairs kept before the warehouse indexed keys
+    before = wh.index_start()
+    index = NearDupIndex(perms, settings.near_dup_threshold,
+                         lookup=lambda keys: wh.near_dup_candidates(perms, keys, before))
     prompts = [EvalPrompt(*row) for row in wh.eval_prompts()]
     return index, Decontaminator(prompts, settings.decontam_ngram, settings.decontam_threshold)
 

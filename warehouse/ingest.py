@@ -56,26 +56,69 @@ class IngestStore(Connection):
         near_duplicates: pa.Table | None,
         signatures: pa.Table | None,
         contamination: pa.Table | None,
+        band_keys: np.ndarray | None = None,
     ) -> None:
-        """Insert everything one batch produced, all or nothing. Keys already present are left alone."""
+        """Insert everything one batch produced, all or nothing. Keys already present are left alone.
+        `band_keys`: the stored band keys of `signatures`' rows (docs x bands), indexed with them."""
         statements = [
             ("candidate_pairs", pairs),
             ("pair_sightings", sightings),
             ("quarantine", quarantine),
             ("near_duplicates", near_duplicates),
-            ("pair_signatures", signatures),
             ("contamination", contamination),
         ]
         with self.transaction():
             for table, data in statements:
                 if data is not None and data.num_rows:
                     self._insert(table, data, "ON CONFLICT DO NOTHING")
+            if signatures is not None and signatures.num_rows:
+                self._index_signatures(signatures, band_keys)
 
-    def kept_signatures(self, num_perm: int) -> tuple[list[str], np.ndarray]:
-        """Signatures of kept pairs computed with `num_perm` bins, for the near-duplicate index."""
-        tbl = self.con.sql(
-            "SELECT pair_id, signature FROM pair_signatures WHERE num_perm = ? ORDER BY pair_id", params=[num_perm]
-        ).to_arrow_table()
+    def _index_signatures(self, signatures: pa.Table, band_keys: np.ndarray | None) -> None:
+        """Store kept pairs' signatures under the next doc numbers, with their band keys (inside a transaction)."""
+        start = self.index_start()
+        docs = np.arange(start, start + signatures.num_rows, dtype=np.int64)
+        self._insert("pair_signatures", signatures.append_column("doc", pa.array(docs)), "ON CONFLICT DO NOTHING")
+        if band_keys is not None and len(band_keys):
+            self._insert("pair_band_keys", pa.table({
+                "key": pa.array(band_keys.ravel(), pa.uint64()),
+                "doc": pa.array(np.repeat(docs, band_keys.shape[1]))}))
+
+    def index_start(self) -> int:
+        """The doc number the next kept pair gets: pairs below it were stored before this point."""
+        return self.con.execute("SELECT coalesce(max(doc), 0) + 1 FROM pair_signatures").fetchall()[0][0]
+
+    def index_unkeyed_signatures(self, num_perm: int, keys_of, chunk: int = 50_000) -> int:
+        """Give band keys to signatures stored before the warehouse indexed them (migration 012); returns
+        how many. `keys_of(signatures) -> (docs x bands)` computes them."""
+        done = 0
+        while True:
+            tbl = self.con.sql("SELECT pair_id, signature FROM pair_signatures WHERE doc IS NULL AND num_perm = ? "
+                               "ORDER BY pair_id LIMIT ?", params=[num_perm, chunk]).to_arrow_table()
+            if not tbl.num_rows:
+                return done
+            sigs = np.frombuffer(b"".join(tbl.column("signature").to_pylist()), dtype="<u4").reshape(
+                tbl.num_rows, num_perm)
+            keys = keys_of(sigs)
+            with self.transaction():
+                start = self.index_start()
+                docs = np.arange(start, start + tbl.num_rows, dtype=np.int64)
+                with self._registered("new_docs", pa.table({"pair_id": tbl.column("pair_id"), "doc": docs})):
+                    self.con.execute("UPDATE pair_signatures SET doc = n.doc FROM new_docs n "
+                                     "WHERE pair_signatures.pair_id = n.pair_id")
+                self._insert("pair_band_keys", pa.table({"key": pa.array(keys.ravel(), pa.uint64()),
+                                                         "doc": pa.array(np.repeat(docs, keys.shape[1]))}))
+            done += tbl.num_rows
+
+    def near_dup_candidates(self, num_perm: int, keys: np.ndarray, before_doc: int) -> tuple[list[str], np.ndarray]:
+        """Signatures of pairs stored before `before_doc` that share a band key with `keys` (flat, stored form)."""
+        if not len(keys):
+            return [], np.empty((0, num_perm), np.uint32)
+        with self._registered("lookup_keys", pa.table({"key": pa.array(np.unique(keys), pa.uint64())})):
+            tbl = self.con.sql(
+                "SELECT s.pair_id, s.signature FROM pair_signatures s WHERE s.num_perm = ? AND s.doc IN ("
+                "SELECT k.doc FROM pair_band_keys k JOIN lookup_keys q ON k.key = q.key WHERE k.doc < ?) "
+                "ORDER BY s.doc", params=[num_perm, before_doc]).to_arrow_table()
         ids = tbl.column("pair_id").to_pylist()
         if not ids:
             return [], np.empty((0, num_perm), np.uint32)

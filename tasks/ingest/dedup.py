@@ -1,12 +1,17 @@
-"""Exact and near-duplicate detection (pure, in memory; the warehouse persists the outcome).
+"""Exact and near-duplicate detection (pure; the warehouse persists the outcome).
 
 Exact: by pair id, first seen wins. Near: MinHash LSH over history + responses; a new pair whose
 estimated Jaccard with an already *kept* pair reaches the threshold is a near duplicate of it, so every
 cluster is a star around the one member kept.
+
+The index holds this run's kept pairs in memory; pairs kept by earlier runs stay in the warehouse, which
+indexes their band keys: `lookup` returns only the signatures sharing a key with a batch, so an ingest's
+memory and time grow with what it reads, not with the warehouse.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,7 +82,9 @@ class SortedQuery:
 class NearDupIndex:
     """The kept pairs' MinHash signatures, queried batch by batch."""
 
-    def __init__(self, num_perm: int = 256, threshold: float = 0.8, max_bucket: int = 64):
+    def __init__(self, num_perm: int = 256, threshold: float = 0.8, max_bucket: int = 64,
+                 lookup: Callable[[np.ndarray], tuple[list[str], np.ndarray]] | None = None):
+        self.lookup = lookup  # stored band keys (flat) -> (ids, signatures) of earlier runs' kept pairs
         self.num_perm = num_perm
         self.threshold = threshold
         self.bands, self.rows = minhash.lsh_params(threshold, num_perm)
@@ -97,6 +104,10 @@ class NearDupIndex:
             for i in range(0, len(texts), chunk)
         ]
         return np.concatenate(parts) if parts else np.empty((0, self.num_perm), np.uint32)
+
+    def stored_keys(self, sigs: np.ndarray) -> np.ndarray:
+        """The band keys the warehouse indexes for these signatures, (docs x bands)."""
+        return minhash.stored_band_keys(minhash.band_keys(sigs, self.bands, self.rows))
 
     @property
     def _all_sigs(self) -> np.ndarray:
@@ -133,12 +144,20 @@ class NearDupIndex:
         n = len(ids)
         keys = minhash.band_keys(sigs, self.bands, self.rows) if n else np.empty((0, self.bands), np.uint64)
         query = SortedQuery(keys)
-        best_old: dict[int, tuple[float, int]] = {}
+        best_old: dict[int, tuple[float, str]] = {}
+
+        def consider(q: np.ndarray, d: np.ndarray, against: np.ndarray, names: list[str]) -> None:
+            for qi, di, s in zip(*self._verified(q, d, sigs, against)):
+                if int(qi) not in best_old or s > best_old[int(qi)][0]:
+                    best_old[int(qi)] = (float(s), names[int(di)])
+
+        if self.lookup is not None and n:
+            stored_ids, stored_sigs = self.lookup(minhash.stored_band_keys(keys).ravel())
+            if stored_ids:
+                seg = _Segment(minhash.band_keys(stored_sigs, self.bands, self.rows), 0)
+                consider(*seg.candidates(query, self.max_bucket), stored_sigs, stored_ids)
         for seg in self._segments:
-            q, d = seg.candidates(query, self.max_bucket)
-            for qi, di, s in zip(*self._verified(q, d, sigs, self._all_sigs)):
-                if qi not in best_old or s > best_old[qi][0]:
-                    best_old[int(qi)] = (float(s), int(di))
+            consider(*seg.candidates(query, self.max_bucket), self._all_sigs, self.ids)
         within: dict[int, list[tuple[float, int]]] = {}
         if n > 1:
             q, d = _Segment(keys, 0).candidates(query, self.max_bucket)
@@ -151,8 +170,8 @@ class NearDupIndex:
         kept = np.ones(n, dtype=bool)
         for i in sorted(set(best_old) | set(within)):
             if i in best_old:
-                s, di = best_old[i]
-                duplicate_of[i], similarity[i] = self.ids[di], s
+                s, kept_id = best_old[i]
+                duplicate_of[i], similarity[i] = kept_id, s
             else:
                 live = [(s, j) for s, j in within[i] if kept[j]]
                 if not live:

@@ -8,6 +8,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import numpy as np
 import pyarrow as pa
 
 from schemas.pair import (
@@ -232,6 +233,7 @@ def land_batch(
                                  schema=NEAR_DUPLICATE_SCHEMA),
         signatures=pa.table({"pair_id": [k[0] for k in kept], "num_perm": [index.num_perm] * len(kept),
                              "signature": [k[1].astype("<u4").tobytes() for k in kept]}, schema=SIGNATURE_SCHEMA),
+        band_keys=index.stored_keys(np.stack([k[1] for k in kept])) if kept else None,
         contamination=contamination_table(contamination_rows, now),
     )
     return counts

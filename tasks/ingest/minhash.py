@@ -136,3 +136,10 @@ def band_keys(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
         salt = np.uint64((j * int(_K1)) & 0xFFFFFFFFFFFFFFFF)
         key = _mix64(key ^ (part[:, :, j] + salt))
     return key
+
+
+def stored_band_keys(keys: np.ndarray) -> np.ndarray:
+    """Band keys as the warehouse indexes them, one column per band: salted by the band's number, so that
+    equal rows in different bands do not meet."""
+    salts = _mix64(np.arange(1, keys.shape[1] + 1, dtype=np.uint64) * _K1) if keys.ndim == 2 else None
+    return keys ^ salts[None, :] if salts is not None else keys
