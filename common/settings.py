@@ -68,7 +68,8 @@ class Settings(BaseSettings):
     judge_max_attempts: int = Field(3, ge=1, description="answers without a verdict per judgment over all runs")
     judge_write_batch: int = Field(64, ge=1, description="judgments per warehouse write")
     # Sharded judging across GPU workers (the pipeline's `judge_shards`)
-    judge_exchange: Path = Field(Path("data/judge-exchange"), description="folder shared by the orchestrator and GPU workers")
+    judge_exchange: str = Field("data/judge-exchange", description="where the orchestrator and GPU workers exchange "
+                                "work and results: a local folder, or an fsspec URL such as s3://bucket/prefix")
     judge_deployment: str = Field("judge-worker/judge", description="the deployment that judges one shard")
     judge_shard_poll_seconds: float = Field(5.0, gt=0)
     judge_shard_stale_seconds: float = Field(300.0, gt=0, description="a running shard silent this long is lost")

@@ -316,7 +316,8 @@ def judge(
 
 @app.command("judge-shard")
 def judge_shard(
-    work: Path = typer.Argument(..., help="a shard's work file (<exchange>/plans/<plan>/shard-i-of-n.parquet)"),
+    work: str = typer.Argument(..., help="a shard's work file (<exchange>/plans/<plan>/shard-i-of-n.parquet; a "
+                               "path or an fsspec URL such as s3://...)"),
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL (repeatable)"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this worker"),
     port: Optional[int] = typer.Option(None, "--port", help="port of the launched server"),

@@ -8,7 +8,6 @@ missing; failed judgments are asked again until `judge_max_attempts`.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -21,7 +20,7 @@ from flows.runs import current_run_id
 from schemas.summaries import JudgeSummary
 from tasks.judge.config import JudgeConfig
 from tasks.judge.endpoints import EndpointCheckError
-from tasks.judge.exchange import Heartbeat, ResultWriter, fold_results, read_work, results_dir
+from tasks.judge.exchange import Exchange, Heartbeat, ResultWriter, fold_results, read_work, results_dir
 from tasks.judge.run import run_judging, split_pending
 from tasks.judge.strategies import Strategy
 from tasks.judge.targets import checked_targets, judge_config_from, judge_targets
@@ -93,25 +92,26 @@ def judge_worker(
     CURATE_JUDGE_LAUNCH. A rerun of the same shard skips what an earlier attempt already wrote."""
     log = get_run_logger()
     settings = settings_with(judge_max_in_flight=max_in_flight, judge_request_timeout=request_timeout)
-    shard = read_work(Path(work))
+    ex, work_file = Exchange.of_work(work)
+    shard = read_work(ex, work_file)
     config = JudgeConfig(**shard.config)
     plan = Strategy.parse(shard.strategy, settings.judge_adaptive_margin)
-    out = results_dir(Path(work).parents[2], shard.plan_id, shard.label)
-    folded = fold_results(shard.states, out)
+    out = results_dir(ex, shard.plan_id, shard.label)
+    folded = fold_results(shard.states, ex, out)
     ids = [p[0] for p in shard.pairs]
     pending, done = split_pending(ids, plan, shard.states, settings.judge_max_attempts)
     keep = set(pending)
     pairs = [p for p in shard.pairs if p[0] in keep]
     server, targets = judge_targets(endpoints, launch, port, settings, config)
     run_id = current_run_id()
-    writer = ResultWriter(out, run_id)
+    writer = ResultWriter(ex, out, run_id)
     record = {"run_id": run_id, "judge_config_id": config.id, "strategy": plan.label, "endpoints": targets,
               "shard": shard.shard, "started_at": datetime.now(timezone.utc).replace(tzinfo=None), "status": "running"}
     writer.record(record)
     log.info("shard %s of plan %s: %d pairs, %d with work left (%d earlier result files read)", shard.shard,
              shard.plan_id, len(ids), len(pending), folded)
     try:
-        with Heartbeat(out, run_id), server:
+        with Heartbeat(ex, out, run_id), server:
             targets, served_config = checked_targets(targets, config, settings, get_run_logger())
             if served_config.simulated != config.simulated:
                 raise EndpointCheckError(

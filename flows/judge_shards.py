@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -26,8 +24,9 @@ from common.settings import settings_with
 from tasks.curate.cost import cost_model, cost_report
 from tasks.judge.config import config_record
 from tasks.judge.exchange import (
-    file_digest,
-    last_heartbeat,
+    Exchange,
+    HeartbeatWatch,
+    read_result,
     result_files,
     results_dir,
     run_records,
@@ -67,18 +66,18 @@ class ShardRun:
 def merge_exchange(warehouse: str, exchange: str) -> dict[str, int]:
     """Merge every worker batch file not merged yet, and the workers' run records. Idempotent: a file
     is merged once (by its path), and merging the same judgments again changes nothing."""
-    root = Path(exchange)
+    ex = Exchange(exchange)
     with Warehouse(warehouse) as wh:
         done = wh.merged_file_keys()
         merged = rows = 0
-        for f in result_files(root):
+        for f in result_files(ex):
             if f.key in done:
                 continue
-            table = pq.read_table(f.path)
-            if wh.merge_result_file(f.key, file_digest(f.path), table):
+            table, digest = read_result(ex, f)
+            if wh.merge_result_file(f.key, digest, table):
                 merged += 1
                 rows += table.num_rows
-        records = run_records(root)
+        records = run_records(ex)
         for record in records:
             wh.record_judge_run(record)
     return {"files": merged, "rows": rows, "run_records": len(records)}
@@ -90,6 +89,7 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
     settings = settings_with(warehouse=warehouse)
     config = judge_config_from(settings)
     plan = Strategy.parse(strategy or settings.judge_strategy, settings.judge_adaptive_margin)
+    ex = Exchange(exchange)
     with Warehouse(warehouse) as wh:
         wh.register_judge_config(config_record(config))
         ids = pairs_of_shard(wh.curation_pair_ids(), None, limit)
@@ -102,21 +102,22 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
             if not mine:
                 continue
             keep = set(mine)
-            path = work_path(Path(exchange), pid, index, shards)
-            write_work(path, plan=pid, shard=f"{index}/{shards}", strategy=plan.label,
+            path = work_path(ex, pid, index, shards)
+            write_work(ex, path, plan=pid, shard=f"{index}/{shards}", strategy=plan.label,
                        config=asdict(config),
                        pairs=wh.pair_texts(mine), states={k: v for k, v in states.items() if k[0] in keep})
-            files[index] = str(path)
+            files[index] = ex.url_of(path)
     return {"plan_id": pid, "judge_config_id": config.id, "strategy": plan.label, "pairs": len(ids),
             "pending": len(pending), "skipped_cached": done.skipped_cached, "skipped_exhausted": done.exhausted,
             "work": files}
 
 
-def _watch(runs: list[ShardRun], exchange: Path, plan: str, poll: float, stale: float, start_timeout: float) -> None:
+def _watch(runs: list[ShardRun], ex: Exchange, plan: str, poll: float, stale: float, start_timeout: float) -> None:
     """Wait until every shard run is final; a running shard whose heartbeat stops is marked crashed, one
     no worker picks up in `start_timeout` is cancelled."""
     log = get_run_logger()
     waiting_since = time.time()
+    beats = HeartbeatWatch(ex)
     with get_client(sync_client=True) as client:
         while True:
             open_runs = [r for r in runs if r.state not in FINAL]
@@ -128,7 +129,7 @@ def _watch(runs: list[ShardRun], exchange: Path, plan: str, poll: float, stale: 
                 now = time.time()
                 if r.state == "RUNNING":
                     r.started = r.started or now
-                    beat = last_heartbeat(results_dir(exchange, plan, shard_label(r.index, r.count)))
+                    beat = beats.last_change(results_dir(ex, plan, shard_label(r.index, r.count)), now)
                     last = beat if beat is not None and beat >= r.started - stale else r.started
                     if now - last > stale:
                         r.message = (f"no heartbeat from the worker for {now - last:.0f} s (limit {stale:.0f} s): "
@@ -178,7 +179,8 @@ def judge_sharded(
         raise InvalidInputError(f"shards must be >= 1, not {shards}")
     settings = settings_with(warehouse=warehouse, judge_exchange=exchange, judge_deployment=deployment,
                              judge_shard_stale_seconds=stale_seconds)
-    root = Path(settings.judge_exchange).resolve()
+    ex = Exchange(settings.judge_exchange)
+    root = ex.url
     wh_path = str(settings.warehouse)
     _require_deployment(settings.judge_deployment)
     before = merge_exchange(wh_path, str(root))  # a lost worker's finished part counts before planning
@@ -197,7 +199,7 @@ def judge_sharded(
         runs.append(ShardRun(index, shards, str(fr.id)))
         log.info("shard %d/%d -> flow run %s", index, shards, fr.id)
     started = time.perf_counter()
-    _watch(runs, root, plan["plan_id"], settings.judge_shard_poll_seconds, settings.judge_shard_stale_seconds,
+    _watch(runs, ex, plan["plan_id"], settings.judge_shard_poll_seconds, settings.judge_shard_stale_seconds,
            start_timeout)
     summary["merged"] = merge_exchange(wh_path, str(root))
     lost = [r.flow_run_id for r in runs if r.state != "COMPLETED"]
@@ -206,7 +208,7 @@ def judge_sharded(
             for run_id in lost:
                 wh.mark_judge_run(run_id, "lost", "the shard's flow run did not complete; see the pipeline run")
     summary["seconds"] = round(time.perf_counter() - started, 3)
-    summary.update(_totals(root, plan["plan_id"], runs, wh_path))
+    summary.update(_totals(ex, runs, wh_path))
     summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
                                   tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
                                   model=cost_model(settings))
@@ -223,11 +225,11 @@ def judge_sharded(
     return summary
 
 
-def _totals(root: Path, plan: str, runs: list[ShardRun], warehouse: str) -> dict[str, Any]:
+def _totals(ex: Exchange, runs: list[ShardRun], warehouse: str) -> dict[str, Any]:
     """Judged, failed, requests and tokens over the worker runs of this plan (from their records)."""
     ids = {r.flow_run_id for r in runs}
     totals: dict[str, Any] = {"judged": 0, "failed": {}, "requests": 0, "tokens_in": 0, "tokens_out": 0}
-    for record in run_records(root):
+    for record in run_records(ex):
         s = record.get("summary") or {}
         if record["run_id"] not in ids:
             continue

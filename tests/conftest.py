@@ -87,3 +87,44 @@ def dashboard_warehouse(tmp_path_factory) -> tuple[Path, Path, dict]:
         curate_pipeline(skip=["ingest", "judge", "publish"], dataset="dash", policy_path=str(looser),
                         warehouse=str(warehouse))
     return warehouse, snapshot_path(warehouse), summary
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3-compatible server (moto's standalone server) in its own process on 127.0.0.1, with a bucket
+    `exchange`; yields (endpoint URL, the environment a client on another host would be given)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tmp_path_factory.mktemp("moto") / "moto.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {"AWS_ACCESS_KEY_ID": "curate-test", "AWS_SECRET_ACCESS_KEY": "curate-test-secret",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                urllib.request.urlopen(endpoint, timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"moto server did not start (exit {proc.poll()})") from None
+                time.sleep(0.2)
+        req = urllib.request.Request(f"{endpoint}/exchange", method="PUT")
+        urllib.request.urlopen(req, timeout=10).close()
+        yield endpoint, env
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

@@ -1,27 +1,41 @@
-"""The judge exchange folder: how GPU workers judge without touching the warehouse.
+"""The judge exchange: how GPU workers judge without touching the warehouse, on any host.
 
-DuckDB has one writer, and GPU workers may run on other hosts. So the orchestrating flow writes each
-shard's work (the pair texts and what the cache already knows) to a Parquet file, a worker judges from that
-file alone and writes its judgments as Parquet batches beside it, and the orchestrator merges those into
-the warehouse. Every file is written to a temporary name and renamed, so a reader never sees half of one.
+DuckDB has one writer, and GPU workers may run on other hosts that share no disk with the orchestrator. So
+the orchestrating flow writes each shard's work (the pair texts and what the cache already knows) to a
+Parquet file, a worker judges from that file alone and writes its judgments as Parquet batches beside it,
+and the orchestrator merges those into the warehouse. The exchange lives at any fsspec URL: a local folder
+by default, or object storage (`s3://bucket/prefix`, any S3-compatible server) for multi-host pools. Every
+file appears whole or not at all: a local file is written to a temporary name and renamed, an object is
+one PUT.
 
     <root>/plans/<plan_id>/shard-<i>-of-<n>.parquet                      the work of one shard
     <root>/results/<plan_id>/shard-<i>-of-<n>/<run_id>-<seq>.parquet     judgments, one file per batch
     <root>/results/<plan_id>/shard-<i>-of-<n>/<run_id>.run.json          the worker run's record
-    <root>/results/<plan_id>/shard-<i>-of-<n>/<run_id>.heartbeat         touched while the worker lives
+    <root>/results/<plan_id>/shard-<i>-of-<n>/<run_id>.heartbeat         rewritten while the worker lives
+
+Liveness never reads modification times (clocks and timestamps differ across hosts and object stores): a
+heartbeat holds a counter the worker increments, and the orchestrator notes, on its own clock, when it last
+saw the counter change.
+
+Credentials: for object storage, fsspec's own defaults (the environment: `AWS_ACCESS_KEY_ID`,
+`AWS_SECRET_ACCESS_KEY`, `AWS_ENDPOINT_URL`, ...), or storage options as JSON in `CURATE_JUDGE_EXCHANGE_OPTIONS`
+or in the Prefect Secret block named by `CURATE_JUDGE_EXCHANGE_BLOCK`. They are passed to fsspec only,
+never logged or stored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -38,6 +52,90 @@ WORK_SCHEMA = pa.schema([
     ("pair_id", pa.string()), ("history", pa.string()), ("response_a", pa.string()), ("response_b", pa.string()),
     ("states", STATE_TYPE),
 ])
+OPTIONS_ENV = "CURATE_JUDGE_EXCHANGE_OPTIONS"
+BLOCK_ENV = "CURATE_JUDGE_EXCHANGE_BLOCK"
+
+
+def storage_options() -> dict[str, Any]:
+    """fsspec storage options from `CURATE_JUDGE_EXCHANGE_OPTIONS` (JSON) or the Prefect Secret block named by
+    `CURATE_JUDGE_EXCHANGE_BLOCK`; none when neither is set (fsspec then reads the environment itself)."""
+    raw = os.environ.get(OPTIONS_ENV)
+    block = os.environ.get(BLOCK_ENV)
+    if not raw and block:
+        from prefect.blocks.system import Secret
+
+        try:
+            raw = Secret.load(block).get()
+        except ValueError:
+            raise NotFoundError(f"no Prefect Secret block {block!r} ({BLOCK_ENV}) with the exchange's storage "
+                                "options") from None
+    if not raw:
+        return {}
+    try:
+        options = raw if isinstance(raw, dict) else json.loads(raw)
+    except ValueError:
+        raise InvalidInputError(f"the exchange's storage options ({OPTIONS_ENV} or block {block!r}) are not "
+                                "JSON") from None  # the value itself is never echoed: it holds credentials
+    if not isinstance(options, dict):
+        raise InvalidInputError("the exchange's storage options must be a JSON object")
+    return options
+
+
+class Exchange:
+    """The exchange at a URL (a local folder or object storage), and paths in it (strings, '/'-separated)."""
+
+    def __init__(self, url: str | Path, options: dict[str, Any] | None = None):
+        url = str(url)
+        if "://" not in url:
+            url = str(Path(url).resolve())  # workers get absolute paths, whatever their working directory
+        self.url = url.rstrip("/")
+        self.fs, self.root = fsspec.core.url_to_fs(self.url, **(storage_options() if options is None else options))
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        self.local = "file" in protocols or "local" in protocols
+
+    def __repr__(self) -> str:
+        return f"Exchange({self.url!r})"  # the URL only: options may hold credentials
+
+    @classmethod
+    def of_work(cls, work: str | Path, options: dict[str, Any] | None = None) -> tuple[Exchange, str]:
+        """The exchange a work file's URL lies in, and the file's path in it."""
+        text = str(work)
+        head, sep, _ = text.rpartition("/plans/")
+        if not sep:
+            raise InvalidInputError(f"{text} is not a shard work file's location (<exchange>/plans/<plan>/<file>)")
+        ex = cls(head, options)
+        return ex, ex.path(text[len(head) + 1:])
+
+    def path(self, *parts: str) -> str:
+        return "/".join([self.root.rstrip("/"), *[p.strip("/") for p in parts]])
+
+    def url_of(self, path: str) -> str:
+        return path if self.local else self.fs.unstrip_protocol(path)
+
+    def relative(self, path: str) -> str:
+        return path[len(self.root.rstrip("/")) + 1:]
+
+    def put(self, path: str, data: bytes) -> None:
+        """Write a whole file: a local one by a temporary name and a rename, an object in one PUT."""
+        if self.local:
+            target = Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+        else:
+            self.fs.pipe_file(path, data)
+
+    def get(self, path: str) -> bytes:
+        return self.fs.cat_file(path)
+
+    def exists(self, path: str) -> bool:
+        return self.fs.exists(path)
+
+    def glob(self, pattern: str) -> list[str]:
+        """Matching paths, sorted; a local temporary file (a write in progress) is never listed."""
+        self.fs.invalidate_cache()  # object listings are cached by fsspec: other hosts write here
+        return sorted(p for p in self.fs.glob(pattern) if not p.rsplit("/", 1)[-1].startswith("."))
 
 
 def shard_label(index: int, count: int) -> str:
@@ -53,15 +151,14 @@ def plan_id(config_id: str, strategy: str, pair_ids: list[str]) -> str:
     return h.hexdigest()
 
 
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
+def _parquet_bytes(table: pa.Table, **kwargs: Any) -> bytes:
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, **kwargs)
+    return buffer.getvalue()
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    _atomic_write(path, lambda tmp: tmp.write_text(json.dumps(data, default=str, indent=1)))
+def _read_parquet(ex: Exchange, path: str) -> pa.Table:
+    return pq.read_table(io.BytesIO(ex.get(path)))
 
 
 @dataclass(frozen=True)
@@ -81,15 +178,15 @@ class ShardWork:
         return shard_label(int(index), int(count))
 
 
-def work_path(root: Path, plan: str, index: int, count: int) -> Path:
-    return Path(root) / "plans" / plan / f"{shard_label(index, count)}.parquet"
+def work_path(ex: Exchange, plan: str, index: int, count: int) -> str:
+    return ex.path("plans", plan, f"{shard_label(index, count)}.parquet")
 
 
-def results_dir(root: Path, plan: str, label: str) -> Path:
-    return Path(root) / "results" / plan / label
+def results_dir(ex: Exchange, plan: str, label: str) -> str:
+    return ex.path("results", plan, label)
 
 
-def write_work(path: Path, *, plan: str, shard: str, config: dict[str, Any], strategy: str,
+def write_work(ex: Exchange, path: str, *, plan: str, shard: str, config: dict[str, Any], strategy: str,
                pairs: list[PairText], states: States) -> None:
     by_pair: dict[str, list[dict[str, Any]]] = {}
     for (pid, order, sample), state in states.items():
@@ -101,17 +198,17 @@ def write_work(path: Path, *, plan: str, shard: str, config: dict[str, Any], str
     }, schema=WORK_SCHEMA)
     meta = {"plan_id": plan, "shard": shard, "config": config, "strategy": strategy}
     table = table.replace_schema_metadata({b"curator.shard_work": json.dumps(meta).encode()})
-    _atomic_write(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+    ex.put(path, _parquet_bytes(table, compression="zstd"))
 
 
-def read_work(path: Path) -> ShardWork:
-    path = Path(path)
-    if not path.exists():
-        raise NotFoundError(f"no shard work at {path}: is the exchange folder shared with this worker?")
-    table = pq.read_table(path)
+def read_work(ex: Exchange, path: str) -> ShardWork:
+    if not ex.exists(path):
+        raise NotFoundError(f"no shard work at {ex.url_of(path)}: is this worker pointed at the orchestrator's "
+                            "exchange (the same URL, and credentials that can read it)?")
+    table = _read_parquet(ex, path)
     raw = (table.schema.metadata or {}).get(b"curator.shard_work")
     if raw is None:
-        raise InvalidInputError(f"{path} is not a shard work file (no curator.shard_work metadata)")
+        raise InvalidInputError(f"{ex.url_of(path)} is not a shard work file (no curator.shard_work metadata)")
     meta = json.loads(raw)
     rows = table.to_pylist()
     pairs = [(r["pair_id"], json.loads(r["history"]), r["response_a"], r["response_b"]) for r in rows]
@@ -128,12 +225,12 @@ def _state(row: dict[str, Any]) -> JudgmentState:
                          row.get("requests") or 0, row.get("failure_reason"))
 
 
-def fold_results(states: States, folder: Path) -> int:
+def fold_results(states: States, ex: Exchange, folder: str) -> int:
     """Overlay the judgments already written in `folder` (by an earlier attempt at this shard) onto
     `states`, as the warehouse would merge them: an 'ok' is final, else the most attempts. Returns files read."""
-    files = sorted(Path(folder).glob("*.parquet")) if Path(folder).exists() else []
+    files = ex.glob(f"{folder}/*.parquet")
     for f in files:
-        table = pq.read_table(f)
+        table = _read_parquet(ex, f)
         for r in table.select([c for c in ("pair_id", "order", "sample_index", *_STATE_FIELDS)
                                if c in table.column_names]).to_pylist():
             key = (r["pair_id"], r["order"], r["sample_index"])
@@ -147,8 +244,9 @@ def fold_results(states: States, folder: Path) -> int:
 class ResultWriter:
     """Writes a worker's judgment batches as numbered Parquet files in its shard's results folder."""
 
-    def __init__(self, folder: Path, run_id: str):
-        self.folder = Path(folder)
+    def __init__(self, ex: Exchange, folder: str, run_id: str):
+        self.ex = ex
+        self.folder = folder
         self.run_id = run_id
         self.seq = 0
         self.rows = 0
@@ -157,32 +255,39 @@ class ResultWriter:
         if table.num_rows == 0:
             return
         self.seq += 1
-        path = self.folder / f"{self.run_id}-{self.seq:05d}.parquet"
-        _atomic_write(path, lambda tmp: pq.write_table(table.cast(JUDGMENT_SCHEMA), tmp))
+        self.ex.put(f"{self.folder}/{self.run_id}-{self.seq:05d}.parquet", _parquet_bytes(table.cast(JUDGMENT_SCHEMA)))
         self.rows += table.num_rows
 
     def record(self, data: dict[str, Any]) -> None:
         """The run's record (started, then finished), merged into judge_runs with its judgments."""
-        _write_json(self.folder / f"{self.run_id}.run.json", data)
+        self.ex.put(f"{self.folder}/{self.run_id}.run.json", json.dumps(data, default=str, indent=1).encode())
 
 
 class Heartbeat:
-    """Touches `<run_id>.heartbeat` every `every` seconds while a worker judges, so the orchestrator can
-    tell a slow shard from a dead worker."""
+    """Rewrites `<run_id>.heartbeat` every `every` seconds while a worker judges, with a counter that only
+    grows, so the orchestrator can tell a slow shard from a dead worker without comparing clocks."""
 
-    def __init__(self, folder: Path, run_id: str, every: float = 5.0):
-        self.path = Path(folder) / f"{run_id}.heartbeat"
+    def __init__(self, ex: Exchange, folder: str, run_id: str, every: float = 5.0):
+        self.ex = ex
+        self.path = f"{folder}/{run_id}.heartbeat"
         self.every = every
+        self.beats = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True, name="judge-heartbeat")
 
+    def _write(self) -> None:
+        self.beats += 1
+        self.ex.put(self.path, json.dumps({"beat": self.beats, "worker_time": time.time()}).encode())
+
     def _beat(self) -> None:
         while not self._stop.wait(self.every):
-            self.path.write_text(str(time.time()))
+            try:
+                self._write()
+            except Exception:  # noqa: BLE001 - a missed beat (storage briefly unreachable) is retried next time
+                pass
 
     def __enter__(self) -> Heartbeat:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(str(time.time()))  # alive from the moment the context is entered
+        self._write()  # alive from the moment the context is entered
         self._thread.start()
         return self
 
@@ -191,30 +296,46 @@ class Heartbeat:
         self._thread.join()
 
 
-def last_heartbeat(folder: Path) -> float | None:
-    """Unix time of the latest heartbeat of any run in a shard's results folder."""
-    beats = [p.stat().st_mtime for p in Path(folder).glob("*.heartbeat")] if Path(folder).exists() else []
-    return max(beats) if beats else None
+@dataclass
+class HeartbeatWatch:
+    """When, on the orchestrator's clock, each shard folder's heartbeats last changed."""
+
+    ex: Exchange
+    seen: dict[str, tuple[bytes, float]] = field(default_factory=dict)  # heartbeat path -> (content, first seen)
+
+    def last_change(self, folder: str, now: float | None = None) -> float | None:
+        """The latest time any heartbeat in `folder` was seen with new content (None: no heartbeat yet)."""
+        now = time.time() if now is None else now
+        latest = None
+        for path in self.ex.glob(f"{folder}/*.heartbeat"):
+            try:
+                content = self.ex.get(path)
+            except FileNotFoundError:
+                continue
+            before = self.seen.get(path)
+            if before is None or before[0] != content:
+                self.seen[path] = (content, now)
+            changed = self.seen[path][1]
+            latest = changed if latest is None else max(latest, changed)
+        return latest
 
 
 @dataclass(frozen=True)
 class ResultFile:
     key: str  # path relative to the exchange root: the merge's identity for this file
-    path: Path
+    path: str
 
 
-def result_files(root: Path) -> list[ResultFile]:
-    """Every judgment batch in the exchange folder, oldest name first within a shard."""
-    base = Path(root) / "results"
-    if not base.exists():
-        return []
-    return [ResultFile(str(p.relative_to(root)), p) for p in sorted(base.glob("*/*/*.parquet"))]
+def result_files(ex: Exchange) -> list[ResultFile]:
+    """Every judgment batch in the exchange, oldest name first within a shard."""
+    return [ResultFile(ex.relative(p), p) for p in ex.glob(ex.path("results", "*", "*", "*.parquet"))]
 
 
-def run_records(root: Path) -> list[dict[str, Any]]:
-    base = Path(root) / "results"
-    return [json.loads(p.read_text()) for p in sorted(base.glob("*/*/*.run.json"))] if base.exists() else []
+def read_result(ex: Exchange, f: ResultFile) -> tuple[pa.Table, str]:
+    """A result file's judgments and the digest of its bytes (read once)."""
+    data = ex.get(f.path)
+    return pq.read_table(io.BytesIO(data)), hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def file_digest(path: Path) -> str:
-    return hashlib.blake2b(Path(path).read_bytes(), digest_size=16).hexdigest()
+def run_records(ex: Exchange) -> list[dict[str, Any]]:
+    return [json.loads(ex.get(p)) for p in ex.glob(ex.path("results", "*", "*", "*.run.json"))]

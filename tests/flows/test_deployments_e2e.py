@@ -1,7 +1,10 @@
 """The deployments on a real Prefect server: `prefect server start` on 127.0.0.1, the two work pools,
 `prefect --no-prompt deploy --all` from this checkout, two process workers on the `gpu` pool (each with its
-own GenRM stand-in, SIMULATED verdicts) and one on `cpu`; then the nightly pipeline deployment, a rerun,
-a GPU worker killed mid-shard, and two pipeline runs at once. Every process started here is stopped by id."""
+own GenRM stand-in, SIMULATED verdicts, and its own working directory) and one on `cpu`; then the nightly
+pipeline deployment, a rerun, a GPU worker killed mid-shard, and two pipeline runs at once. The judge
+exchange is object storage (a real S3-compatible server, moto's, started here): orchestrator and workers
+share no path, and every process reads the storage credentials from a Prefect Secret block. Every process
+started here is stopped by id."""
 
 from __future__ import annotations
 
@@ -28,6 +31,14 @@ pytestmark = [pytest.mark.prefect, pytest.mark.deployment]
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 WRITE_BATCH, IN_FLIGHT = 8, 4
+EXCHANGE_BLOCK = "judge-exchange-s3"
+EXCHANGE_URL = "s3://exchange/e2e"
+
+
+def _storage_options(s3_server) -> dict:
+    endpoint, env = s3_server
+    return {"key": env["AWS_ACCESS_KEY_ID"], "secret": env["AWS_SECRET_ACCESS_KEY"],
+            "client_kwargs": {"endpoint_url": endpoint, "region_name": env["AWS_DEFAULT_REGION"]}}
 
 
 def _free_port() -> int:
@@ -92,12 +103,16 @@ class Cluster:
             "CURATE_JUDGE_WRITE_BATCH": str(WRITE_BATCH), "CURATE_JUDGE_MAX_IN_FLIGHT": str(IN_FLIGHT),
             # the GPU workers serve the stand-in: the orchestrator plans for simulated verdicts
             "CURATE_JUDGE_SIMULATED": "true",
+            # the exchange's storage credentials: a Prefect Secret block, the same for every process
+            "CURATE_JUDGE_EXCHANGE_BLOCK": EXCHANGE_BLOCK,
         }
+        for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "CURATE_JUDGE_EXCHANGE_OPTIONS"):
+            self.env.pop(key, None)  # nothing but the block tells a process how to reach the storage
         self.procs: dict[str, subprocess.Popen] = {}
 
-    def start(self, name: str, argv: list[str], **env: str) -> subprocess.Popen:
+    def start(self, name: str, argv: list[str], cwd: Path = REPO, **env: str) -> subprocess.Popen:
         log = open(self.tmp / f"{name}.log", "ab")
-        proc = subprocess.Popen(argv, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+        proc = subprocess.Popen(argv, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
                                 start_new_session=True)
         self.procs[name] = proc
         return proc
@@ -151,8 +166,11 @@ class Cluster:
         raise AssertionError(f"flow run {flow_run_id} not final in {timeout} s: {run['state']}")
 
     def gpu_worker(self, name: str, endpoint: str) -> subprocess.Popen:
+        """A GPU worker in a working directory of its own (a host of its own, as far as paths go)."""
+        home = self.tmp / f"host-{name}"
+        home.mkdir(exist_ok=True)
         return self.start(name, [str(BIN / "prefect"), "worker", "start", "--pool", "gpu", "--limit", "1",
-                                 "--name", name], CURATE_JUDGE_ENDPOINTS=json.dumps([endpoint]))
+                                 "--name", name], cwd=home, CURATE_JUDGE_ENDPOINTS=json.dumps([endpoint]))
 
     def stop(self) -> None:
         for name, proc in reversed(list(self.procs.items())):
@@ -160,7 +178,7 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(tmp_path_factory, s3_server):
     tmp = tmp_path_factory.mktemp("prefect-e2e")
     c = Cluster(tmp)
     standins = [StandinProcess(StandinConfig(capacity=IN_FLIGHT, latency_mean=0.05, latency_sigma=0.2, seed=s))
@@ -171,6 +189,12 @@ def cluster(tmp_path_factory):
         c.cli("work-pool", "create", "gpu", "--type", "process")
         c.cli("work-pool", "create", "cpu", "--type", "process")
         c.cli("--no-prompt", "deploy", "--all")
+        saved = subprocess.run(
+            [sys.executable, "-c", "import json, sys; from prefect.blocks.system import Secret; "
+             f"Secret(value=json.loads(sys.stdin.read())).save({EXCHANGE_BLOCK!r}, overwrite=True)"],
+            input=json.dumps(_storage_options(s3_server)), env=c.env, cwd=REPO, capture_output=True, text=True,
+            timeout=120)
+        assert saved.returncode == 0, saved.stderr[-3000:]
         for s in standins:
             s.__enter__()
         c.standins = {"gpu-a": standins[0], "gpu-b": standins[1]}
@@ -201,17 +225,23 @@ def _curation_pairs(path: Path) -> int:
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pipeline-data")
-    return {"warehouse": tmp / "warehouse.duckdb", "exchange": tmp / "exchange", "published": tmp / "published",
+    return {"warehouse": tmp / "warehouse.duckdb", "exchange": EXCHANGE_URL, "published": tmp / "published",
             "data": tmp}
+
+
+@pytest.fixture
+def exchange_credentials(s3_server, monkeypatch):
+    """This test process reads the exchange too (to replay merges): the same options, from the environment."""
+    monkeypatch.setenv("CURATE_JUDGE_EXCHANGE_OPTIONS", json.dumps(_storage_options(s3_server)))
 
 
 def _params(paths, *files, **more):
     return {"sources": [f"helpsteer3={f}" for f in files], "warehouse": str(paths["warehouse"]),
-            "exchange": str(paths["exchange"]), "publish_to": str(paths["published"]), "dataset": "nightly-e2e",
+            "exchange": paths["exchange"], "publish_to": str(paths["published"]), "dataset": "nightly-e2e",
             "strategy": "swap", **more}
 
 
-def test_nightly_deployment_judges_every_pending_pair_once_and_publishes(cluster, paths):
+def test_nightly_deployment_judges_every_pending_pair_once_and_publishes(cluster, paths, exchange_credentials):
     first = paths["data"] / "first.jsonl"
     write_synth(first, "helpsteer3", 120, seed=71, pair_bytes=500, bad_rate=0.0, near_dup_rate=0.0)
     before = _requests(cluster)
@@ -231,12 +261,16 @@ def test_nightly_deployment_judges_every_pending_pair_once_and_publishes(cluster
     # shard runs are the pipeline's subflows, on the gpu pool
     shard_runs = cluster.rest("POST", "/flow_runs/filter", {"flow_runs": {"name": {"like_": "judge "}}})
     assert len(shard_runs) == 2 and {r["state"]["type"] for r in shard_runs} == {"COMPLETED"}
+    # the work went through object storage: each shard run was handed an s3:// URL, and no host has the
+    # exchange on its disk
+    assert all(r["parameters"]["work"].startswith(EXCHANGE_URL + "/plans/") for r in shard_runs)
+    assert not list(cluster.tmp.rglob("*.parquet"))  # the workers' own directories hold no exchange file
 
     # replaying the merge changes nothing: once as recorded, once forgetting every file was merged
-    assert merge_exchange.fn(str(paths["warehouse"]), str(paths["exchange"]))["files"] == 0
+    assert merge_exchange.fn(str(paths["warehouse"]), paths["exchange"])["files"] == 0
     with Warehouse(paths["warehouse"]) as wh:
         wh.query("DELETE FROM merged_result_files")
-    replay = merge_exchange.fn(str(paths["warehouse"]), str(paths["exchange"]))
+    replay = merge_exchange.fn(str(paths["warehouse"]), paths["exchange"])
     assert replay["rows"] == 2 * n and _judgments(paths["warehouse"]) == rows
 
 

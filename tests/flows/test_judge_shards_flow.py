@@ -9,14 +9,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from flows.judge import judge_worker
 from flows.judge_shards import merge_exchange, plan_shards
-from tasks.judge.exchange import read_work, result_files
+from tasks.judge.exchange import Exchange, read_work, result_files
 from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.flows.conftest import ingest_clean_pairs
 from warehouse.store import Warehouse
@@ -65,7 +64,7 @@ def test_shards_judged_from_work_files_merge_once(tmp_path, ingested):
     exchange = str(tmp_path / "exchange")
     plan = plan_shards(path, exchange, 3, "swap", None)
     assert plan["pending"] == n and sorted(plan["work"]) == [0, 1, 2]
-    shard_pairs = [len(read_work(Path(w)).pairs) for w in plan["work"].values()]
+    shard_pairs = [len(read_work(*Exchange.of_work(w)).pairs) for w in plan["work"].values()]
     assert sum(shard_pairs) == n and min(shard_pairs) > 0
     with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
         summaries = [judge_worker(w, endpoints=[server.url]) for w in plan["work"].values()]
@@ -74,7 +73,7 @@ def test_shards_judged_from_work_files_merge_once(tmp_path, ingested):
     assert _judgments(path) == []  # workers never touch the warehouse
 
     merged = merge_exchange(path, exchange)
-    assert merged["rows"] == 2 * n and merged["files"] == len(result_files(Path(exchange))) and merged["run_records"] == 3
+    assert merged["rows"] == 2 * n and merged["files"] == len(result_files(Exchange(exchange))) and merged["run_records"] == 3
     after = _judgments(path)
     assert len(after) == 2 * n and {r[3] for r in after} == {"ok"}
     assert merge_exchange(path, exchange) == {"files": 0, "rows": 0, "run_records": 3}
@@ -102,7 +101,7 @@ def test_a_worker_killed_mid_shard_then_rerun_judges_only_the_rest(tmp_path, ing
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
-        written = sum(pq.read_metadata(f.path).num_rows for f in result_files(exchange))
+        written = sum(pq.read_metadata(f.path).num_rows for f in result_files(Exchange(exchange)))
         assert 0 < written < 2 * n
         rerun = subprocess.run([curate, "judge-shard", work, "--endpoint", server.url, "--json"], env=env,
                                capture_output=True, text=True, timeout=300)
