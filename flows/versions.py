@@ -23,7 +23,7 @@ from schemas.version import check_name
 from tasks.curate.calibration import calibrate
 from tasks.curate.cost import cost_model, cost_report
 from tasks.curate.policy import FilterPolicy, load_policy
-from tasks.curate.select import JudgedPair, VersionRow, content_hash, select_rows
+from tasks.curate.select import JudgedPair, VersionRow, confidences_of, content_hash, select_rows
 from tasks.curate.stats import version_stats
 from tasks.curate.unchanged import unchanged_version
 from tasks.judge.genrm import SideVerdict
@@ -58,9 +58,10 @@ def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> 
     """The kept rows and the version's statistics: p_correct is fitted on this configuration's verdicts
     (cross-fitted on the pairs with a clear human label) before the policy filters on it."""
     pairs = [_judged(r) for r in wh.judged_pairs(config_id)]
-    p_correct, calibration = calibrate(pairs)
-    rows, dropped = select_rows(pairs, policy, p_correct)
-    return rows, version_stats(rows, dropped, len(pairs), pairs, calibration)
+    confidences = confidences_of(pairs)
+    p_correct, calibration = calibrate(pairs, confidences)
+    rows, dropped = select_rows(pairs, policy, p_correct, confidences)
+    return rows, version_stats(rows, dropped, len(pairs), pairs, calibration, confidences)
 
 
 @flow(name="build-version", log_prints=False)

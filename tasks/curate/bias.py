@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 _MARKDOWN = re.compile(r"^\s{0,3}#{1,6}\s|^\s*(?:[-*+]|\d+[.)])\s|\*\*[^*\n]+\*\*|__[^_\n]+__", re.MULTILINE)
 TOP_FAMILIES = 12
 
 
-@dataclass(frozen=True, slots=True)
-class Preference:
-    """One chosen/rejected pair as the audit sees it."""
+class Preference(NamedTuple):
+    """One chosen/rejected pair as the audit sees it (a tuple: a million are made per version)."""
 
     chosen: str
     rejected: str
@@ -31,9 +30,10 @@ class Preference:
     rejected_model: str | None = None
 
 
+@lru_cache(maxsize=1 << 20)  # the pool and the version audit the same answers
 def markdown_marks(text: str) -> int:
     """Headers, list items and bold spans in a text."""
-    return len(_MARKDOWN.findall(text))
+    return sum(1 for _ in _MARKDOWN.finditer(text))
 
 
 def chosen_longer(p: Preference) -> bool:

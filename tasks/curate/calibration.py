@@ -30,6 +30,8 @@ MIN_PER_CLASS = 10
 MIN_DOMAIN_LABELLED = 50  # a domain's own ECE and Brier are reported from this many labelled pairs up
 FOLDS = 5
 BINS = 10
+MAX_FIT = 100_000  # labelled pairs one model is fitted on (a sample by pair id beyond that): enough for a
+# dozen coefficients, and a million-pair version fits in seconds
 CLEAR_LABEL = {"helpsteer3": 2.0}  # |human_label| a preference must reach to count as clear; others: 1
 
 
@@ -71,8 +73,12 @@ def evidence(pair_id: str, source: str, domain: str | None, human_label: float |
     return Evidence(pair_id, domain or "unknown", features, None if human is None else human == c.direction)
 
 
+def _fold_hash(pair_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(pair_id.encode(), digest_size=4).digest(), "big")
+
+
 def _fold(pair_id: str) -> int:
-    return int(hashlib.blake2b(pair_id.encode(), digest_size=4).hexdigest(), 16) % FOLDS
+    return _fold_hash(pair_id) % FOLDS
 
 
 def _model(domains: list[str]):
@@ -111,19 +117,22 @@ def fit_p_correct(items: list[Evidence]) -> tuple[dict[str, float], dict[str, An
     x, y = _matrix(labelled), np.array([e.judge_right for e in labelled], dtype=int)
     folds = np.array([_fold(e.pair_id) for e in labelled])
     out_of_fold = np.empty(len(labelled))
+    # a deterministic sample for fitting when there are more labels than a model needs
+    sample = np.array([_fold_hash(e.pair_id) % max(1, -(-len(labelled) // MAX_FIT)) == 0 for e in labelled])
     for k in range(FOLDS):
         test = folds == k
-        train_y = y[~test]
-        if not test.any():
+        train = ~test & sample
+        train_y = y[train]
+        if not test.any() or not len(train_y):
             continue
         if train_y.min() == train_y.max():  # one outcome only in the other folds: its rate is all we know
             out_of_fold[test] = train_y.mean()
             continue
-        out_of_fold[test] = _model(domains).fit(x[~test], train_y).predict_proba(x[test])[:, 1]
+        out_of_fold[test] = _model(domains).fit(x[train], train_y).predict_proba(x[test])[:, 1]
     p = {e.pair_id: float(out_of_fold[i]) for i, e in enumerate(labelled)}
     unlabelled = [e for e in items if e.judge_right is None]
     if unlabelled:
-        full = _model(domains).fit(x, y)
+        full = _model(domains).fit(x[sample], y[sample])
         p.update(zip((e.pair_id for e in unlabelled), full.predict_proba(_matrix(unlabelled))[:, 1].tolist()))
     report = {"status": "fitted", "method": "logistic regression (scikit-learn), cross-fitted in "
                                             f"{FOLDS} folds by pair id", "labelled": len(labelled),
@@ -176,16 +185,18 @@ def order_margins(verdicts: list[tuple[str, Any]]) -> dict[str, float]:
     return {order: sum(ms) / len(ms) for order, ms in by_order.items()}
 
 
-def calibrate(pairs: list[Any]) -> tuple[dict[str, float], dict[str, Any]]:
-    """p_correct for judged pairs (`select.JudgedPair`s) and the calibration report."""
+def calibrate(pairs: list[Any], confidences: dict[str, Confidence] | None = None) -> tuple[dict[str, float], dict[str, Any]]:
+    """p_correct for judged pairs (`select.JudgedPair`s) and the calibration report. `confidences`: each
+    pair's `pair_confidence`, when the caller has them already."""
     from tasks.curate.confidence import pair_confidence
 
     items = []
     for pair in pairs:
         if not pair.verdicts:
             continue
-        e = evidence(pair.pair_id, pair.source, pair.domain, pair.human_label, pair.both_bad,
-                     pair_confidence(pair.verdicts, pair.human_label), order_margins(pair.verdicts))
+        c = confidences[pair.pair_id] if confidences else pair_confidence(pair.verdicts, pair.human_label)
+        e = evidence(pair.pair_id, pair.source, pair.domain, pair.human_label, pair.both_bad, c,
+                     order_margins(pair.verdicts))
         if e is not None:
             items.append(e)
     return fit_p_correct(items)

@@ -130,19 +130,24 @@ def preference(pair: JudgedPair, direction: str) -> Preference:
                       rejected_model=pair.model_b if a_wins else pair.model_a)
 
 
-def pool_preferences(pairs: list[JudgedPair]) -> list[Preference]:
+def confidences_of(pairs: list[JudgedPair]) -> dict[str, Confidence]:
+    """Each judged pair's confidence, computed once for calibration, selection and the audit."""
+    return {p.pair_id: pair_confidence(p.verdicts, p.human_label) for p in pairs if p.verdicts}
+
+
+def pool_preferences(pairs: list[JudgedPair], confidences: dict[str, Confidence] | None = None) -> list[Preference]:
     """Every judged pair with a direction, as the judge ranks it: the pool a version is drawn from."""
     out = []
     for pair in pairs:
         if pair.verdicts:
-            c = pair_confidence(pair.verdicts)
+            c = confidences[pair.pair_id] if confidences else pair_confidence(pair.verdicts)
             if c.direction != "tie":
                 out.append(preference(pair, c.direction))
     return out
 
 
-def select_rows(pairs: list[JudgedPair], policy: FilterPolicy,
-                p_correct: dict[str, float] | None = None) -> tuple[list[VersionRow], Counter]:
+def select_rows(pairs: list[JudgedPair], policy: FilterPolicy, p_correct: dict[str, float] | None = None,
+                confidences: dict[str, Confidence] | None = None) -> tuple[list[VersionRow], Counter]:
     """The rows a policy keeps, in a stable order, and the dropped pairs counted by reason. `p_correct`:
     the calibrated probabilities (none when too few pairs carry a clear human label)."""
     p_correct = p_correct or {}
@@ -155,7 +160,7 @@ def select_rows(pairs: list[JudgedPair], policy: FilterPolicy,
         if not pair.verdicts:
             dropped["not_judged"] += 1
             continue
-        c = pair_confidence(pair.verdicts, pair.human_label)
+        c = confidences[pair.pair_id] if confidences else pair_confidence(pair.verdicts, pair.human_label)
         reason = _drop_reason(pair, c, policy, p_correct.get(pair.pair_id))
         if reason:
             dropped[reason] += 1

@@ -7,11 +7,12 @@ from collections import Counter
 from typing import Any
 
 from tasks.curate.bias import audit
+from tasks.curate.confidence import Confidence
 from tasks.curate.select import JudgedPair, VersionRow, pool_preferences, preference
 
 
 def version_stats(rows: list[VersionRow], dropped: Counter, considered: int, pairs: list[JudgedPair],
-                  calibration: dict[str, Any]) -> dict[str, Any]:
+                  calibration: dict[str, Any], confidences: dict[str, Confidence] | None = None) -> dict[str, Any]:
     def count(key):
         return dict(sorted(Counter(getattr(r, key) or "unknown" for r in rows).items()))
 
@@ -31,5 +32,5 @@ def version_stats(rows: list[VersionRow], dropped: Counter, considered: int, pai
         "human_labelled": len(agreements),
         "calibration": {**calibration, "kept_mean_p_correct":
                         round(sum(probabilities) / len(probabilities), 4) if probabilities else None},
-        "bias": {"pool": audit(pool_preferences(pairs)), "kept": audit(kept)},
+        "bias": {"pool": audit(pool_preferences(pairs, confidences)), "kept": audit(kept)},
     }
