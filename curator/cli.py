@@ -12,6 +12,9 @@ from typing import Any, Optional
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+# Arrow's own allocator keeps freed batches cached; the system allocator returns them (a long ingest's peak
+# memory, measured: 1.85 -> 1.56 GiB over 300k rows, with DuckDB's memory_limit at 512MB)
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402

@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from common.errors import NotFoundError, UserError
+from common.errors import InvalidInputError, NotFoundError, UserError
 
 JUDGMENT_TABLES = {"judgments": "judgments", "eval_judgments": "eval_judgments"}  # the only names SQL may see
 
@@ -69,10 +69,20 @@ def migrations() -> list[tuple[int, str, str]]:
     return sorted(out)
 
 
+def _memory_limit() -> str:
+    from common.settings import get_settings
+
+    limit = get_settings().warehouse_memory_limit
+    if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", limit.strip(), re.IGNORECASE):
+        raise InvalidInputError(f"CURATE_WAREHOUSE_MEMORY_LIMIT must look like 1GB or 512MB, not {limit!r}")
+    return limit.strip()
+
+
 class Connection:
     def __init__(self, path: Path | str, read_only: bool = False):
         self.path = Path(path)
         self.read_only = read_only
+        memory_limit = _memory_limit()  # refused before the file is opened
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         elif not self.path.exists():
@@ -89,6 +99,7 @@ class Connection:
         except _DAMAGE as err:
             raise _unreadable(self.path, err) from None
         try:
+            self.con.execute(f"SET memory_limit = '{memory_limit}'")
             if read_only:
                 self.schema_version()  # reads the catalog and a table: damage shows here, not mid-command
             else:

@@ -65,3 +65,22 @@ def test_source_pins(warehouse_path):
 def test_read_only_needs_an_existing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="curate ingest"):
         Warehouse(tmp_path / "none.duckdb", read_only=True)
+
+
+def test_duckdb_memory_is_bounded_by_the_setting_and_a_bad_value_is_refused(warehouse_path, monkeypatch):
+    from common.errors import InvalidInputError
+    from common.settings import get_settings
+
+    monkeypatch.setenv("CURATE_WAREHOUSE_MEMORY_LIMIT", "256MB")
+    get_settings.cache_clear()
+    try:
+        with Warehouse(warehouse_path) as wh:
+            limit = wh.query("SELECT current_setting('memory_limit')")[0][0]
+        assert limit.replace(" ", "") in ("256.0MiB", "244.1MiB", "256MiB", "244MiB"), limit
+        monkeypatch.setenv("CURATE_WAREHOUSE_MEMORY_LIMIT", "lots")
+        get_settings.cache_clear()
+        with pytest.raises(InvalidInputError, match="CURATE_WAREHOUSE_MEMORY_LIMIT"):
+            Warehouse(warehouse_path)
+    finally:
+        monkeypatch.delenv("CURATE_WAREHOUSE_MEMORY_LIMIT")
+        get_settings.cache_clear()
