@@ -45,7 +45,7 @@ PAIR_BYTES = 6000
 BATCH = 5000  # the flow's default batch size: the near-dup step sees the docs in batches this big
 CHUNK = 256  # NearDupIndex.signatures_of shingles this many docs at a time
 BASELINE_PERMS = 128
-TARGET_WALL_S = 60.0
+TARGET_WALL_S = 30.0  # issue 15 (was 60 s)
 TARGET_RSS_BYTES = 2 * 1024**3
 TARGET_SPEEDUP = 5.0
 TARGET_RECALL = 0.95
@@ -496,7 +496,7 @@ def main() -> None:
 
     # 5. Targets.
     print("\nTARGETS")
-    target("whole ingest wall <= 60 s (child process)", f"{run.wall_s:.2f} s (flow's own {s['seconds']:.2f} s)",
+    target(f"whole ingest wall <= {TARGET_WALL_S:.0f} s (child process)", f"{run.wall_s:.2f} s (flow's own {s['seconds']:.2f} s)",
            run.wall_s <= TARGET_WALL_S)
     target("peak RSS <= 2 GB", gib(run.peak_rss_kib), run.peak_rss_kib * 1024 <= TARGET_RSS_BYTES)
     target("near-dup step >= 5x faster than datasketch",

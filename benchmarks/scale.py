@@ -1,0 +1,254 @@
+"""Scale: a warehouse of a million pairs on this machine, and what a nightly increment costs on top of it.
+
+    python benchmarks/scale.py                       # 1,000,000 pairs, a 10,000-row increment (~30 min)
+    python benchmarks/scale.py --pairs 50000         # a quick run (targets still printed, for 1M)
+
+Steps, each timed as a user runs it (`curate ... --json` in a child process; peak RSS of that process):
+1. `curate ingest` of N synthetic HelpSteer3-shaped pairs (about 1 KB of text each) in one run.
+2. `curate ingest` of an increment of synthetic arena-shaped rows into that warehouse, with near duplicates
+   of pairs kept in step 1 planted in it: how many are found (against every kept pair) is reported.
+3. The judge queue's planning for every pending pair (in-process, `plan_work`: the cache read and split).
+4. Verdicts for every pair in both orders, written in-process from the GenRM stand-in's verdict function
+   (SIMULATED): two million HTTP requests are not what this measures.
+5. `curate build-version` over all judged pairs; `curate snapshot`; each dashboard query on the snapshot.
+6. Warehouse bytes per 1,000 pairs.
+
+Targets (issue 15): ingest of 1M <= 10 min and <= 4 GB peak RSS; increment of 10k <= 45 s and <= 1.5 GB;
+build-version <= 60 s; snapshot <= 20 s; every dashboard query <= 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pyarrow as pa  # noqa: E402
+from cli_runs import bench_env, curate_exe  # noqa: E402  (sets offline Prefect defaults)
+
+from common.settings import get_settings  # noqa: E402
+from tasks.ingest.synth import TextMaker, _Generator, write_synth  # noqa: E402
+from tasks.judge.config import config_record  # noqa: E402
+from tasks.judge.genrm import Verdict, build_messages, to_a_side  # noqa: E402
+from tasks.judge.run import JUDGMENT_SCHEMA  # noqa: E402
+from tasks.judge.strategies import Strategy  # noqa: E402
+from tasks.judge.targets import judge_config_from  # noqa: E402
+from tasks.judge.warehouse_run import plan_work  # noqa: E402
+from testing.genrm_standin import StandinConfig, verdict_for  # noqa: E402
+from warehouse import dashboard as queries  # noqa: E402
+from warehouse.store import Warehouse  # noqa: E402
+
+TARGETS = {"ingest_s": 600.0, "ingest_rss_gb": 4.0, "increment_s": 45.0, "increment_rss_gb": 1.5,
+           "build_s": 60.0, "snapshot_s": 20.0, "query_s": 1.0}
+_WRAP = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+         "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+         "print(r.stdout, end=''); print(r.stderr[-4000:], end='', file=sys.stderr); "
+         "print(f'@@ {time.perf_counter() - t:.3f} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', "
+         "file=sys.stderr); sys.exit(r.returncode)")
+
+
+def timed_cli(argv: list[str], env: dict[str, str]) -> tuple[dict, float, float]:
+    """(JSON summary, wall s, peak RSS GiB of the largest process it ran) of one `curate ... --json` call."""
+    done = subprocess.run([sys.executable, "-c", _WRAP, *argv, "--json"], env=env, capture_output=True, text=True)
+    tail = done.stderr.rstrip().splitlines()[-1]
+    if done.returncode != 0 or not tail.startswith("@@"):
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-3000:]}")
+    _, wall, rss_kib = tail.split()
+    return json.loads(done.stdout.strip().splitlines()[-1]), float(wall), int(rss_kib) / 2**20
+
+
+def increment_rows(big: Path, out: Path, rows: int, near: int, seed: int) -> int:
+    """An arena-shaped increment: `near` light edits (1% of one answer's words) of rows from the big file,
+    the rest fresh rows. Returns how many near duplicates were planted."""
+    write_synth(out, "arena", rows - near, seed=seed, pair_bytes=1000, bad_rate=0.0, near_dup_rate=0.0,
+                exact_dup_rate=0.0)
+    gen, tm, rng = _Generator("arena", seed, 1000, []), TextMaker(seed), random.Random(seed)
+    picked: list[dict] = []
+    with big.open(encoding="utf-8") as f:
+        for line in f:
+            if len(picked) >= near * 3:
+                break
+            try:
+                row = json.loads(line)
+            except (ValueError, RecursionError):  # the generator plants hostile rows too
+                continue
+            if isinstance(row, dict) and isinstance(row.get("response1"), str) and isinstance(row.get("response2"), str) \
+                    and len(row["response1"]) > 200 and isinstance(row.get("context"), list):
+                try:
+                    line.encode("utf-8")  # not one of the planted rows with lone surrogates
+                    json.dumps(row, ensure_ascii=False).encode("utf-8")
+                except UnicodeEncodeError:
+                    continue
+                picked.append(row)
+    with out.open("a", encoding="utf-8") as f:
+        for row in rng.sample(picked, min(near, len(picked))):
+            g = {"history": row["context"], "a": tm.edit(row["response1"], 0.01), "b": row["response2"], "label": 1}
+            f.write(json.dumps(gen.render(g), ensure_ascii=False) + "\n")
+    return min(near, len(picked))
+
+
+def write_verdicts(warehouse: Path, batch: int = 100_000) -> tuple[int, float]:
+    """Both orders for every curation pair, from the stand-in's verdict function, written as one judge run."""
+    settings = get_settings()
+    config = judge_config_from(settings, simulated=True)
+    standin = StandinConfig()
+    started = time.perf_counter()
+    written = 0
+    with Warehouse(warehouse) as wh:
+        wh.register_judge_config(config_record(config))
+        run_id = str(uuid.uuid4())
+        wh.start_judge_run(run_id, config.id, "swap", ["in-process stand-in verdicts"], None)
+        ids = wh.curation_pair_ids()
+        now = datetime.now()
+        for start in range(0, len(ids), batch):
+            texts = wh.pair_texts(ids[start:start + batch])
+            cols: dict[str, list] = {name: [] for name in JUDGMENT_SCHEMA.names}
+            for pair_id, history, a, b in texts:
+                for order in ("ab", "ba"):
+                    v = verdict_for(build_messages(history, a, b, order), None, standin)
+                    side = to_a_side(Verdict(v.score_1, v.score_2, v.ranking), order)
+                    row = {"pair_id": pair_id, "judge_config_id": config.id, "order": order, "sample_index": 0,
+                           "status": "ok", "score_1": v.score_1, "score_2": v.score_2, "ranking": v.ranking,
+                           "score_a": side.score_a, "score_b": side.score_b, "ranking_a": side.ranking_a,
+                           "margin_a": side.margin, "tokens_in": 1200, "tokens_out": 900, "latency_s": 0.01,
+                           "attempts": 1, "requests": 1, "endpoint": "in-process", "served_model": standin.model,
+                           "judge_run_id": run_id, "finished_at": now}
+                    for name in JUDGMENT_SCHEMA.names:
+                        cols[name].append(row.get(name))
+            wh.write_judgments(pa.table(cols, schema=JUDGMENT_SCHEMA))
+            written += 2 * len(texts)
+        wh.finish_judge_run(run_id, "completed", {"judged": written, "requests": written})
+    return written, time.perf_counter() - started
+
+
+def dashboard_query_times(snapshot: Path) -> dict[str, float]:
+    snap = queries.Snapshot.open(snapshot)
+    versions = queries.versions(snap)
+    v = versions.iloc[0] if len(versions) else None
+    f = queries.Filters((), (), v["dataset"] if v is not None else None, int(v["version"]) if v is not None else None)
+    calls = {
+        "sources": lambda: queries.sources(snap), "domains": lambda: queries.domains(snap),
+        "versions": lambda: queries.versions(snap), "funnel": lambda: queries.funnel(snap, f),
+        "quarantine": lambda: queries.quarantine(snap, f), "margin_histogram": lambda: queries.margin_histogram(snap, f),
+        "confidence_histogram": lambda: queries.confidence_histogram(snap, f),
+        "agreement": lambda: queries.agreement(snap, f), "failures": lambda: queries.failures(snap),
+        "throughput": lambda: queries.throughput(snap), "version_quality": lambda: queries.version_quality(snap),
+        "model_families": lambda: queries.model_families(snap, f), "reliability": lambda: queries.reliability(snap, f),
+        "version_costs": lambda: queries.version_costs(snap), "judge_configs": lambda: queries.judge_configs(snap),
+        "evaluations": lambda: queries.evaluations(snap), "runs": lambda: queries.runs(snap),
+    }
+    out = {}
+    for name, call in calls.items():
+        t = time.perf_counter()
+        call()
+        out[name] = time.perf_counter() - t
+    return out
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=1_000_000)
+    parser.add_argument("--increment", type=int, default=10_000)
+    parser.add_argument("--near", type=int, default=500, help="near duplicates of kept pairs planted in the increment")
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    tmp = None if args.workdir else tempfile.TemporaryDirectory(prefix="scale-")
+    work = args.workdir or Path(tmp.name)
+    work.mkdir(parents=True, exist_ok=True)
+    env = bench_env(work)
+    exe = curate_exe()
+    w = ["--warehouse", str(work / "w.duckdb")]
+    results: list[tuple[str, str, str]] = []
+
+    t = time.perf_counter()
+    big = work / "helpsteer3.jsonl"
+    manifest = Path(str(big) + ".manifest.json")
+    if not (big.exists() and manifest.exists() and json.loads(manifest.read_text()).get("rows") == args.pairs):
+        write_synth(big, "helpsteer3", args.pairs, seed=11, pair_bytes=1000)  # else: a --workdir's earlier data
+    inc = work / "arena-increment.jsonl"
+    planted = increment_rows(big, inc, args.increment, args.near, seed=12)
+    print(f"data: {args.pairs:,} HelpSteer3-shaped rows ({big.stat().st_size / 1e9:.2f} GB), increment "
+          f"{args.increment:,} arena-shaped rows with {planted} near duplicates of earlier rows planted, "
+          f"generated in {time.perf_counter() - t:.0f} s (not timed below)")
+
+    s, wall, rss = timed_cli([exe, "ingest", "--source", "helpsteer3", "--path", str(big), *w], env)
+    print(f"\n1. ingest {s['read']:,} rows in one run: {wall:.1f} s wall, peak RSS {rss:.2f} GiB "
+          f"({s['new_pairs']:,} new pairs, {s['near_duplicates']:,} near duplicates, {s['read'] / wall:,.0f} rows/s)")
+    scale_note = "" if args.pairs >= 1_000_000 else f" (at {args.pairs:,}, not 1,000,000)"
+    results.append(("ingest of the big run, wall", f"{wall:.1f} s",
+                    f"<= {TARGETS['ingest_s']:.0f} s {verdict(wall <= TARGETS['ingest_s'])}{scale_note}"))
+    results.append(("ingest of the big run, peak RSS", f"{rss:.2f} GiB",
+                    f"<= {TARGETS['ingest_rss_gb']} GB {verdict(rss <= TARGETS['ingest_rss_gb'])}{scale_note}"))
+
+    s, wall, rss = timed_cli([exe, "ingest", "--source", "arena", "--path", str(inc), *w], env)
+    found = s["near_duplicates"]
+    print(f"2. increment of {s['read']:,} rows: {wall:.1f} s wall, peak RSS {rss:.2f} GiB; near duplicates found "
+          f"{found} (planted against earlier pairs: {planted}; the generated part plants none)")
+    results.append(("nightly increment, wall", f"{wall:.1f} s",
+                    f"<= {TARGETS['increment_s']:.0f} s {verdict(wall <= TARGETS['increment_s'])}"))
+    results.append(("nightly increment, peak RSS", f"{rss:.2f} GiB",
+                    f"<= {TARGETS['increment_rss_gb']} GB {verdict(rss <= TARGETS['increment_rss_gb'])}"))
+    results.append(("near duplicates of earlier pairs found", f"{found} of {planted} planted",
+                    verdict(found >= 0.95 * planted)))
+
+    settings = get_settings()
+    config = judge_config_from(settings, simulated=True)
+    with Warehouse(work / "w.duckdb") as wh:
+        t = time.perf_counter()
+        plan = plan_work(wh, config.id, Strategy.parse("swap", settings.judge_adaptive_margin), None, None, 3)
+        planning = time.perf_counter() - t
+    print(f"3. judge-queue planning: {len(plan.pending):,} pending pairs ({2 * len(plan.pending):,} judgments) "
+          f"planned in {planning:.2f} s")
+    results.append(("judge-queue planning", f"{planning:.2f} s for {2 * len(plan.pending):,} judgments", "(reported)"))
+
+    n, seconds = write_verdicts(work / "w.duckdb")
+    print(f"4. {n:,} SIMULATED verdicts written in-process in {seconds:.0f} s (stand-in verdict function)")
+
+    s, wall, rss = timed_cli([exe, "build-version", "scale", *w], env)
+    print(f"5. build-version over {s['stats']['considered']:,} judged pairs: {wall:.1f} s wall, peak RSS {rss:.2f} "
+          f"GiB ({s['rows']:,} rows kept)")
+    results.append(("build-version", f"{wall:.1f} s / {rss:.2f} GiB", f"<= {TARGETS['build_s']:.0f} s "
+                    f"{verdict(wall <= TARGETS['build_s'])}"))
+
+    t = time.perf_counter()
+    done = subprocess.run([exe, "snapshot", *w], env=env, capture_output=True, text=True)
+    snap_s = time.perf_counter() - t
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-3000:])
+    print(f"   curate snapshot: {snap_s:.1f} s")
+    results.append(("dashboard snapshot", f"{snap_s:.1f} s", f"<= {TARGETS['snapshot_s']:.0f} s "
+                    f"{verdict(snap_s <= TARGETS['snapshot_s'])}"))
+    times = dashboard_query_times(work / "dashboard.duckdb")
+    slowest = max(times, key=times.get)
+    print("   dashboard queries: " + ", ".join(f"{k} {v:.3f} s" for k, v in times.items()))
+    results.append(("slowest dashboard query", f"{slowest} {times[slowest]:.3f} s",
+                    f"<= {TARGETS['query_s']:.0f} s {verdict(times[slowest] <= TARGETS['query_s'])}"))
+
+    size = (work / "w.duckdb").stat().st_size
+    with Warehouse(work / "w.duckdb", read_only=True) as wh:
+        pairs = wh.query("SELECT count(*) FROM candidate_pairs")[0][0]
+    print(f"6. warehouse {size / 1e9:.2f} GB for {pairs:,} pairs: {size / pairs * 1000 / 1e6:.2f} MB per 1,000 pairs")
+    results.append(("warehouse bytes per 1,000 pairs", f"{size / pairs * 1000 / 1e6:.2f} MB", "(reported)"))
+
+    print(f"\nTARGETS (issue 15; {os.cpu_count()} CPUs)")
+    for name, figure, target in results:
+        print(f"  {name:<40} {figure:<40} {target}")
+    if tmp is not None:
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
