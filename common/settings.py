@@ -32,7 +32,7 @@ class Settings(BaseSettings):
     warehouse: Path = Field(Path("data/warehouse.duckdb"), description="DuckDB warehouse file")
     # DuckDB caches pages up to 80% of the host's memory by default; a bound keeps a long ingest's memory flat
     # (DuckDB spills to a temporary folder beside the file past it)
-    warehouse_memory_limit: str = Field("512MB", description="DuckDB's memory_limit for a warehouse connection")
+    warehouse_memory_limit: str = Field("1GB", description="DuckDB's memory_limit for a warehouse connection")
     pipeline_lock_wait: float = Field(0.0, ge=0.0, description="seconds a pipeline run waits for another to finish")
     dashboard_snapshot: Path | None = Field(None, description="what the dashboard reads (default: dashboard.duckdb "
                                                              "beside the warehouse)")
