@@ -6,7 +6,6 @@ a new version unless its content equals the latest one's (then say so and make n
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from schemas.version import check_name
 from tasks.curate.calibration import calibrate
 from tasks.curate.cost import cost_model, cost_report
 from tasks.curate.policy import FilterPolicy, load_policy
-from tasks.curate.select import JudgedPair, VersionRow, confidences_of, content_hash, select_rows
+from tasks.curate.select import ROW_FIELDS, JudgedPair, VersionRow, confidences_of, content_hash, select_rows
 from tasks.curate.stats import version_stats
 from tasks.curate.unchanged import unchanged_version
 from tasks.judge.genrm import SideVerdict
@@ -47,8 +46,7 @@ def _judged(row: dict[str, Any]) -> JudgedPair:
 
 
 def rows_table(name: str, version: int, rows: list[VersionRow]) -> pa.Table:
-    data = [asdict(r) for r in rows]
-    columns = {k: [d[k] for d in data] for k in (data[0] if data else {})}
+    columns = {field_name: [getattr(r, field_name) for r in rows] for field_name in ROW_FIELDS} if rows else {}
     columns["prompt"] = pa.array(columns["prompt"], pa.list_(MESSAGE_TYPE))
     return pa.table({"name": [name] * len(rows), "version": pa.array([version] * len(rows), pa.int32()), **columns})
 

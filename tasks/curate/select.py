@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 from common.errors import UserError
 from tasks.curate.bias import Preference, chosen_longer, chosen_more_markdown, hold_share
@@ -58,6 +58,15 @@ class VersionRow:
     domain: str | None
     language: str | None
     split: str
+
+
+ROW_FIELDS = tuple(f.name for f in fields(VersionRow))
+
+
+def row_dict(row: VersionRow) -> dict:
+    """A row's fields by name, in declaration order. Shallow: `dataclasses.asdict` deep-copies every prompt,
+    which was half of a million-row version's build (measured)."""
+    return {name: getattr(row, name) for name in ROW_FIELDS}
 
 
 def prompt_key(history: list[dict[str, str]]) -> str:
@@ -221,6 +230,6 @@ def content_hash(rows: list[VersionRow], export_options: dict | None = None) -> 
     if export_options:
         h.update(json.dumps(export_options, sort_keys=True).encode() + b"\n")
     for row in sorted(rows, key=lambda r: r.pair_id):
-        h.update(json.dumps(asdict(row), ensure_ascii=False, sort_keys=True, default=str).encode("utf-8", "surrogatepass"))
+        h.update(json.dumps(row_dict(row), ensure_ascii=False, sort_keys=True, default=str).encode("utf-8", "surrogatepass"))
         h.update(b"\n")
     return h.hexdigest()
