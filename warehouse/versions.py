@@ -9,6 +9,32 @@ import pyarrow as pa
 
 from warehouse.connection import Connection, _now
 
+# A prompt's canonical JSON, as Python's json.dumps(ensure_ascii=False, separators=(",", ":")) writes it
+# (`tasks.curate.pool.prompt_json`): DuckDB escapes control characters with upper-case hex, Python lower-case.
+_PROMPT_JSON = "to_json(list_transform(p.history, lambda m: [m.role, m.content]))"
+for _c in (0x0B, 0x0E, 0x0F, *range(0x1A, 0x20)):
+    _PROMPT_JSON = f"replace({_PROMPT_JSON}, '\\u{_c:04X}', '\\u{_c:04x}')"
+
+# A version's rows with their texts: which response is chosen comes with the row, the texts from the pair.
+_ROWS_WITH_TEXTS = """
+    SELECT r.*, p.history AS prompt,
+           CASE r.chosen_side WHEN 'a' THEN p.response_a ELSE p.response_b END AS chosen,
+           CASE r.chosen_side WHEN 'a' THEN p.response_b ELSE p.response_a END AS rejected
+    FROM version_rows r JOIN candidate_pairs p USING (pair_id)"""
+
+
+def _field(name: str, kind: str) -> str:
+    """One field of a row's digest: floats at a fixed precision, NULL distinct from any text."""
+    text = {"float": f"printf('%.6f', {name})", "json": f"to_json({name})"}.get(kind, f"{name}::VARCHAR")
+    return f"coalesce({text}, chr(0))"
+
+
+_DIGEST_FIELDS = [_field(n, k) for n, k in (
+    ("pair_id", ""), ("prompt", "json"), ("chosen", ""), ("rejected", ""), ("chosen_side", ""), ("margin", "float"),
+    ("confidence", "float"), ("p_correct", "float"), ("orders_agree", ""), ("scores_agree", ""),
+    ("spread", "float"), ("verdicts", ""), ("human_label", "float"), ("human_agrees", ""), ("source", ""),
+    ("source_id", ""), ("source_revision", ""), ("domain", ""), ("language", ""), ("split", ""))]
+
 
 class VersionStore(Connection):
     """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
@@ -17,39 +43,47 @@ class VersionStore(Connection):
         row = self.con.execute(
             "SELECT judge_config_id FROM judgments WHERE status = 'ok' GROUP BY judge_config_id "
             "ORDER BY max(finished_at) DESC LIMIT 1"
-        ).fetchone()
-        return row[0] if row else None
+        ).fetchall()
+        return row[0][0] if row else None
 
-    def judged_pairs(self, config_id: str) -> list[dict[str, Any]]:
-        """Every pair that is not a near duplicate, with its ok verdicts under `config_id` and whether it is
-        contaminated (the policy decides what to do with that)."""
-        cur = self.con.execute(
-            """
-            SELECT p.pair_id, p.source, p.source_id, p.source_revision, p.history, p.response_a, p.response_b,
-                   p.human_label, p.both_bad, p.domain, p.language,
-                   json_extract_string(p.metadata, '$.model_a') AS model_a,
+    def judged_pool(self, config_id: str, markdown_pattern: str) -> tuple[pa.Table, pa.Table]:
+        """(pairs, verdicts): every pair that is not a near duplicate, in pair id order, with what a version's
+        selection needs but not its texts (their lengths in characters, their markdown marks counted with
+        the RE2 `markdown_pattern`, the prompt's canonical JSON); and the ok verdicts under `config_id`, each
+        with `i`, the index of its pair in the first table, in (pair, order, sample) order."""
+        pool = """
+            SELECT p.pair_id, row_number() OVER (ORDER BY p.pair_id) - 1 AS i FROM candidate_pairs p
+            WHERE p.pair_id NOT IN (SELECT pair_id FROM near_duplicates)"""
+        pairs = self.con.sql(
+            f"""
+            WITH pool AS ({pool}),
+            ok AS (SELECT j.pair_id, bool_and(r.strategy LIKE 'adaptive%') AS adaptive
+                   FROM judgments j LEFT JOIN judge_runs r ON r.run_id = j.judge_run_id
+                   WHERE j.judge_config_id = $config AND j.status = 'ok' GROUP BY j.pair_id)
+            SELECT p.pair_id, p.source, p.source_id, p.source_revision, p.human_label, p.both_bad, p.domain,
+                   p.language, json_extract_string(p.metadata, '$.model_a') AS model_a,
                    json_extract_string(p.metadata, '$.model_b') AS model_b,
-                   EXISTS (SELECT 1 FROM contamination c WHERE c.pair_id = p.pair_id) AS contaminated,
-                   coalesce(list(struct_pack(o := j."order", s := j.sample_index, score_a := j.score_a,
-                                             score_b := j.score_b, ranking_a := j.ranking_a, margin := j.margin_a)
-                                 ORDER BY j."order", j.sample_index)
-                            FILTER (WHERE j.pair_id IS NOT NULL), []) AS verdicts,
+                   p.pair_id IN (SELECT pair_id FROM contamination) AS contaminated,
                    -- judged by an adaptive run (which asks the second order only when the first is borderline)
-                   coalesce(bool_and(r.strategy LIKE 'adaptive%') FILTER (WHERE j.pair_id IS NOT NULL), false)
-                       AS adaptive,
-                   EXISTS (SELECT 1 FROM judgments f WHERE f.pair_id = p.pair_id AND f.judge_config_id = $1
-                           AND f.status <> 'ok') AS has_failed
-            FROM candidate_pairs p
-            LEFT JOIN judgments j ON j.pair_id = p.pair_id AND j.judge_config_id = $1 AND j.status = 'ok'
-            LEFT JOIN judge_runs r ON r.run_id = j.judge_run_id
-            WHERE NOT EXISTS (SELECT 1 FROM near_duplicates n WHERE n.pair_id = p.pair_id)
-            GROUP BY ALL
-            ORDER BY p.pair_id
-            """,
-            [config_id],
-        )
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
+                   coalesce(ok.adaptive, false) AS adaptive,
+                   p.pair_id IN (SELECT pair_id FROM judgments WHERE judge_config_id = $config AND status <> 'ok')
+                       AS has_failed,
+                   length(p.response_a) AS len_a, length(p.response_b) AS len_b,
+                   len(regexp_extract_all(p.response_a, $markdown)) AS md_a,
+                   len(regexp_extract_all(p.response_b, $markdown)) AS md_b,
+                   {_PROMPT_JSON} AS prompt_json
+            FROM pool JOIN candidate_pairs p USING (pair_id) LEFT JOIN ok USING (pair_id)
+            ORDER BY pool.i
+            """, params={"config": config_id, "markdown": markdown_pattern}).to_arrow_table()
+        verdicts = self.con.sql(
+            f"""
+            WITH pool AS ({pool})
+            SELECT pool.i, j."order" = 'ab' AS ab, j.score_a, j.score_b, j.margin_a AS margin
+            FROM judgments j JOIN pool USING (pair_id)
+            WHERE j.judge_config_id = $config AND j.status = 'ok'
+            ORDER BY pool.i, j."order", j.sample_index
+            """, params={"config": config_id}).to_arrow_table()
+        return pairs, verdicts
 
     def version_inputs(self, config_id: str) -> str:
         """A fingerprint of everything a version is built from (pairs, near duplicates, contamination, the
@@ -62,8 +96,8 @@ class VersionStore(Connection):
                     WHERE judge_config_id = ? AND status = 'ok')
             """,
             [config_id],
-        ).fetchone()
-        return f"{config_id}/{row[0]}"
+        ).fetchall()
+        return f"{config_id}/{row[0][0]}"
 
     def latest_version(self, name: str) -> dict[str, Any] | None:
         cur = self.con.execute(
@@ -72,12 +106,22 @@ class VersionStore(Connection):
             "WHERE name = ? ORDER BY version DESC LIMIT 1",
             [name],
         )
-        row = cur.fetchone()
+        row = next(iter(cur.fetchall()), None)
         return dict(zip([d[0] for d in cur.description], row)) if row else None
 
+    def row_digests(self, rows: pa.Table) -> list[str]:
+        """Each row's digest (md5 of every field, the texts from the pairs table), in pair id order: what a
+        version's content hash is made of. `rows`: `tasks.curate.select.version_table`."""
+        with self._registered("version_rows", rows):
+            return [d for (d,) in self.con.execute(
+                f"SELECT md5(concat_ws(chr(31), {', '.join(_DIGEST_FIELDS)})) FROM ({_ROWS_WITH_TEXTS}) "
+                "ORDER BY pair_id").fetchall()]
+
     def write_version(self, meta: dict[str, Any], rows: pa.Table) -> None:
-        """A new version and its rows, in one transaction: a version is there whole or not at all."""
-        with self.transaction():
+        """A new version and its rows, in one transaction: a version is there whole or not at all. `rows`:
+        `tasks.curate.select.version_table`; the texts are copied from the pairs table."""
+        cols = ", ".join(f'"{c}"' for c in ("prompt", "chosen", "rejected", *rows.column_names))
+        with self.transaction(), self._registered("version_rows", rows):
             self.con.execute(
                 "INSERT INTO dataset_versions (name, version, parent_version, created_at, judge_config_id, policy, "
                 "source_revisions, row_count, content_hash, stats, simulated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -85,14 +129,16 @@ class VersionStore(Connection):
                  json.dumps(meta["policy"]), json.dumps(meta["source_revisions"]), meta["row_count"],
                  meta["content_hash"], json.dumps(meta["stats"], default=str), bool(meta.get("simulated"))],
             )
-            self._insert("dataset_rows", rows)
+            self.con.execute(f"INSERT INTO dataset_rows (name, version, {cols}) "
+                             f"SELECT $name, $version, {cols} FROM ({_ROWS_WITH_TEXTS})",
+                             {"name": meta["name"], "version": meta["version"]})
 
     def version_with_content(self, name: str, content_hash: str, config_id: str) -> dict[str, Any] | None:
         """An earlier version of `name` with exactly this content from this judge configuration."""
         cur = self.con.execute(
             "SELECT version, row_count, created_at FROM dataset_versions WHERE name = ? AND content_hash = ? "
             "AND judge_config_id = ? ORDER BY version LIMIT 1", [name, content_hash, config_id])
-        row = cur.fetchone()
+        row = next(iter(cur.fetchall()), None)
         return dict(zip([d[0] for d in cur.description], row)) if row else None
 
     def versions(self, name: str | None = None) -> list[dict[str, Any]]:
@@ -111,7 +157,7 @@ class VersionStore(Connection):
             "SELECT * FROM dataset_versions WHERE name = ? AND (? IS NULL OR version = ?) ORDER BY version DESC LIMIT 1",
             [name, version, version],
         )
-        row = cur.fetchone()
+        row = next(iter(cur.fetchall()), None)
         if row is None:
             return None
         meta = dict(zip([d[0] for d in cur.description], row))

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from tasks.curate.confidence import Confidence
+from tasks.curate.confidence import Confidences
+from tasks.curate.pool import JudgedPool
 
 MIN_LABELLED = 200  # labelled pairs (with at least MIN_PER_CLASS right and wrong) needed to fit at all
 MIN_PER_CLASS = 10
@@ -35,16 +36,6 @@ MAX_FIT = 100_000  # labelled pairs one model is fitted on (a sample by pair id 
 CLEAR_LABEL = {"helpsteer3": 2.0}  # |human_label| a preference must reach to count as clear; others: 1
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """What calibration knows of one judged pair: the judge's signals and, when clear, the human's verdict."""
-
-    pair_id: str
-    domain: str
-    features: tuple[float, ...]
-    judge_right: bool | None  # the judge's direction matches a clear human preference (None: no clear label)
-
-
 def clear_human_direction(source: str, human_label: float | None, both_bad: bool) -> str | None:
     """ "a" or "b" when the human preference is clear, else None."""
     if human_label is None or both_bad or (isinstance(human_label, float) and math.isnan(human_label)):
@@ -54,34 +45,39 @@ def clear_human_direction(source: str, human_label: float | None, both_bad: bool
     return "a" if human_label > 0 else "b"
 
 
-def evidence(pair_id: str, source: str, domain: str | None, human_label: float | None, both_bad: bool,
-             c: Confidence, order_margins: dict[str, float]) -> Evidence | None:
-    """The calibration evidence of a judged pair (None for a judge tie: there is no direction to be right
-    about). `order_margins`: mean margin on A's side per order judged."""
-    if c.direction == "tie":
-        return None
-    toward = 1.0 if c.direction == "a" else -1.0
-    ab, ba = order_margins.get("ab"), order_margins.get("ba")
-    features = (
-        abs(c.margin),
-        toward * ab if ab is not None else 0.0, float(ab is not None),
-        toward * ba if ba is not None else 0.0, float(ba is not None),
-        1.0 if c.orders_agree else 0.0, float(c.orders_agree is None),
-        float(c.scores_agree), c.spread, float(c.verdicts),
-    )
-    human = clear_human_direction(source, human_label, both_bad)
-    return Evidence(pair_id, domain or "unknown", features, None if human is None else human == c.direction)
+def clear_human_directions(source: np.ndarray, human_label: np.ndarray, both_bad: np.ndarray) -> np.ndarray:
+    """`clear_human_direction` for every pair: int8, 1 A, -1 B, 0 not clear."""
+    codes, names = pd.factorize(source)
+    threshold = np.array([CLEAR_LABEL.get(s, 1.0) for s in names] or [1.0])[codes]
+    label = np.nan_to_num(human_label)
+    clear = ~np.isnan(human_label) & ~both_bad & (np.abs(label) >= threshold)
+    return np.where(clear, np.sign(label), 0).astype(np.int8)
+
+
+def evidence(pool: JudgedPool, c: Confidences) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the pool indices with calibration evidence, their features, whether the judge is right: int8 1 right,
+    0 wrong, -1 no clear label). A pair without verdicts or with a judge tie has no direction to be right about."""
+    idx = np.flatnonzero((c.verdicts > 0) & (c.direction != 0))
+    toward = c.direction[idx].astype(float)
+    ab, ba = c.order_margin_ab[idx], c.order_margin_ba[idx]
+    orders = c.orders_agree[idx]
+    features = np.column_stack([
+        np.abs(c.margin[idx]),
+        np.where(np.isnan(ab), 0.0, toward * np.nan_to_num(ab)), (~np.isnan(ab)).astype(float),
+        np.where(np.isnan(ba), 0.0, toward * np.nan_to_num(ba)), (~np.isnan(ba)).astype(float),
+        (orders == 1).astype(float), (orders == -1).astype(float),
+        c.scores_agree[idx].astype(float), c.spread[idx], c.verdicts[idx].astype(float),
+    ])
+    human = clear_human_directions(pool.source[idx], pool.human_label[idx], pool.both_bad[idx])
+    right = np.where(human == 0, -1, (human == c.direction[idx]).astype(np.int8)).astype(np.int8)
+    return idx, features, right
 
 
 def _fold_hash(pair_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(pair_id.encode(), digest_size=4).digest(), "big")
 
 
-def _fold(pair_id: str) -> int:
-    return _fold_hash(pair_id) % FOLDS
-
-
-def _model(domains: list[str]):
+def _model(domains: int):
     from sklearn.compose import ColumnTransformer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -90,35 +86,34 @@ def _model(domains: list[str]):
     columns = ColumnTransformer([
         ("margin", SplineTransformer(n_knots=6, degree=3, extrapolation="linear"), [0]),
         ("signals", StandardScaler(), list(range(1, 10))),
-        ("domain", OneHotEncoder(categories=[sorted(set(domains))], handle_unknown="ignore"), [10]),
+        ("domain", OneHotEncoder(categories=[list(range(domains))], handle_unknown="ignore"), [10]),
     ])
     return make_pipeline(columns, LogisticRegression(C=1.0, max_iter=2000))
 
 
-def _matrix(items: list[Evidence]) -> np.ndarray:
-    rows = np.empty((len(items), 11), dtype=object)
-    for i, e in enumerate(items):
-        rows[i, :10] = e.features
-        rows[i, 10] = e.domain
-    return rows
-
-
-def fit_p_correct(items: list[Evidence]) -> tuple[dict[str, float], dict[str, Any]]:
-    """({pair id: p_correct}, calibration report). Cross-fitted for labelled pairs; with too few labelled
-    pairs, no probabilities and a report that says why."""
-    labelled = [e for e in items if e.judge_right is not None]
-    right = sum(e.judge_right for e in labelled)
-    if len(labelled) < MIN_LABELLED or min(right, len(labelled) - right) < MIN_PER_CLASS:
-        return {}, {"status": "too_few_labelled", "labelled": len(labelled), "judge_right": right,
-                    "needed": MIN_LABELLED,
-                    "note": f"{len(labelled)} pairs carry a clear human label ({right} where the judge agrees); "
-                            f"p_correct needs at least {MIN_LABELLED} with {MIN_PER_CLASS} of each outcome"}
-    domains = [e.domain for e in items]
-    x, y = _matrix(labelled), np.array([e.judge_right for e in labelled], dtype=int)
-    folds = np.array([_fold(e.pair_id) for e in labelled])
-    out_of_fold = np.empty(len(labelled))
+def fit_p_correct(pair_ids: np.ndarray, domains: np.ndarray, features: np.ndarray,
+                  right: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+    """(p_correct per item, NaN when none; the calibration report). `right`: int8 1 right, 0 wrong, -1 no
+    clear label. Cross-fitted for labelled items; with too few labelled items, no probabilities and a report
+    that says why."""
+    p = np.full(len(pair_ids), np.nan)
+    labelled = np.flatnonzero(right >= 0)
+    n_right = int((right == 1).sum())
+    if len(labelled) < MIN_LABELLED or min(n_right, len(labelled) - n_right) < MIN_PER_CLASS:
+        return p, {"status": "too_few_labelled", "labelled": len(labelled), "judge_right": n_right,
+                   "needed": MIN_LABELLED,
+                   "note": f"{len(labelled)} pairs carry a clear human label ({n_right} where the judge agrees); "
+                           f"p_correct needs at least {MIN_LABELLED} with {MIN_PER_CLASS} of each outcome"}
+    domain_codes, domain_names = pd.factorize(np.array(["unknown" if d is None or d == "" else d
+                                                        for d in domains], dtype=object), sort=True)
+    x = np.column_stack([features, domain_codes.astype(float)])
+    y = right[labelled].astype(int)
+    hashes = np.array([_fold_hash(pair_ids[i]) for i in labelled], dtype=np.int64)
+    folds = hashes % FOLDS
     # a deterministic sample for fitting when there are more labels than a model needs
-    sample = np.array([_fold_hash(e.pair_id) % max(1, -(-len(labelled) // MAX_FIT)) == 0 for e in labelled])
+    sample = hashes % max(1, -(-len(labelled) // MAX_FIT)) == 0
+    out_of_fold = np.empty(len(labelled))
+    xl = x[labelled]
     for k in range(FOLDS):
         test = folds == k
         train = ~test & sample
@@ -128,20 +123,20 @@ def fit_p_correct(items: list[Evidence]) -> tuple[dict[str, float], dict[str, An
         if train_y.min() == train_y.max():  # one outcome only in the other folds: its rate is all we know
             out_of_fold[test] = train_y.mean()
             continue
-        out_of_fold[test] = _model(domains).fit(x[train], train_y).predict_proba(x[test])[:, 1]
-    p = {e.pair_id: float(out_of_fold[i]) for i, e in enumerate(labelled)}
-    unlabelled = [e for e in items if e.judge_right is None]
-    if unlabelled:
-        full = _model(domains).fit(x[sample], y[sample])
-        p.update(zip((e.pair_id for e in unlabelled), full.predict_proba(_matrix(unlabelled))[:, 1].tolist()))
+        out_of_fold[test] = _model(len(domain_names)).fit(xl[train], train_y).predict_proba(xl[test])[:, 1]
+    p[labelled] = out_of_fold
+    unlabelled = np.flatnonzero(right < 0)
+    if len(unlabelled):
+        full = _model(len(domain_names)).fit(xl[sample], y[sample])
+        p[unlabelled] = full.predict_proba(x[unlabelled])[:, 1]
     report = {"status": "fitted", "method": "logistic regression (scikit-learn), cross-fitted in "
                                             f"{FOLDS} folds by pair id", "labelled": len(labelled),
-              **reliability(out_of_fold.tolist(), y.tolist())}
-    report["by_domain"] = by_domain(labelled, out_of_fold.tolist())
+              **reliability(out_of_fold, y)}
+    report["by_domain"] = by_domain(np.asarray(domain_names, dtype=object)[domain_codes[labelled]], out_of_fold, y)
     return p, report
 
 
-def reliability(probabilities: list[float], outcomes: list[int], bins: int = BINS) -> dict[str, Any]:
+def reliability(probabilities, outcomes, bins: int = BINS) -> dict[str, Any]:
     """ECE, Brier score and the reliability diagram's bins (mean predicted, observed rate, count)."""
     n = len(probabilities)
     if n == 0:
@@ -161,42 +156,25 @@ def reliability(probabilities: list[float], outcomes: list[int], bins: int = BIN
     return {"ece": round(ece, 4), "brier": round(float(((p - y) ** 2).mean()), 4), "bins": table}
 
 
-def by_domain(labelled: list[Evidence], probabilities: list[float]) -> dict[str, dict[str, Any]]:
+def by_domain(domains: np.ndarray, probabilities: np.ndarray, outcomes: np.ndarray) -> dict[str, dict[str, Any]]:
     """Each domain's ECE and Brier score with its labelled count; too few labelled pairs say so instead."""
-    groups: dict[str, list[int]] = {}
-    for i, e in enumerate(labelled):
-        groups.setdefault(e.domain, []).append(i)
     out = {}
-    for domain, members in sorted(groups.items()):
-        if len(members) < MIN_DOMAIN_LABELLED:
-            out[domain] = {"labelled": len(members), "ece": None, "brier": None,
+    for domain in sorted(set(domains.tolist())):
+        members = domains == domain
+        count = int(members.sum())
+        if count < MIN_DOMAIN_LABELLED:
+            out[domain] = {"labelled": count, "ece": None, "brier": None,
                            "note": f"too few labelled pairs (< {MIN_DOMAIN_LABELLED})"}
             continue
-        r = reliability([probabilities[i] for i in members], [int(labelled[i].judge_right) for i in members])
-        out[domain] = {"labelled": len(members), "ece": r["ece"], "brier": r["brier"]}
+        r = reliability(probabilities[members], outcomes[members])
+        out[domain] = {"labelled": count, "ece": r["ece"], "brier": r["brier"]}
     return out
 
 
-def order_margins(verdicts: list[tuple[str, Any]]) -> dict[str, float]:
-    """Mean margin on A's side per order judged."""
-    by_order: dict[str, list[float]] = {}
-    for order, v in verdicts:
-        by_order.setdefault(order, []).append(v.margin)
-    return {order: sum(ms) / len(ms) for order, ms in by_order.items()}
-
-
-def calibrate(pairs: list[Any], confidences: dict[str, Confidence] | None = None) -> tuple[dict[str, float], dict[str, Any]]:
-    """p_correct for judged pairs (`select.JudgedPair`s) and the calibration report. `confidences`: each
-    pair's `pair_confidence`, when the caller has them already."""
-    from tasks.curate.confidence import pair_confidence
-
-    items = []
-    for pair in pairs:
-        if not pair.verdicts:
-            continue
-        c = confidences[pair.pair_id] if confidences else pair_confidence(pair.verdicts, pair.human_label)
-        e = evidence(pair.pair_id, pair.source, pair.domain, pair.human_label, pair.both_bad, c,
-                     order_margins(pair.verdicts))
-        if e is not None:
-            items.append(e)
-    return fit_p_correct(items)
+def calibrate(pool: JudgedPool, c: Confidences) -> tuple[np.ndarray, dict[str, Any]]:
+    """p_correct for every pair of the pool (NaN where there is none) and the calibration report."""
+    idx, features, right = evidence(pool, c)
+    p = np.full(len(pool), np.nan)
+    fitted, report = fit_p_correct(pool.pair_id[idx], pool.domain[idx], features, right)
+    p[idx] = fitted
+    return p, report

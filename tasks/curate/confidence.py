@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from tasks.judge.genrm import SideVerdict, scores_agree
 
 MAX_MARGIN = 2.5
@@ -65,4 +67,53 @@ def pair_confidence(verdicts: list[tuple[str, SideVerdict]], human_label: float 
         human_agrees=human,
         confidence=round(min(1.0, abs(mean) / MAX_MARGIN) * consistency, 6),
         verdicts=len(verdicts),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Confidences:
+    """`pair_confidence` for every pair of a pool at once (arrays aligned with the pool). `verdicts` 0 marks a
+    pair without verdicts (its other entries are 0). Tri-state flags are int8: 1 true, 0 false, -1 none."""
+
+    margin: np.ndarray  # float64, rounded to 6 places
+    direction: np.ndarray  # int8: 1 A, -1 B, 0 tie
+    orders_agree: np.ndarray  # int8 (-1: one order only)
+    scores_agree: np.ndarray  # bool
+    spread: np.ndarray  # float64
+    human_agrees: np.ndarray  # int8 (-1: no human label)
+    confidence: np.ndarray  # float64
+    verdicts: np.ndarray  # int64
+    order_margin_ab: np.ndarray  # float64: mean margin of the ab order on A's side, NaN when not judged
+    order_margin_ba: np.ndarray
+
+
+def pool_confidences(n: int, v_pair: np.ndarray, v_ab: np.ndarray, v_margin: np.ndarray, v_scores_agree: np.ndarray,
+                     human_label: np.ndarray) -> Confidences:
+    """The same numbers as `pair_confidence`, for `n` pairs from their flat verdicts (`v_pair` indexes the
+    pair of each verdict; `human_label` is NaN where there is none)."""
+    count = np.bincount(v_pair, minlength=n).astype(np.int64)
+    safe = np.maximum(count, 1)
+    mean = np.bincount(v_pair, weights=v_margin, minlength=n) / safe
+    sign = np.sign(mean).astype(np.int8)
+    dev = v_margin - mean[v_pair]
+    spread = np.sqrt(np.bincount(v_pair, weights=dev * dev, minlength=n) / safe)
+    on_side = np.bincount(v_pair, weights=(np.sign(v_margin) == sign[v_pair]) & (sign[v_pair] != 0), minlength=n)
+    agreeing = np.bincount(v_pair, weights=v_scores_agree, minlength=n)
+    order_means = []
+    for in_order in (v_ab, ~v_ab):
+        k = np.bincount(v_pair[in_order], minlength=n)
+        s = np.bincount(v_pair[in_order], weights=v_margin[in_order], minlength=n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            order_means.append(np.where(k > 0, s / np.maximum(k, 1), np.nan))
+    ab, ba = order_means
+    both = ~np.isnan(ab) & ~np.isnan(ba)
+    orders_agree = np.where(both, (np.sign(np.nan_to_num(ab)) == np.sign(np.nan_to_num(ba))).astype(np.int8), -1)
+    consistency = (on_side / safe) * (agreeing / safe)
+    has_label = ~np.isnan(human_label)
+    human = np.where(has_label, (np.sign(np.nan_to_num(human_label)) == sign).astype(np.int8), -1)
+    return Confidences(
+        margin=np.round(mean, 6), direction=sign, orders_agree=orders_agree.astype(np.int8),
+        scores_agree=agreeing == count, spread=np.round(spread, 6), human_agrees=human.astype(np.int8),
+        confidence=np.round(np.minimum(1.0, np.abs(mean) / MAX_MARGIN) * consistency, 6), verdicts=count,
+        order_margin_ab=ab, order_margin_ba=ba,
     )

@@ -6,31 +6,41 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from tasks.curate.bias import audit
-from tasks.curate.confidence import Confidence
-from tasks.curate.select import JudgedPair, VersionRow, pool_preferences, preference
+from tasks.curate.confidence import Confidences
+from tasks.curate.pool import JudgedPool
+from tasks.curate.select import pool_index, preferences
 
 
-def version_stats(rows: list[VersionRow], dropped: Counter, considered: int, pairs: list[JudgedPair],
-                  calibration: dict[str, Any], confidences: dict[str, Confidence] | None = None) -> dict[str, Any]:
-    def count(key):
-        return dict(sorted(Counter(getattr(r, key) or "unknown" for r in rows).items()))
+def _counts(column: pa.ChunkedArray) -> dict[str, int]:
+    """Values counted, None and "" as "unknown", sorted by value."""
+    out: Counter = Counter()
+    for item in pc.value_counts(column).to_pylist():
+        out[item["values"] or "unknown"] += item["counts"]
+    return dict(sorted(out.items()))
 
-    agreements = [r.human_agrees for r in rows if r.human_agrees is not None]
-    by_id = {p.pair_id: p for p in pairs}
-    kept = [preference(by_id[r.pair_id], r.chosen_side) for r in rows]
-    probabilities = [r.p_correct for r in rows if r.p_correct is not None]
+
+def version_stats(pool: JudgedPool, c: Confidences, table: pa.Table, kept: np.ndarray, dropped: Counter,
+                  calibration: dict[str, Any]) -> dict[str, Any]:
+    """`table`: the kept rows (`select.version_table`); `kept`: their pool indices."""
+    agreements = table.column("human_agrees").drop_null()
+    agreed = int(pc.sum(agreements).as_py() or 0)
+    probabilities = table.column("p_correct").drop_null()
     return {
-        "considered": considered,
-        "kept": len(rows),
+        "considered": len(pool),
+        "kept": table.num_rows,
         "dropped": dict(dropped.most_common()),
-        "splits": count("split"),
-        "by_source": count("source"),
-        "by_domain": count("domain"),
-        "by_language": count("language"),
-        "judge_human_agreement": round(sum(agreements) / len(agreements), 4) if agreements else None,
+        "splits": _counts(table.column("split")),
+        "by_source": _counts(table.column("source")),
+        "by_domain": _counts(table.column("domain")),
+        "by_language": _counts(table.column("language")),
+        "judge_human_agreement": round(agreed / len(agreements), 4) if len(agreements) else None,
         "human_labelled": len(agreements),
         "calibration": {**calibration, "kept_mean_p_correct":
-                        round(sum(probabilities) / len(probabilities), 4) if probabilities else None},
-        "bias": {"pool": audit(pool_preferences(pairs, confidences)), "kept": audit(kept)},
+                        round(pc.mean(probabilities).as_py(), 4) if len(probabilities) else None},
+        "bias": {"pool": audit(preferences(pool, c, pool_index(c))), "kept": audit(preferences(pool, c, kept))},
     }

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.curate.bias import Preference, audit, hold_share, markdown_marks, model_family
+import numpy as np
+
+from tasks.curate.bias import Preferences, audit, hold_share, markdown_marks, model_family
 
 
 def test_markdown_marks_count_headers_list_items_and_bold():
@@ -21,25 +23,29 @@ def test_model_families():
 
 
 def test_audit_shares_and_family_win_rates():
-    prefs = [
-        Preference("long answer here", "short", "a", "gpt-4o", "claude-3"),
-        Preference("long answer here", "short", "b", "gpt-4o-mini", "claude-3-opus"),
-        Preference("x", "much longer rejected", "a", "claude-3", "gpt-4"),
-        Preference("- a\n- b", "plain", "b", "llama-3", "llama-3.1"),  # same family: no game
-    ]
+    prefs = Preferences.of([
+        ("long answer here", "short", "a", "gpt-4o", "claude-3"),
+        ("long answer here", "short", "b", "gpt-4o-mini", "claude-3-opus"),
+        ("x", "much longer rejected", "a", "claude-3", "gpt-4"),
+        ("- a\n- b", "plain", "b", "llama-3", "llama-3.1"),  # same family: no game
+        ("same", "size", "a", None, "gpt-4"),  # one side unknown: no game
+    ])
     a = audit(prefs)
-    assert a["pairs"] == 4 and a["chosen_longer_share"] == 0.75  # all but the third
-    assert a["chosen_more_markdown_share"] == 0.25 and a["chosen_first_share"] == 0.5
+    assert a["pairs"] == 5 and a["chosen_longer_share"] == 0.6  # the first, second and fourth
+    assert a["chosen_more_markdown_share"] == 0.2 and a["chosen_first_share"] == 0.6
+    assert a["length_ratio"] == {"p10": 0.05, "p50": 1.4, "p90": 3.2}
     assert a["model_families"]["gpt"] == {"pairs": 3, "wins": 2, "win_rate": round(2 / 3, 4)}
     assert a["model_families"]["claude"] == {"pairs": 3, "wins": 1, "win_rate": round(1 / 3, 4)}
     assert "llama" not in a["model_families"]
-    assert audit([])["chosen_longer_share"] is None
+    assert audit(Preferences.of([]))["chosen_longer_share"] is None
 
 
 @pytest.mark.parametrize("cap", [0.3, 0.5, 0.55, 0.9, 1.0])
 def test_hold_share_drops_exactly_enough_of_the_least_confident_flagged_items(cap):
     items = [(i, i % 3 != 0, (i * 37 % 100) / 100) for i in range(300)]  # (id, flagged, confidence)
-    kept, gone = hold_share(items, lambda x: x[1], cap, lambda x: x[2])
+    keep = hold_share(np.array([x[1] for x in items]), cap, np.array([x[2] for x in items]))
+    kept = [x for x, k in zip(items, keep) if k]
+    gone = len(items) - len(kept)
     flagged = [x for x in kept if x[1]]
     assert len(flagged) / len(kept) <= cap + 1e-9
     assert len(kept) == 300 - gone

@@ -7,8 +7,11 @@ import random
 
 import pytest
 
+import numpy as np
+
 from tasks.curate.calibration import MIN_LABELLED, calibrate, fit_p_correct, reliability
-from tasks.curate.select import JudgedPair
+from tasks.curate.confidence import pool_confidences
+from tasks.curate.pool import JudgedPair, JudgedPool
 from tasks.ingest.latent import human_label, latent_direction
 from tasks.judge.genrm import Verdict, build_messages, to_a_side
 from testing.genrm_standin import StandinConfig, verdict_for
@@ -38,10 +41,18 @@ def judged(n: int, seed: int, position_bias: float = 0.3, label_share: float = 1
     return pairs
 
 
+def p_correct(pairs: list[JudgedPair]) -> tuple[dict[str, float], dict]:
+    """{pair id: p_correct} for the pairs that have one, and the report."""
+    pool = JudgedPool.of(pairs)
+    c = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
+    p, report = calibrate(pool, c)
+    return {pool.pair_id[i]: float(p[i]) for i in np.flatnonzero(~np.isnan(p))}, report
+
+
 @pytest.fixture(scope="module")
 def fitted():
     pairs = judged(12_000, seed=1)
-    return pairs, *calibrate(pairs)
+    return pairs, *p_correct(pairs)
 
 
 def test_out_of_fold_probabilities_are_calibrated(fitted):
@@ -61,7 +72,7 @@ def test_held_out_pairs_are_calibrated_and_p_correct_09_keeps_pairs_right_at_lea
     held = judged(6_000, seed=2, label_share=1.0)
     unlabelled = [JudgedPair(**{**{s: getattr(x, s) for s in JudgedPair.__slots__}, "human_label": None})
                   for x in held]
-    p, _ = calibrate(train + unlabelled)
+    p, _ = p_correct(train + unlabelled)
     from tasks.curate.calibration import clear_human_direction
     from tasks.curate.confidence import pair_confidence
 
@@ -84,7 +95,7 @@ def test_held_out_pairs_are_calibrated_and_p_correct_09_keeps_pairs_right_at_lea
 
 def test_too_few_labelled_pairs_give_no_probability_and_say_so():
     pairs = judged(MIN_LABELLED, seed=3, label_share=0.5)
-    p, report = calibrate(pairs)
+    p, report = p_correct(pairs)
     assert p == {} and report["status"] == "too_few_labelled"
     assert report["labelled"] < MIN_LABELLED and "needs at least" in report["note"]
 
@@ -97,8 +108,7 @@ def test_reliability_of_known_probabilities():
 
 
 def test_one_outcome_only_is_not_a_model():
-    from tasks.curate.calibration import Evidence
-
-    items = [Evidence(f"{i:08x}", "general", (1.0,) * 10, True) for i in range(500)]
-    p, report = fit_p_correct(items)
-    assert p == {} and report["status"] == "too_few_labelled"
+    n = 500
+    ids = np.array([f"{i:08x}" for i in range(n)], dtype=object)
+    p, report = fit_p_correct(ids, np.array(["general"] * n, dtype=object), np.ones((n, 10)), np.ones(n, np.int8))
+    assert np.isnan(p).all() and report["status"] == "too_few_labelled"

@@ -43,3 +43,38 @@ def test_human_label_agreement_and_ties():
     assert pair_confidence([v(2, 5, 6)], human_label=0.0).human_agrees is False
     with pytest.raises(ValueError):
         pair_confidence([])
+
+
+def test_pool_confidences_equal_pair_confidence_for_every_pair():
+    """The columnar computation a version uses, against the per-pair definition, on random verdicts."""
+    import random
+
+    import numpy as np
+
+    from tasks.curate.confidence import pool_confidences
+
+    rng = random.Random(5)
+    pairs = []
+    for _ in range(3_000):
+        k = rng.choice([0, 1, 1, 2, 2, 2, 3, 4])
+        verdicts = [v(rng.randint(1, 5), rng.randint(1, 5), rng.randint(1, 6), rng.choice(["ab", "ba"]))
+                    for _ in range(k)]
+        pairs.append((verdicts, rng.choice([None, -3.0, -1.0, 0.0, 1.0, 2.0])))
+    flat = [(i, o == "ab", s.margin, s.score_a == s.score_b or (s.score_a > s.score_b) == (s.margin > 0))
+            for i, (vs, _) in enumerate(pairs) for o, s in vs]
+    cols = [np.array(x) for x in zip(*flat)]
+    labels = np.array([np.nan if h is None else h for _, h in pairs])
+    c = pool_confidences(len(pairs), cols[0].astype(np.int64), cols[1].astype(bool), cols[2].astype(float),
+                         cols[3].astype(bool), labels)
+    tri = {None: -1, False: 0, True: 1}
+    for i, (verdicts, human) in enumerate(pairs):
+        if not verdicts:
+            assert c.verdicts[i] == 0
+            continue
+        ref = pair_confidence(verdicts, human)
+        assert c.margin[i] == pytest.approx(ref.margin, abs=1e-9)
+        assert {1: "a", -1: "b", 0: "tie"}[int(c.direction[i])] == ref.direction
+        assert c.orders_agree[i] == tri[ref.orders_agree] and c.human_agrees[i] == tri[ref.human_agrees]
+        assert bool(c.scores_agree[i]) == ref.scores_agree and c.verdicts[i] == ref.verdicts
+        assert c.spread[i] == pytest.approx(ref.spread, abs=1e-9)
+        assert c.confidence[i] == pytest.approx(ref.confidence, abs=1e-9)

@@ -1,0 +1,152 @@
+"""The judged pool a version is drawn from, as columns: one entry per pair (sorted by pair id) and its verdicts
+flat beside it. Texts stay in the warehouse: selection needs only their lengths, markdown marks and prompt
+key, which the warehouse computes (`warehouse.versions`) and `JudgedPool.of` computes here from `JudgedPair`s,
+with the same definitions (`tasks.curate.bias.markdown_marks`, `prompt_key`).
+
+A million pairs are a few arrays, not a million Python objects: that is what keeps `build-version` within
+a minute at that size (benchmarks/scale.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from tasks.curate.bias import markdown_marks
+from tasks.judge.genrm import SideVerdict
+
+ORDERS = ("ab", "ba")
+
+
+@dataclass(slots=True)
+class JudgedPair:
+    """One judged pair, whole: the readable form of one entry of the pool (tests and small tools)."""
+
+    pair_id: str
+    source: str
+    source_id: str
+    source_revision: str
+    history: list[dict[str, str]]
+    response_a: str
+    response_b: str
+    human_label: float | None
+    both_bad: bool
+    domain: str | None
+    language: str | None
+    contaminated: bool
+    verdicts: list[tuple[str, SideVerdict]] = field(default_factory=list)
+    adaptive: bool = False  # judged by an adaptive run: one order on purpose when the first was decisive
+    has_failed: bool = False  # a judgment of this pair failed (its second order may be missing for that)
+    model_a: str | None = None  # arena-style rows: the models that wrote each answer
+    model_b: str | None = None
+
+
+def prompt_json(history: list[dict[str, str]]) -> str:
+    """The canonical text of a conversation: what `prompt_key` hashes (the warehouse writes the same)."""
+    return json.dumps([[m["role"], m["content"]] for m in history], ensure_ascii=False, separators=(",", ":"))
+
+
+def key_of_json(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def prompt_key(history: list[dict[str, str]]) -> str:
+    """One prompt's identity: every pair of one conversation shares it (splits and per-prompt caps)."""
+    return key_of_json(prompt_json(history))
+
+
+@dataclass(slots=True)
+class JudgedPool:
+    """Columns of equal length (one entry per pair, sorted by pair id), and the verdicts: `v_pair` indexes the
+    pair each verdict belongs to (ascending), `v_ab` its order, `v_margin` its margin on A's side,
+    `v_scores_agree` whether its scores point the way its ranking does."""
+
+    pair_id: np.ndarray  # object (str)
+    source: np.ndarray  # object
+    source_id: np.ndarray  # object
+    source_revision: np.ndarray  # object
+    domain: np.ndarray  # object (str | None)
+    language: np.ndarray  # object (str | None)
+    model_a: np.ndarray  # object (str | None)
+    model_b: np.ndarray  # object (str | None)
+    human_label: np.ndarray  # float64, NaN where there is none
+    both_bad: np.ndarray  # bool
+    contaminated: np.ndarray  # bool
+    adaptive: np.ndarray  # bool
+    has_failed: np.ndarray  # bool
+    len_a: np.ndarray  # int64: characters (code points) of response A
+    len_b: np.ndarray
+    md_a: np.ndarray  # int64: markdown marks of response A
+    md_b: np.ndarray
+    prompt_key: np.ndarray  # object (str)
+    v_pair: np.ndarray  # int64
+    v_ab: np.ndarray  # bool
+    v_margin: np.ndarray  # float64
+    v_scores_agree: np.ndarray  # bool
+
+    def __len__(self) -> int:
+        return len(self.pair_id)
+
+    @classmethod
+    def of(cls, pairs: list[JudgedPair]) -> JudgedPool:
+        pairs = sorted(pairs, key=lambda p: p.pair_id)
+        if len({p.pair_id for p in pairs}) != len(pairs):
+            raise ValueError("pair ids must be unique")
+        verdicts = [(i, order, v) for i, p in enumerate(pairs) for order, v in p.verdicts]
+
+        def obj(values) -> np.ndarray:
+            out = np.empty(len(values), dtype=object)
+            out[:] = values
+            return out
+
+        return cls(
+            pair_id=obj([p.pair_id for p in pairs]), source=obj([p.source for p in pairs]),
+            source_id=obj([p.source_id for p in pairs]), source_revision=obj([p.source_revision for p in pairs]),
+            domain=obj([p.domain for p in pairs]), language=obj([p.language for p in pairs]),
+            model_a=obj([p.model_a for p in pairs]), model_b=obj([p.model_b for p in pairs]),
+            human_label=np.array([np.nan if p.human_label is None else p.human_label for p in pairs], float),
+            both_bad=np.array([p.both_bad for p in pairs], bool),
+            contaminated=np.array([p.contaminated for p in pairs], bool),
+            adaptive=np.array([p.adaptive for p in pairs], bool), has_failed=np.array([p.has_failed for p in pairs], bool),
+            len_a=np.array([len(p.response_a) for p in pairs], np.int64),
+            len_b=np.array([len(p.response_b) for p in pairs], np.int64),
+            md_a=np.array([markdown_marks(p.response_a) for p in pairs], np.int64),
+            md_b=np.array([markdown_marks(p.response_b) for p in pairs], np.int64),
+            prompt_key=obj([prompt_key(p.history) for p in pairs]),
+            v_pair=np.array([i for i, _, _ in verdicts], np.int64),
+            v_ab=np.array([order == "ab" for _, order, _ in verdicts], bool),
+            v_margin=np.array([v.margin for _, _, v in verdicts], float),
+            v_scores_agree=np.array([v.score_a == v.score_b or (v.score_a > v.score_b) == (v.margin > 0)
+                                     for _, _, v in verdicts], bool),
+        )
+
+    @classmethod
+    def from_arrow(cls, pairs: pa.Table, verdicts: pa.Table) -> JudgedPool:
+        """From `Warehouse.judged_pool`'s two tables."""
+
+        def obj(name: str) -> np.ndarray:
+            return pairs.column(name).to_numpy(zero_copy_only=False).astype(object)
+
+        def num(table: pa.Table, name: str, dtype, null) -> np.ndarray:
+            return table.column(name).fill_null(null).to_numpy().astype(dtype)
+
+        keys = np.empty(pairs.num_rows, dtype=object)
+        keys[:] = [key_of_json(t) for t in pairs.column("prompt_json").to_pylist()]
+        score_a, score_b = num(verdicts, "score_a", float, 0), num(verdicts, "score_b", float, 0)
+        margin = num(verdicts, "margin", float, 0)
+        return cls(
+            pair_id=obj("pair_id"), source=obj("source"), source_id=obj("source_id"),
+            source_revision=obj("source_revision"), domain=obj("domain"), language=obj("language"),
+            model_a=obj("model_a"), model_b=obj("model_b"),
+            human_label=pairs.column("human_label").to_numpy(zero_copy_only=False).astype(float),
+            both_bad=num(pairs, "both_bad", bool, False), contaminated=num(pairs, "contaminated", bool, False),
+            adaptive=num(pairs, "adaptive", bool, False), has_failed=num(pairs, "has_failed", bool, False),
+            len_a=num(pairs, "len_a", np.int64, 0), len_b=num(pairs, "len_b", np.int64, 0),
+            md_a=num(pairs, "md_a", np.int64, 0), md_b=num(pairs, "md_b", np.int64, 0), prompt_key=keys,
+            v_pair=num(verdicts, "i", np.int64, 0), v_ab=num(verdicts, "ab", bool, False), v_margin=margin,
+            v_scores_agree=(score_a == score_b) | ((score_a > score_b) == (margin > 0)),
+        )
