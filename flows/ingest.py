@@ -117,13 +117,14 @@ def ingest(
         counts = BatchCounts()
         writer = BackgroundWriter()
         try:
-            for n, batch in enumerate(limit_rows(source_batches(src, path, rev, settings), limit)):
-                # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
-                # futures, twice per task: about a second per 5,000-row batch, measured.
-                counts.add(ingest_batch(wh, quote(batch), src, settings, rev, run_id, quote(index),
-                                        quote(decontaminator), location, quote(writer), n == 0))
-                progress.report(len(batch), total, src.name)
-            writer.close()  # the last batch is committed before the run says it completed
+            with wh.checkpoints_per_row_group():
+                for n, batch in enumerate(limit_rows(source_batches(src, path, rev, settings), limit)):
+                    # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
+                    # futures, twice per task: about a second per 5,000-row batch, measured.
+                    counts.add(ingest_batch(wh, quote(batch), src, settings, rev, run_id, quote(index),
+                                            quote(decontaminator), location, quote(writer), n == 0))
+                    progress.report(len(batch), total, src.name)
+                writer.close()  # the last batch is committed before the run says it completed
         except BaseException as err:
             try:
                 writer.close()

@@ -84,3 +84,48 @@ def test_duckdb_memory_is_bounded_by_the_setting_and_a_bad_value_is_refused(ware
     finally:
         monkeypatch.delenv("CURATE_WAREHOUSE_MEMORY_LIMIT")
         get_settings.cache_clear()
+
+
+def _pairs(ids: list[str]) -> pa.Table:
+    from datetime import datetime
+
+    from schemas.pair import CANDIDATE_PAIR_SCHEMA
+
+    n = len(ids)
+    return pa.table({
+        "pair_id": ids, "source": ["s"] * n, "source_id": ids, "source_revision": ["r"] * n,
+        "history": [[{"role": "user", "content": "q"}]] * n, "response_a": ["a"] * n, "response_b": ["b"] * n,
+        "human_label": [None] * n, "raw_label": [None] * n, "both_bad": [False] * n, "domain": [None] * n,
+        "language": [None] * n, "metadata": ["{}"] * n, "est_tokens": [1] * n, "ingest_run_id": ["run"] * n,
+        "ingested_at": [datetime(2026, 1, 1)] * n,
+    }, schema=CANDIDATE_PAIR_SCHEMA)
+
+
+def test_an_ingest_checkpoints_per_row_group_and_at_the_end(warehouse_path, monkeypatch):
+    import warehouse.ingest as ingest_store
+
+    monkeypatch.setattr(ingest_store, "ROW_GROUP_ROWS", 4)
+    wal = warehouse_path.with_name(warehouse_path.name + ".wal")
+
+    def write(wh, ids):
+        wh.write_ingest_batch(pairs=_pairs(ids), sightings=None, quarantine=None, near_duplicates=None,
+                              signatures=None, contamination=None)
+
+    def threshold(wh):
+        return wh.query("SELECT current_setting('checkpoint_threshold')")[0][0]
+
+    with Warehouse(warehouse_path) as wh:
+        default = threshold(wh)
+        write(wh, ["p0"])  # an earlier run's pair: the table's last row group holds one
+        wh.query("CHECKPOINT")
+        with wh.checkpoints_per_row_group():
+            assert threshold(wh) != default  # no checkpoint by WAL size meanwhile
+            write(wh, ["p1", "p2"])
+            assert wal.stat().st_size > 0  # 3 of 4 rows: not checkpointed yet
+            write(wh, ["p3", "p4"])
+            assert not wal.exists() or wal.stat().st_size == 0  # the row group is full: checkpointed
+            write(wh, ["p5"])
+            assert wal.stat().st_size > 0
+        assert not wal.exists() or wal.stat().st_size == 0  # and once at the end
+        assert threshold(wh) == default
+        assert wh.counts()["candidate_pairs"] == 6
