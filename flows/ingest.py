@@ -43,8 +43,9 @@ def open_indexes(wh: Warehouse, settings: Settings) -> tuple[NearDupIndex, Decon
     probe = NearDupIndex(perms, settings.near_dup_threshold)
     wh.index_unkeyed_signatures(perms, probe.stored_keys)  # pairs kept before the warehouse indexed keys
     before = wh.index_start()
+    # A warehouse without kept pairs has nothing to look up (index_start() is 1): no query per batch.
     index = NearDupIndex(perms, settings.near_dup_threshold,
-                         lookup=lambda keys: wh.near_dup_candidates(perms, keys, before))
+                         lookup=(lambda keys: wh.near_dup_candidates(perms, keys, before)) if before > 1 else None)
     prompts = [EvalPrompt(*row) for row in wh.eval_prompts()]
     return index, Decontaminator(prompts, settings.decontam_ngram, settings.decontam_threshold)
 

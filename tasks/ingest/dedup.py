@@ -42,14 +42,38 @@ class NearDupVerdicts:
 
 
 class _Segment:
-    """Band keys of a block of indexed docs, sorted per band for searchsorted look-ups."""
+    """Band keys of a block of indexed docs, sorted per band for searchsorted look-ups: per band one
+    contiguous array of keys and the doc (int32) of each."""
 
-    def __init__(self, keys: np.ndarray, first_doc: int):
+    def __init__(self, keys: list[np.ndarray], docs: list[np.ndarray]):
+        self.keys = keys
+        self.docs = docs
+
+    @classmethod
+    def of(cls, keys: np.ndarray, first_doc: int) -> _Segment:
+        """The segment of docs `first_doc`, `first_doc + 1`, ... with these band keys (docs x bands)."""
         # one contiguous sorted row per band: searchsorted copies a strided column on every call
         by_band = np.ascontiguousarray(keys.T)
         order = np.argsort(by_band, axis=1, kind="stable")
-        self.keys = np.take_along_axis(by_band, order, axis=1)
-        self.docs = order + first_doc
+        sorted_keys = np.take_along_axis(by_band, order, axis=1)
+        docs = (order + first_doc).astype(np.int32)
+        return cls([sorted_keys[b].copy() for b in range(len(by_band))], [docs[b].copy() for b in range(len(by_band))])
+
+    @classmethod
+    def merged(cls, segments: list[_Segment]) -> _Segment:
+        """One segment of consecutive segments (in doc order), equal to one built from all their docs at once:
+        a stable sort keeps equal keys in doc order. Band by band, each freed from its segments as it is
+        merged: no copy of the whole index at once, and no band keys computed again from the signatures."""
+        keys, docs = [], []
+        for band in range(len(segments[0].keys)):
+            k = np.concatenate([s.keys[band] for s in segments])
+            d = np.concatenate([s.docs[band] for s in segments])
+            for s in segments:
+                s.keys[band] = s.docs[band] = None
+            order = np.argsort(k, kind="stable")  # sorted runs, merged
+            keys.append(k[order])
+            docs.append(d[order])
+        return cls(keys, docs)
 
     def candidates(self, query: "SortedQuery", max_bucket: int) -> tuple[np.ndarray, np.ndarray]:
         """(query doc, indexed doc) pairs that share a band key, at most `max_bucket` per key."""
@@ -64,10 +88,10 @@ class _Segment:
                 continue
             within = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
             qs.append(np.repeat(query.docs[band], counts))
-            ds.append(self.docs[band, np.repeat(lo, counts) + within])
+            ds.append(self.docs[band][np.repeat(lo, counts) + within])
         if not qs:
             return np.empty(0, np.intp), np.empty(0, np.intp)
-        return np.concatenate(qs), np.concatenate(ds)
+        return np.concatenate(qs), np.concatenate(ds).astype(np.intp)
 
 
 class SortedQuery:
@@ -77,6 +101,10 @@ class SortedQuery:
         by_band = np.ascontiguousarray(keys.T)
         self.docs = np.argsort(by_band, axis=1, kind="stable")
         self.keys = np.take_along_axis(by_band, self.docs, axis=1)
+
+
+# This run's kept signatures live in blocks of this many docs: the index grows without copying them all.
+_BLOCK_DOCS = 1 << 15
 
 
 class NearDupIndex:
@@ -90,7 +118,7 @@ class NearDupIndex:
         self.bands, self.rows = minhash.lsh_params(threshold, num_perm)
         self.max_bucket = max_bucket
         self.ids: list[str] = []
-        self._sigs = np.empty((1024, num_perm), np.uint32)  # grown by doubling, filled to len(self.ids)
+        self._blocks: list[np.ndarray] = []  # signatures of docs [i * _BLOCK_DOCS, (i + 1) * _BLOCK_DOCS)
         self._segments: list[_Segment] = []
 
     def __len__(self) -> int:
@@ -109,33 +137,44 @@ class NearDupIndex:
         """The band keys the warehouse indexes for these signatures, (docs x bands)."""
         return minhash.stored_band_keys(minhash.band_keys(sigs, self.bands, self.rows))
 
-    @property
-    def _all_sigs(self) -> np.ndarray:
-        return self._sigs[: len(self.ids)]
+    def _signatures(self, docs: np.ndarray) -> np.ndarray:
+        """The signatures of these indexed docs, one row each."""
+        out = np.empty((len(docs), self.num_perm), np.uint32)
+        block, offset = np.divmod(docs, _BLOCK_DOCS)
+        for b in np.unique(block):
+            rows = block == b
+            out[rows] = self._blocks[b][offset[rows]]
+        return out
 
     def add(self, ids: list[str], sigs: np.ndarray) -> None:
         if not ids:
             return
-        start, end = len(self.ids), len(self.ids) + len(ids)
-        if end > len(self._sigs):
-            grown = np.empty((max(end, 2 * len(self._sigs)), self.num_perm), np.uint32)
-            grown[:start] = self._sigs[:start]
-            self._sigs = grown
-        self._sigs[start:end] = sigs
-        keys = minhash.band_keys(sigs, self.bands, self.rows)
-        self._segments.append(_Segment(keys, start))
+        start = len(self.ids)
+        done = 0
+        while done < len(ids):
+            block, offset = divmod(start + done, _BLOCK_DOCS)
+            if block == len(self._blocks):
+                self._blocks.append(np.empty((_BLOCK_DOCS, self.num_perm), np.uint32))
+            n = min(_BLOCK_DOCS - offset, len(ids) - done)
+            self._blocks[block][offset : offset + n] = sigs[done : done + n]
+            done += n
+        self._segments.append(_Segment.of(minhash.band_keys(sigs, self.bands, self.rows), start))
         self.ids.extend(ids)
         if len(self._segments) > 16:  # keep look-ups to a few sorted arrays
-            self._segments = [_Segment(minhash.band_keys(self._all_sigs, self.bands, self.rows), 0)]
+            self._segments = [_Segment.merged(self._segments)]
 
-    def _verified(self, q: np.ndarray, d: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+    def _verified(self, q: np.ndarray, d: np.ndarray, a: np.ndarray,
+                  b: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The candidate pairs (a[q], b(d)) whose estimated Jaccard reaches the threshold, with it."""
         if len(q) == 0:
             return q, d, np.empty(0)
-        pairs = np.unique(np.stack([q, d], axis=1), axis=0)
-        q, d = pairs[:, 0], pairs[:, 1]
+        # distinct (q, d) pairs in (q, d) order, as one integer each: np.unique(axis=0) sorts rows far slower
+        span = int(d.max()) + 1
+        pairs = np.unique(q.astype(np.int64) * span + d)
+        q, d = pairs // span, pairs % span
         sim = np.empty(len(q))
         for s in range(0, len(q), 20_000):  # bounded memory for (candidates x num_perm) comparisons
-            sim[s : s + 20_000] = minhash.estimated_jaccard(a[q[s : s + 20_000]], b[d[s : s + 20_000]])
+            sim[s : s + 20_000] = minhash.estimated_jaccard(a[q[s : s + 20_000]], b(d[s : s + 20_000]))
         ok = sim >= self.threshold
         return q[ok], d[ok], sim[ok]
 
@@ -146,7 +185,8 @@ class NearDupIndex:
         query = SortedQuery(keys)
         best_old: dict[int, tuple[float, str]] = {}
 
-        def consider(q: np.ndarray, d: np.ndarray, against: np.ndarray, names: list[str]) -> None:
+        def consider(q: np.ndarray, d: np.ndarray, against: Callable[[np.ndarray], np.ndarray],
+                     names: list[str]) -> None:
             for qi, di, s in zip(*self._verified(q, d, sigs, against)):
                 if int(qi) not in best_old or s > best_old[int(qi)][0]:
                     best_old[int(qi)] = (float(s), names[int(di)])
@@ -154,15 +194,15 @@ class NearDupIndex:
         if self.lookup is not None and n:
             stored_ids, stored_sigs = self.lookup(minhash.stored_band_keys(keys).ravel())
             if stored_ids:
-                seg = _Segment(minhash.band_keys(stored_sigs, self.bands, self.rows), 0)
-                consider(*seg.candidates(query, self.max_bucket), stored_sigs, stored_ids)
+                seg = _Segment.of(minhash.band_keys(stored_sigs, self.bands, self.rows), 0)
+                consider(*seg.candidates(query, self.max_bucket), stored_sigs.__getitem__, stored_ids)
         for seg in self._segments:
-            consider(*seg.candidates(query, self.max_bucket), self._all_sigs, self.ids)
+            consider(*seg.candidates(query, self.max_bucket), self._signatures, self.ids)
         within: dict[int, list[tuple[float, int]]] = {}
         if n > 1:
-            q, d = _Segment(keys, 0).candidates(query, self.max_bucket)
+            q, d = _Segment.of(keys, 0).candidates(query, self.max_bucket)
             earlier = d < q
-            for qi, di, s in zip(*self._verified(q[earlier], d[earlier], sigs, sigs)):
+            for qi, di, s in zip(*self._verified(q[earlier], d[earlier], sigs, sigs.__getitem__)):
                 within.setdefault(int(qi), []).append((float(s), int(di)))
 
         duplicate_of: list[str | None] = [None] * n

@@ -42,3 +42,30 @@ def test_index_round_trips_signatures():
     other = NearDupIndex(128, 0.8)
     other.add(index.ids, np.frombuffer(sigs.astype("<u4").tobytes(), "<u4").reshape(10, 128))
     assert other.assign(["x"], sigs[:1]).duplicate_of == ["0"]
+
+
+def test_merged_segments_equal_one_built_at_once():
+    from tasks.ingest.dedup import _Segment
+
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 5, (40, 6), dtype=np.uint64)  # few distinct keys: many ties, kept in doc order
+    parts = [_Segment.of(keys[a:b], a) for a, b in ((0, 7), (7, 8), (8, 31), (31, 40))]
+    merged, whole = _Segment.merged(parts), _Segment.of(keys, 0)
+    for band in range(6):
+        assert np.array_equal(merged.keys[band], whole.keys[band])
+        assert np.array_equal(merged.docs[band], whole.docs[band])
+
+
+def test_index_keeps_signatures_across_blocks_and_merged_segments(monkeypatch):
+    import tasks.ingest.dedup as dedup
+
+    monkeypatch.setattr(dedup, "_BLOCK_DOCS", 16)
+    tm = TextMaker(5)
+    texts = [tm.text(400) for _ in range(120)]
+    index = NearDupIndex(64, 0.8)
+    sigs = index.signatures_of(texts)
+    for start in range(0, 120, 6):  # 20 batches: more than 16 segments, merged into one
+        assert index.assign([f"d{i}" for i in range(start, start + 6)], sigs[start : start + 6]).duplicate_of == [None] * 6
+    assert len(index._segments) < 16
+    edited = index.signatures_of([tm.edit(texts[i], 0.01) for i in (0, 17, 50, 119)])
+    assert index.assign(["x0", "x17", "x50", "x119"], edited).duplicate_of == ["d0", "d17", "d50", "d119"]
