@@ -126,6 +126,19 @@ def test_an_ingest_checkpoints_per_row_group_and_at_the_end(warehouse_path, monk
             assert not wal.exists() or wal.stat().st_size == 0  # the row group is full: checkpointed
             write(wh, ["p5"])
             assert wal.stat().st_size > 0
+            wh._pair_bytes_budget = 1  # as if the pairs since the last checkpoint filled a third of memory_limit
+            write(wh, ["p6"])
+            assert not wal.exists() or wal.stat().st_size == 0
+            write(wh, ["p7"])
         assert not wal.exists() or wal.stat().st_size == 0  # and once at the end
         assert threshold(wh) == default
-        assert wh.counts()["candidate_pairs"] == 6
+        assert wh.counts()["candidate_pairs"] == 8
+
+
+def test_duckdb_sizes_are_read_as_bytes():
+    from warehouse.ingest import _bytes
+
+    assert _bytes("953.6 MiB") == int(953.6 * 2**20)
+    assert _bytes("1.0 GiB") == 2**30 and _bytes("0 bytes") == 0 and _bytes("2 GB") == 2 * 10**9
+    with pytest.raises(ValueError):
+        _bytes("unlimited")
