@@ -27,7 +27,7 @@ def is_int_like(v: Any) -> bool:
 
 def is_valid_utf8(v: Any) -> bool:
     """True when a string encodes to UTF-8: a lone surrogate (from a JSON `\\ud800` escape) does not."""
-    if not isinstance(v, str):
+    if not isinstance(v, str) or v.isascii():  # isascii() reads a flag: no copy of an ASCII text
         return True
     try:
         v.encode("utf-8")

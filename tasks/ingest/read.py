@@ -71,7 +71,9 @@ def _parse_line(line: bytes) -> tuple[Any, bool]:
 
 
 def _open_text(path: Path):
-    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+    # A 1 MiB buffer: with the default 8 KiB, iterating over 6 KB lines took most of the reading time
+    # (measured 0.59 s -> 0.10 s for 775 MB, warm cache).
+    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb", buffering=1 << 20)
 
 
 _BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
