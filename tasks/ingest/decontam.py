@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from common.arrays import sorted_unique
 from tasks.ingest.sources.base import EvalPrompt
 
 _WORD = re.compile(r"\w+")
@@ -76,7 +77,7 @@ class Decontaminator:
         words = word_hashes(text)
         hits: dict[int, int] = defaultdict(int)
         for size, table in self._sorted.items():
-            grams = np.unique(ngram_hashes(words, size))
+            grams = sorted_unique(ngram_hashes(words, size))
             found = grams[np.isin(grams, table, assume_unique=True)]
             for h in found.tolist():
                 for idx in self._owners[size][h]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from common.arrays import sorted_unique
 from tasks.ingest import minhash
 
 
@@ -79,9 +80,12 @@ class _Segment:
         """(query doc, indexed doc) pairs that share a band key, at most `max_bucket` per key."""
         qs, ds = [], []
         for band in range(query.keys.shape[0]):
-            col = self.keys[band]
-            lo = np.searchsorted(col, query.keys[band], "left")
-            hi = np.searchsorted(col, query.keys[band], "right")
+            col, keys = self.keys[band], query.keys[band]
+            lo = np.searchsorted(col, keys, "left")
+            # the end of a key's run only for the few keys present (a second search of every key cost as much)
+            found = np.flatnonzero(col[np.minimum(lo, len(col) - 1)] == keys) if len(col) else lo[:0]
+            hi = lo.copy()
+            hi[found] = np.searchsorted(col, keys[found], "right")
             counts = np.minimum(hi - lo, max_bucket)
             total = int(counts.sum())
             if not total:
@@ -137,13 +141,15 @@ class NearDupIndex:
         """The band keys the warehouse indexes for these signatures, (docs x bands)."""
         return minhash.stored_band_keys(minhash.band_keys(sigs, self.bands, self.rows))
 
-    def _signatures(self, docs: np.ndarray) -> np.ndarray:
-        """The signatures of these indexed docs, one row each."""
-        out = np.empty((len(docs), self.num_perm), np.uint32)
+    def _signatures(self, docs: np.ndarray, bins: slice = slice(None)) -> np.ndarray:
+        """The signatures of these indexed docs (those bins of them), one row each."""
+        out = np.empty((len(docs), len(range(self.num_perm)[bins])), np.uint32)
         block, offset = np.divmod(docs, _BLOCK_DOCS)
-        for b in np.unique(block):
-            rows = block == b
-            out[rows] = self._blocks[b][offset[rows]]
+        order = np.argsort(block, kind="stable")  # grouped by block: one gather per block
+        edges = np.searchsorted(block[order], np.arange(len(self._blocks) + 1))
+        for b in np.flatnonzero(np.diff(edges)):
+            rows = order[edges[b] : edges[b + 1]]
+            out[rows] = self._blocks[b][offset[rows], bins]
         return out
 
     def add(self, ids: list[str], sigs: np.ndarray) -> None:
@@ -164,17 +170,26 @@ class NearDupIndex:
             self._segments = [_Segment.merged(self._segments)]
 
     def _verified(self, q: np.ndarray, d: np.ndarray, a: np.ndarray,
-                  b: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, ...]:
-        """The candidate pairs (a[q], b(d)) whose estimated Jaccard reaches the threshold, with it."""
+                  b: Callable[[np.ndarray, slice], np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The candidate pairs (a[q], b(d)) whose estimated Jaccard reaches the threshold, with it. `b(docs, bins)`
+        gives those bins of those docs' signatures."""
         if len(q) == 0:
             return q, d, np.empty(0)
         # distinct (q, d) pairs in (q, d) order, as one integer each: np.unique(axis=0) sorts rows far slower
         span = int(d.max()) + 1
-        pairs = np.unique(q.astype(np.int64) * span + d)
+        pairs = sorted_unique(q.astype(np.int64) * span + d)
         q, d = pairs // span, pairs % span
-        sim = np.empty(len(q))
+        # Most candidates share a band by chance and little else. The first `head` bins rule them out: the
+        # other bins can add at most k - head equal ones, so a pair short of the threshold even then is not
+        # compared further (the similarity of every pair that can reach it is computed from all bins).
+        k = self.num_perm
+        head = min(k, max(16, int(np.ceil(2 * (1 - self.threshold) * k))))
+        sim = np.zeros(len(q))
         for s in range(0, len(q), 20_000):  # bounded memory for (candidates x num_perm) comparisons
-            sim[s : s + 20_000] = minhash.estimated_jaccard(a[q[s : s + 20_000]], b(d[s : s + 20_000]))
+            qs, ds = q[s : s + 20_000], d[s : s + 20_000]
+            equal = (a[qs, :head] == b(ds, slice(0, head))).sum(axis=1)
+            live = np.flatnonzero((equal + (k - head)) / k >= self.threshold)
+            sim[s + live] = minhash.estimated_jaccard(a[qs[live]], b(ds[live], slice(None)))
         ok = sim >= self.threshold
         return q[ok], d[ok], sim[ok]
 
@@ -185,7 +200,7 @@ class NearDupIndex:
         query = SortedQuery(keys)
         best_old: dict[int, tuple[float, str]] = {}
 
-        def consider(q: np.ndarray, d: np.ndarray, against: Callable[[np.ndarray], np.ndarray],
+        def consider(q: np.ndarray, d: np.ndarray, against: Callable[[np.ndarray, slice], np.ndarray],
                      names: list[str]) -> None:
             for qi, di, s in zip(*self._verified(q, d, sigs, against)):
                 if int(qi) not in best_old or s > best_old[int(qi)][0]:
@@ -195,14 +210,14 @@ class NearDupIndex:
             stored_ids, stored_sigs = self.lookup(minhash.stored_band_keys(keys).ravel())
             if stored_ids:
                 seg = _Segment.of(minhash.band_keys(stored_sigs, self.bands, self.rows), 0)
-                consider(*seg.candidates(query, self.max_bucket), stored_sigs.__getitem__, stored_ids)
+                consider(*seg.candidates(query, self.max_bucket), lambda d, bins: stored_sigs[d, bins], stored_ids)
         for seg in self._segments:
             consider(*seg.candidates(query, self.max_bucket), self._signatures, self.ids)
         within: dict[int, list[tuple[float, int]]] = {}
         if n > 1:
             q, d = _Segment.of(keys, 0).candidates(query, self.max_bucket)
             earlier = d < q
-            for qi, di, s in zip(*self._verified(q[earlier], d[earlier], sigs, sigs.__getitem__)):
+            for qi, di, s in zip(*self._verified(q[earlier], d[earlier], sigs, lambda d, bins: sigs[d, bins])):
                 within.setdefault(int(qi), []).append((float(s), int(di)))
 
         duplicate_of: list[str | None] = [None] * n

@@ -69,3 +69,14 @@ def test_index_keeps_signatures_across_blocks_and_merged_segments(monkeypatch):
     assert len(index._segments) < 16
     edited = index.signatures_of([tm.edit(texts[i], 0.01) for i in (0, 17, 50, 119)])
     assert index.assign(["x0", "x17", "x50", "x119"], edited).duplicate_of == ["d0", "d17", "d50", "d119"]
+
+
+def test_sorted_unique_is_np_unique():
+    from common.arrays import sorted_unique
+
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 2, 50, 3000):
+        for dtype in (np.int64, np.uint64):
+            values = rng.integers(0, 40, n).astype(dtype)
+            assert np.array_equal(sorted_unique(values), np.unique(values))
+            assert sorted_unique(values).dtype == dtype
