@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import numpy as np
 import pyarrow as pa
 
+from common.arrays import sorted_unique
 from warehouse.connection import Connection, _now
 
 # DuckDB's rows per row group (its default `row_group_size`): the unit a checkpoint compresses and writes.
@@ -77,9 +78,18 @@ class IngestStore(Connection):
         sighting of a known pair with the answers the other way round is `swapped`)."""
         if not pair_ids:
             return {}
+        # Which ids are known first, reading only the id column; the stored answers only of those: joined at
+        # once, the answers of every stored pair were read and cached (220 MB at a million pairs).
+        known = {pid for (pid,) in self._matching(
+            "SELECT pair_id FROM candidate_pairs JOIN lookup_keys USING (pair_id)",
+            pa.table({"pair_id": pa.array(pair_ids, pa.string())}))}
+        if not known:
+            return {}
+        pairs = [(pid, a) for pid, a in zip(pair_ids, responses_a) if pid in known]
         rows = self._matching(
             "SELECT p.pair_id, p.response_a = k.response_a FROM candidate_pairs p JOIN lookup_keys k USING (pair_id)",
-            pa.table({"pair_id": pa.array(pair_ids, pa.string()), "response_a": pa.array(responses_a, pa.string())}),
+            pa.table({"pair_id": pa.array([p for p, _ in pairs], pa.string()),
+                      "response_a": pa.array([a for _, a in pairs], pa.string())}),
         )
         return dict(rows)
 
@@ -173,11 +183,17 @@ class IngestStore(Connection):
         """Signatures of pairs stored before `before_doc` that share a band key with `keys` (flat, stored form)."""
         if not len(keys):
             return [], np.empty((0, num_perm), np.uint32)
-        with self._registered("lookup_keys", pa.table({"key": pa.array(np.unique(keys), pa.uint64())})):
+        # The docs first, then their signatures: in one query DuckDB read every stored signature (a GB at a million
+        # pairs, all of it cached) to find the few it was asked for.
+        with self._registered("lookup_keys", pa.table({"key": pa.array(sorted_unique(keys), pa.uint64())})):
+            docs = self.con.sql("SELECT DISTINCT k.doc FROM pair_band_keys k JOIN lookup_keys q ON k.key = q.key "
+                                "WHERE k.doc < ?", params=[before_doc]).to_arrow_table()
+        if not docs.num_rows:
+            return [], np.empty((0, num_perm), np.uint32)
+        with self._registered("lookup_docs", docs):
             tbl = self.con.sql(
-                "SELECT s.pair_id, s.signature FROM pair_signatures s WHERE s.num_perm = ? AND s.doc IN ("
-                "SELECT k.doc FROM pair_band_keys k JOIN lookup_keys q ON k.key = q.key WHERE k.doc < ?) "
-                "ORDER BY s.doc", params=[num_perm, before_doc]).to_arrow_table()
+                "SELECT s.pair_id, s.signature FROM pair_signatures s JOIN lookup_docs d ON s.doc = d.doc "
+                "WHERE s.num_perm = ? ORDER BY s.doc", params=[num_perm]).to_arrow_table()
         ids = tbl.column("pair_id").to_pylist()
         if not ids:
             return [], np.empty((0, num_perm), np.uint32)
