@@ -82,7 +82,7 @@ class Connection:
     def __init__(self, path: Path | str, read_only: bool = False):
         self.path = Path(path)
         self.read_only = read_only
-        memory_limit = _memory_limit()  # refused before the file is opened
+        memory_limit = self.memory_limit = _memory_limit()  # refused before the file is opened
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         elif not self.path.exists():

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -186,19 +187,40 @@ class IngestStore(Connection):
         # The docs first, then their signatures: in one query DuckDB read every stored signature (a GB at a million
         # pairs, all of it cached) to find the few it was asked for.
         with self._registered("lookup_keys", pa.table({"key": pa.array(sorted_unique(keys), pa.uint64())})):
-            docs = self.con.sql("SELECT DISTINCT k.doc FROM pair_band_keys k JOIN lookup_keys q ON k.key = q.key "
-                                "WHERE k.doc < ?", params=[before_doc]).to_arrow_table()
+            docs = self._streamed("SELECT DISTINCT k.doc FROM pair_band_keys k JOIN lookup_keys q ON k.key = q.key "
+                                  "WHERE k.doc < ?", [before_doc])
         if not docs.num_rows:
             return [], np.empty((0, num_perm), np.uint32)
         with self._registered("lookup_docs", docs):
-            tbl = self.con.sql(
-                "SELECT s.pair_id, s.signature FROM pair_signatures s JOIN lookup_docs d ON s.doc = d.doc "
-                "WHERE s.num_perm = ? ORDER BY s.doc", params=[num_perm]).to_arrow_table()
+            tbl = self._streamed("SELECT s.pair_id, s.signature FROM pair_signatures s JOIN lookup_docs d "
+                                 "ON s.doc = d.doc WHERE s.num_perm = ? ORDER BY s.doc", [num_perm])
         ids = tbl.column("pair_id").to_pylist()
         if not ids:
             return [], np.empty((0, num_perm), np.uint32)
         blob = b"".join(tbl.column("signature").to_pylist())
         return ids, np.frombuffer(blob, dtype="<u4").reshape(len(ids), num_perm).copy()
+
+    def _streamed(self, sql: str, params: list) -> pa.Table:
+        """A query's result, run under a quarter of the memory limit: DuckDB keeps the blocks it reads cached up
+        to its limit, and the near-duplicate look-up reads every band key and, spread over ~90k candidate docs a
+        batch at a million pairs, nearly every signature block (~1 GB), once per batch. Under the lower limit it
+        drops them as it goes; a query that needs more memory than that runs again under the full limit."""
+        (shown,) = self.con.execute("SELECT current_setting('memory_limit')").fetchone()
+        # what DuckDB cannot drop (indexes, hash tables) stays; table blocks get a quarter of the limit
+        (pinned,) = self.con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() "
+                                     "WHERE tag <> 'BASE_TABLE'").fetchone()
+        try:
+            lower = pinned + _bytes(shown) // 4
+        except ValueError:
+            return self.con.sql(sql, params=params).to_arrow_table()
+        try:
+            self.con.execute(f"SET memory_limit = '{lower}B'")
+            return self.con.sql(sql, params=params).to_arrow_table()
+        except duckdb.OutOfMemoryException:  # more is pinned than that (indexes, pairs not yet checkpointed)
+            self.con.execute(f"SET memory_limit = '{self.memory_limit}'")
+            return self.con.sql(sql, params=params).to_arrow_table()
+        finally:
+            self.con.execute(f"SET memory_limit = '{self.memory_limit}'")
 
     def upsert_eval_prompts(self, benchmark: str, rows: list[tuple[str, str]], revision: str) -> int:
         """Store (benchmark_id, prompt) rows; return how many were new."""

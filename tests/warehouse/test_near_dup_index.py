@@ -71,3 +71,31 @@ def test_signatures_stored_before_the_index_get_their_keys(warehouse_path):
         assert wh.index_unkeyed_signatures(128, probe.stored_keys) == 0
         ids, found = wh.near_dup_candidates(128, probe.stored_keys(sigs[7:8]).ravel(), wh.index_start())
         assert "p7" in ids and np.array_equal(found[ids.index("p7")], sigs[7])
+
+
+def test_the_look_up_runs_under_a_lower_memory_limit_and_restores_it(warehouse_path):
+    tm = TextMaker(8)
+    texts = [tm.text(1000) for _ in range(30)]
+    probe = NearDupIndex(128, 0.8)
+    sigs = probe.signatures_of(texts)
+    with Warehouse(warehouse_path) as wh:
+        _store(wh, probe, [f"p{i}" for i in range(30)], sigs)
+        configured = wh.query("SELECT current_setting('memory_limit')")[0][0]
+        ids, found = wh.near_dup_candidates(128, probe.stored_keys(sigs[3:4]).ravel(), wh.index_start())
+        assert "p3" in ids and np.array_equal(found[ids.index("p3")], sigs[3])
+        assert wh.query("SELECT current_setting('memory_limit')")[0][0] == configured
+        during = wh._streamed("SELECT current_setting('memory_limit') AS m", []).column("m")[0].as_py()
+        assert during != configured  # the query ran under the lower limit
+        assert wh.query("SELECT current_setting('memory_limit')")[0][0] == configured
+
+
+def test_a_look_up_that_needs_more_memory_runs_again_under_the_full_limit(warehouse_path, monkeypatch):
+    import warehouse.ingest as ingest_store
+
+    with Warehouse(warehouse_path) as wh:
+        wh.query("CREATE TABLE big AS SELECT range AS i, repeat('x', 100) AS t FROM range(300000)")
+        configured = wh.query("SELECT current_setting('memory_limit')")[0][0]
+        monkeypatch.setattr(ingest_store, "_bytes", lambda size: 4)  # a lower limit of a byte or so
+        out = wh._streamed("SELECT i % 7 AS k, count(DISTINCT t || i) AS n FROM big GROUP BY 1 ORDER BY 1", [])
+        assert out.column("n").to_pylist()[0] > 0
+        assert wh.query("SELECT current_setting('memory_limit')")[0][0] == configured
