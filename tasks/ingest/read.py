@@ -262,24 +262,37 @@ def count_rows(path: Path) -> int | None:
             return pq.ParquetFile(path).metadata.num_rows
         if path.suffix == ".gz":
             return None
-        n = 0
-        with path.open("rb") as f:
-            while chunk := f.read(1 << 24):
-                n += chunk.count(b"\n")
-        return n
+        return _read_whole(path)[1]
     except Exception:  # noqa: BLE001 - a progress total is a nicety
         return None
 
 
 def file_revision(path: Path) -> str:
     """A local file's revision: a hash of its bytes, so the same file read twice is the same revision."""
+    return _read_whole(path)[0]
+
+
+_WHOLE: dict[tuple[str, int, int], tuple[str, int]] = {}
+
+
+def _read_whole(path: Path) -> tuple[str, int]:
+    """(revision, newlines) of a file from one pass over its bytes, remembered while the file's size and
+    modification time stay the same: `curate ingest` hashed a file to find whether there is work, hashed it
+    again in its flow, then read it a third time to count rows for progress."""
     import hashlib
 
-    h = hashlib.blake2b(digest_size=10)
-    with Path(path).open("rb") as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
-    return "file:" + h.hexdigest()
+    st = Path(path).stat()
+    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _WHOLE:
+        h = hashlib.blake2b(digest_size=10)
+        lines = 0
+        with Path(path).open("rb") as f:
+            while chunk := f.read(1 << 22):
+                h.update(chunk)
+                lines += chunk.count(b"\n")
+        _WHOLE.clear()  # the last file only: a run reads one
+        _WHOLE[key] = ("file:" + h.hexdigest(), lines)
+    return _WHOLE[key]
 
 
 def resolve_hub_revision(hub_id: str, revision: str) -> str:

@@ -143,3 +143,17 @@ def test_hub_read_gives_up_with_a_clear_error(monkeypatch):
 def test_limit_rows():
     batches = [rd.RawBatch("train", _rows(4), list("abcd")), rd.RawBatch("train", _rows(4, 4), list("efgh"))]
     assert [len(b) for b in rd.limit_rows(iter(batches), 6)] == [4, 2]
+
+
+def test_revision_and_row_count_come_from_one_read_and_follow_the_file(tmp_path):
+    import hashlib
+    import os
+
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _rows(3)))
+    expected = "file:" + hashlib.blake2b(path.read_bytes(), digest_size=10).hexdigest()
+    assert rd.file_revision(path) == expected and rd.count_rows(path) == 3
+    path.write_text("".join(json.dumps(r) + "\n" for r in _rows(4)))
+    os.utime(path, ns=(1, 1))  # a new modification time as well as a new size
+    assert rd.count_rows(path) == 4
+    assert rd.file_revision(path) == "file:" + hashlib.blake2b(path.read_bytes(), digest_size=10).hexdigest() != expected
