@@ -88,10 +88,14 @@ def _check_encoding(head: bytes, path: Path) -> None:
         raise SourceReadError(f"{path}: the file looks UTF-16-encoded (NUL bytes between characters); convert it to UTF-8")
 
 
+# Every byte but "{" and "[": deleting them counts the opening brackets in one pass (two counts took twice as long).
+_NOT_OPENING = bytes(b for b in range(256) if b not in b"{[")
+
+
 def _row_of(obj: Any, strict: bool, text: bytes, position: str, batch: RawBatch) -> None:
     if isinstance(obj, dict):
         # A row with more brackets than the nesting limit may be nested too deep: walk it.
-        if not strict or text.count(b"{") + text.count(b"[") > MAX_DEPTH:
+        if not strict or len(text.translate(None, _NOT_OPENING)) > MAX_DEPTH:
             batch.deep_check.add(len(batch.rows))
         batch.rows.append(obj)
         batch.positions.append(position)
