@@ -201,17 +201,13 @@ class IngestStore(Connection):
         return ids, np.frombuffer(blob, dtype="<u4").reshape(len(ids), num_perm).copy()
 
     def _streamed(self, sql: str, params: list) -> pa.Table:
-        """A query's result, run under a quarter of the memory limit: DuckDB keeps the blocks it reads cached up
-        to its limit, and the near-duplicate look-up reads every band key and, spread over ~90k candidate docs a
-        batch at a million pairs, nearly every signature block (~1 GB), once per batch. Under the lower limit it
-        drops them as it goes; a query that needs more memory than that runs again under the full limit."""
-        (shown,) = self.con.execute("SELECT current_setting('memory_limit')").fetchone()
-        # what DuckDB cannot drop (indexes, hash tables) stays; table blocks get a quarter of the limit
-        (pinned,) = self.con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() "
-                                     "WHERE tag <> 'BASE_TABLE'").fetchone()
-        try:
-            lower = pinned + _bytes(shown) // 4
-        except ValueError:
+        """A query's result, run under a lower memory limit (`_streaming_limit`): DuckDB keeps the blocks it reads
+        cached up to its limit, and the near-duplicate look-up reads every band key and, spread over ~90k
+        candidate docs a batch at a million pairs, nearly every signature block (~1 GB), once per batch. Under the
+        lower limit it drops them as it goes; a query that needs more memory than that runs again under the full
+        limit, which is restored after."""
+        lower = self._streaming_limit()
+        if lower is None:
             return self.con.sql(sql, params=params).to_arrow_table()
         try:
             self.con.execute(f"SET memory_limit = '{lower}B'")
@@ -221,6 +217,19 @@ class IngestStore(Connection):
             return self.con.sql(sql, params=params).to_arrow_table()
         finally:
             self.con.execute(f"SET memory_limit = '{self.memory_limit}'")
+
+    def _streaming_limit(self) -> int | None:
+        """What DuckDB cannot drop now (indexes, hash tables) plus a quarter of its limit, in bytes; None when
+        that is no lower than the limit (or the limit is shown some other way)."""
+        (shown,) = self.con.execute("SELECT current_setting('memory_limit')").fetchone()
+        (pinned,) = self.con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() "
+                                     "WHERE tag <> 'BASE_TABLE'").fetchone()
+        try:
+            limit = _bytes(shown)
+        except ValueError:
+            return None
+        lower = pinned + limit // 4
+        return lower if lower < limit else None
 
     def upsert_eval_prompts(self, benchmark: str, rows: list[tuple[str, str]], revision: str) -> int:
         """Store (benchmark_id, prompt) rows; return how many were new."""
