@@ -49,16 +49,22 @@ def _mix64(x: np.ndarray) -> np.ndarray:
 def shingle_hashes(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(64-bit hash per shingle, doc offsets): shingles of doc i are hashes[offsets[i]:offsets[i+1]]."""
     pad = b"\0" * _PAD
-    docs = []
-    for text in texts:
-        # byte tables and `replace` run in C over the whole text: a numpy gather per byte measured slower
-        doc = text.encode("utf-8", "surrogatepass").translate(_LOWER_TABLE)
-        while len(folded := doc.replace(b"  ", b" ")) != len(doc):  # a run of spaces becomes one
-            doc = folded
-        docs.append(doc)
+    # a byte table in C over each whole text (a numpy gather per byte measured slower)
+    docs = [text.encode("utf-8", "surrogatepass").translate(_LOWER_TABLE) for text in texts]
     raw = pad.join(docs) + pad
     lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
     starts = np.concatenate(([0], np.cumsum(lengths + _PAD)[:-1]))
+    space = np.frombuffer(raw, dtype=np.uint8) == 32
+    runs = np.flatnonzero(space[1:] & space[:-1])
+    if len(runs):  # a run of spaces becomes one: only the few texts that have one are folded and joined again
+        for i in np.unique(np.searchsorted(starts, runs, side="right") - 1):
+            doc = docs[i]
+            while len(folded := doc.replace(b"  ", b" ")) != len(doc):
+                doc = folded
+            docs[i] = doc
+        raw = pad.join(docs) + pad
+        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        starts = np.concatenate(([0], np.cumsum(lengths + _PAD)[:-1]))
 
     cls = np.frombuffer(raw.translate(_CLASS_TABLE), dtype=np.uint8)
     # a shingle starts at a character that follows a separator, or at any wide character
