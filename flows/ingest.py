@@ -46,13 +46,16 @@ def _fewer_collections() -> Iterator[None]:
     What is alive before the batches is frozen (left out of every pass) and a pass waits for 50,000 new
     objects. Restored after."""
     thresholds = gc.get_threshold()
-    gc.freeze()
+    ours = gc.get_freeze_count() == 0  # someone else's frozen objects stay as they were
+    if ours:
+        gc.freeze()
     gc.set_threshold(50_000, *thresholds[1:])
     try:
         yield
     finally:
         gc.set_threshold(*thresholds)
-        gc.unfreeze()
+        if ours:
+            gc.unfreeze()
 
 
 @task(cache_policy=NO_CACHE)
