@@ -16,6 +16,7 @@ JUDGE_TEMPERATURE = 0.6
 JUDGE_TOP_P = 0.95
 JUDGE_MAX_TOKENS = 16_384
 JUDGE_MAX_MODEL_LEN = 40_000
+JUDGE_MAX_REPLY_BYTES = 8 * 2**20  # a 16,384-token answer with its trace is well under 1 MiB
 
 
 class MultiTurnPolicy(str, Enum):
@@ -66,7 +67,12 @@ class Settings(BaseSettings):
     judge_adaptive_margin: float = Field(1.0, ge=0.0, description="adaptive: |margin| at or below is borderline")
     judge_max_in_flight: int | None = Field(None, ge=1, description="hard upper bound on requests in flight per "
                                             "endpoint (unset: found from the server's /metrics or throughput)")
-    judge_request_timeout: float = Field(900.0, gt=0)
+    judge_request_timeout: float = Field(900.0, gt=0, description="seconds a request may live in all, its body "
+                                         "included")
+    judge_max_reply_bytes: int = Field(JUDGE_MAX_REPLY_BYTES, ge=4096, description="a reply body larger than this is `too_large`, "
+                                       "read no further")
+    judge_retry_after_max: float = Field(120.0, ge=0.0, description="the longest Retry-After (429 / 503) honoured, "
+                                         "in seconds")
     judge_max_retries: int = Field(4, ge=0, description="transient failures retried within a run")
     judge_max_attempts: int = Field(3, ge=1, description="answers without a verdict per judgment over all runs")
     judge_write_batch: int = Field(64, ge=1, description="judgments per warehouse write")

@@ -40,6 +40,7 @@ class JudgeSummary(TypedDict, total=False):
     skipped_exhausted: int
     requests: int
     retries: int
+    retry_after_waits: int  # retries of a 429 / 503 that waited as the server's Retry-After said
     tokens_in: int
     tokens_out: int
     seconds: float

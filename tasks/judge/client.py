@@ -5,7 +5,10 @@ when it has a free slot (vLLM's prefix cache then reuses the shared history), el
 Each endpoint holds as many requests as its concurrency controller allows (`concurrency.py`: found from
 vLLM's /metrics gauges, or from observed throughput; `max_in_flight` is a hard upper bound). Transient failures (429, 5xx, time-outs, connection
 errors) go back in the queue after an exponential back-off with jitter, to whichever endpoint is free;
-400s are final. An endpoint that fails `failure_threshold` times in a row is set aside for a cool-down
+400s are final; a 429 or 503 waits as long as its `Retry-After` says (up to `retry_after_max`). A request lives
+at most `request_timeout` seconds in all, a body trickling in included, and a reply body over
+`max_reply_bytes` is read no further (`too_large`). A reply of the wrong shape is a failed judgment
+(`bad_response:<what>`), never a crashed run. An endpoint that fails `failure_threshold` times in a row is set aside for a cool-down
 that doubles while it keeps failing. Parse failures are final for the run: they are stored with their
 reason and raw text, and retried by a later run.
 """
@@ -24,13 +27,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+import httpx2
 import openai
 import orjson
 
 from common.errors import UserError
+from common.settings import JUDGE_MAX_REPLY_BYTES
 from tasks.judge.concurrency import Concurrency, parse_vllm_gauges
 from tasks.judge.config import JudgeConfig
 from tasks.judge.genrm import ParseFailure, SideVerdict, Verdict, parse_completion, to_a_side
+from tasks.judge.replies import BadResponse, cap_text, read_completion, retry_after_seconds
 
 
 @dataclass(slots=True)
@@ -77,7 +83,9 @@ class ClientOptions:
     max_in_flight: int | None = None  # per endpoint, a hard upper bound; None: found from the server (concurrency.py)
     adapt: bool = True  # find the concurrency below max_in_flight; False: exactly max_in_flight
     metrics_poll: float = 0.1  # seconds between readings of the server's /metrics
-    request_timeout: float = 900.0  # seconds: a 16k-token reasoning trace takes minutes
+    request_timeout: float = 900.0  # seconds a request may live, body included: a 16k-token trace takes minutes
+    max_reply_bytes: int = JUDGE_MAX_REPLY_BYTES  # a larger reply body is `too_large`, read no further
+    retry_after_max: float = 120.0  # the longest `Retry-After` honoured (a longer one waits this long)
     max_retries: int = 4  # transient failures of one judgment in one run
     backoff_base: float = 1.0
     backoff_max: float = 60.0
@@ -98,6 +106,7 @@ class ClientStats:
     failed_answers: Counter = field(default_factory=Counter)  # answers that came back without a verdict
     transport_failures: Counter = field(default_factory=Counter)  # time-outs, 5xx, 429, connection errors
     retries: int = 0
+    retry_after_waits: int = 0  # 429 / 503 retries that waited as the server's Retry-After said
     tokens_in: int = 0
     tokens_out: int = 0
     first_response_at: float | None = None
@@ -105,13 +114,60 @@ class ClientStats:
     concurrency: dict[str, dict] = field(default_factory=dict)  # endpoint -> how its concurrency was found
 
 
+class ReplyTooLarge(Exception):
+    """A reply body past the cap: the rest of it is never read."""
+
+    def __init__(self, limit: int, seen: int):
+        super().__init__(f"reply body over {limit} bytes (stopped reading at {seen}); not read further")
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    """A response body stream that stops with `ReplyTooLarge` once more than `limit` bytes came in."""
+
+    def __init__(self, stream: Any, limit: int):
+        self.stream = stream
+        self.limit = limit
+
+    async def __aiter__(self):
+        seen = 0
+        async for chunk in self.stream:
+            seen += len(chunk)
+            if seen > self.limit:
+                raise ReplyTooLarge(self.limit, seen)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+def _cap_replies(limit: int) -> Callable[[Any], Any]:
+    """An httpx response hook: a declared length over `limit` is refused before reading, any other body is
+    cut off as soon as it passes `limit` (error bodies too: the openai package reads those itself)."""
+
+    async def hook(response: Any) -> None:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            await response.aclose()
+            raise ReplyTooLarge(limit, int(declared))
+        response.stream = _CappedStream(response.stream, limit)
+
+    return hook
+
+
+def _http_client(url: str, options: ClientOptions) -> Any:
+    client = options.http_client(url) if options.http_client else httpx2.AsyncClient(
+        timeout=options.request_timeout, limits=httpx2.Limits(max_connections=None, max_keepalive_connections=256))
+    client.event_hooks["response"].append(_cap_replies(options.max_reply_bytes))
+    # Uncompressed bodies: the cap then bounds what is held in memory, not what a compressed body expands to.
+    client.headers["Accept-Encoding"] = "identity"
+    return client
+
+
 class _Endpoint:
     def __init__(self, url: str, options: ClientOptions):
         self.url = url
-        self.client = openai.AsyncOpenAI(
-            base_url=url, api_key=options.api_key, max_retries=0, timeout=options.request_timeout,
-            **({"http_client": options.http_client(url)} if options.http_client else {}),
-        )
+        self.client = openai.AsyncOpenAI(base_url=url, api_key=options.api_key, max_retries=0,
+                                         timeout=options.request_timeout, http_client=_http_client(url, options))
         self.in_flight = 0
         fixed = options.max_in_flight is not None and not options.adapt
         self.concurrency = Concurrency(options.max_in_flight, mode="fixed" if fixed else "metrics")
@@ -127,9 +183,9 @@ class EndpointsDownError(UserError, RuntimeError):
     """Every endpoint failed again and again: the run stops, nothing is lost."""
 
 
-def _transient(err: Exception) -> tuple[bool, str]:
+def _transient(err: BaseException) -> tuple[bool, str]:
     """(worth retrying, failure reason) for a request error."""
-    if isinstance(err, openai.APITimeoutError):
+    if isinstance(err, (openai.APITimeoutError, TimeoutError)):
         return True, "timeout"
     if isinstance(err, openai.APIConnectionError):
         return True, "connection_error"
@@ -137,6 +193,30 @@ def _transient(err: Exception) -> tuple[bool, str]:
         code = err.status_code
         return (code == 429 or code >= 500), f"http_{code}"
     return False, f"client_error:{type(err).__name__}"
+
+
+def _cause(err: BaseException, kind: type) -> BaseException | None:
+    """`err` or the first exception of type `kind` in its cause / context chain."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, kind):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def _retry_after(err: BaseException, longest: float) -> float | None:
+    """The wait a 429 or 503 asked for in its `Retry-After` header, at most `longest` seconds."""
+    if not isinstance(err, openai.APIStatusError) or err.status_code not in (429, 503):
+        return None
+    wait = retry_after_seconds(err.response.headers.get("retry-after"))
+    return None if wait is None else min(wait, longest)
+
+
+def _error_text(err: BaseException) -> str:
+    text = str(err) or type(err).__name__
+    return text[:2000]
 
 
 class Dispatcher:
@@ -202,42 +282,65 @@ class Dispatcher:
         self.stats.last_request_sent_at = time.time()
         started = time.perf_counter()
         try:
-            raw = await endpoint.client.chat.completions.with_raw_response.create(
-                model=self.config.model,
-                messages=request.messages,  # custom roles pass through as plain dicts
-                temperature=self.config.temperature,
-                top_p=self.config.top_p,
-                max_tokens=self.config.max_tokens,
-                **({} if seed is None else {"seed": seed}),
-            )
-            body = orjson.loads(raw.http_response.content)  # skipping pydantic: measurably cheaper per request
+            # The whole life of the request, a body trickling in byte by byte included: httpx's own
+            # time-outs bound each read, not their sum.
+            async with asyncio.timeout(self.options.request_timeout):
+                raw = await endpoint.client.chat.completions.with_raw_response.create(
+                    model=self.config.model,
+                    messages=request.messages,  # custom roles pass through as plain dicts
+                    temperature=self.config.temperature,
+                    top_p=self.config.top_p,
+                    max_tokens=self.config.max_tokens,
+                    **({} if seed is None else {"seed": seed}),
+                )
+                data = raw.http_response.content
         except Exception as err:  # noqa: BLE001 - every failure is classified below
-            self._failed_request(request, endpoint, err, time.perf_counter() - started)
+            too_large = _cause(err, ReplyTooLarge)  # raised by the body cap, perhaps wrapped by the openai package
+            if too_large is None:
+                self._failed_request(request, endpoint, err, time.perf_counter() - started)
+            else:  # an answer came back, one too large to read: final, and it counts as an attempt
+                self._answered(request, endpoint, JudgeResult(
+                    request, "failed", failure_reason="too_large", error=str(too_large),
+                    latency_s=time.perf_counter() - started, endpoint=endpoint.url))
             return
-        request.attempts += 1  # an answer came back: it counts toward the judgment's attempt limit
+        self._answered(request, endpoint, self._result_from_data(request, endpoint, data, time.perf_counter() - started))
+
+    def _answered(self, request: JudgeRequest, endpoint: _Endpoint, result: JudgeResult) -> None:
+        """An answer came back (a verdict or not): it counts toward the judgment's attempt limit."""
+        request.attempts += 1
         endpoint.failures = 0
         endpoint.cooldown = self.options.cooldown
         endpoint.set_asides = 0
         if self.stats.first_response_at is None:
             self.stats.first_response_at = time.time()
-        result = self._result_from_body(request, endpoint, body, time.perf_counter() - started)
         endpoint.concurrency.on_completion(result.latency_s, endpoint.in_flight, time.monotonic())
         if result.status == "failed":  # it came back without a verdict: a parse failure or a truncation
             self.stats.failed_answers[result.failure_reason or "unknown"] += 1
         self._finish(result)
 
-    def _result_from_body(self, request: JudgeRequest, endpoint: _Endpoint, body: dict, latency: float) -> JudgeResult:
-        choice = (body.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
-        content = message.get("content")
-        reasoning = message.get("reasoning_content", message.get("reasoning"))
-        finish = choice.get("finish_reason")
-        usage = body.get("usage") or {}
-        parsed = parse_completion(content, finish, reasoning)
+    def _result_from_data(self, request: JudgeRequest, endpoint: _Endpoint, data: bytes, latency: float) -> JudgeResult:
+        """The judgment a reply body makes: a verdict, or a failure saying what was wrong with the reply."""
+        try:
+            body = orjson.loads(data)  # skipping pydantic: measurably cheaper per request
+        except orjson.JSONDecodeError as err:
+            return JudgeResult(request, "failed", failure_reason="bad_response:not_json",
+                               error=f"{err}; body began {data[:120]!r}", latency_s=latency, endpoint=endpoint.url)
+        try:
+            return self._result_from_body(request, endpoint, body, latency)
+        except Exception as err:  # noqa: BLE001 - a reply no rule foresaw is still one failed judgment
+            return JudgeResult(request, "failed", failure_reason="bad_response:unreadable",
+                               error=f"{type(err).__name__}: {str(err)[:500]}", latency_s=latency, endpoint=endpoint.url)
+
+    def _result_from_body(self, request: JudgeRequest, endpoint: _Endpoint, body: Any, latency: float) -> JudgeResult:
+        reply = read_completion(body)
+        if isinstance(reply, BadResponse):
+            return JudgeResult(request, "failed", failure_reason=reply.reason, error=reply.detail,
+                               raw_text=cap_text(orjson.dumps(body).decode()), latency_s=latency, endpoint=endpoint.url)
+        parsed = parse_completion(reply.content, reply.finish_reason, reply.reasoning)
         common = dict(
-            raw_text=content, reasoning=reasoning, finish_reason=finish, tokens_in=int(usage.get("prompt_tokens") or 0),
-            tokens_out=int(usage.get("completion_tokens") or 0), latency_s=latency, endpoint=endpoint.url,
-            served_model=body.get("model"),
+            raw_text=cap_text(reply.content), reasoning=cap_text(reply.reasoning), finish_reason=reply.finish_reason,
+            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=latency, endpoint=endpoint.url,
+            served_model=reply.model,
         )
         if isinstance(parsed, ParseFailure):
             return JudgeResult(request, "failed", failure_reason=parsed.reason, error=parsed.detail, **common)
@@ -246,6 +349,9 @@ class Dispatcher:
     def _failed_request(self, request: JudgeRequest, endpoint: _Endpoint, err: Exception, latency: float) -> None:
         retry, reason = _transient(err)
         self.stats.transport_failures[reason] += 1
+        wait = _retry_after(err, self.options.retry_after_max) if retry else None
+        if wait is not None:  # the server said when to come back: no new request goes there before then
+            endpoint.available_at = max(endpoint.available_at, time.monotonic() + wait)
         # A request sent before its endpoint was set aside does not count against it again.
         if retry and endpoint.available_at <= time.monotonic():
             endpoint.failures += 1
@@ -264,9 +370,11 @@ class Dispatcher:
                 endpoint.failures = 0
         if retry and request.requests - request.attempts <= self.options.max_retries:
             self.stats.retries += 1
-            heapq.heappush(self._delayed, (time.monotonic() + self._backoff(request.attempts), next(self._seq), request))
+            self.stats.retry_after_waits += wait is not None
+            delay = wait if wait is not None else self._backoff(request.attempts)
+            heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._seq), request))
             return
-        self._finish(JudgeResult(request, "failed", failure_reason=reason, error=str(err)[:2000], latency_s=latency,
+        self._finish(JudgeResult(request, "failed", failure_reason=reason, error=_error_text(err), latency_s=latency,
                                  endpoint=endpoint.url))
 
     def _finish(self, result: JudgeResult) -> None:
@@ -297,8 +405,6 @@ class Dispatcher:
     async def _watch_metrics(self, endpoint: _Endpoint) -> None:
         """Read the server's batch gauges while the run lasts; a server without them switches the endpoint
         to the observed-throughput controller."""
-        import httpx2
-
         control = endpoint.concurrency
         client = self.options.http_client(endpoint.url) if self.options.http_client else httpx2.AsyncClient(timeout=2.0)
         misses = 0

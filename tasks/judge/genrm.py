@@ -89,14 +89,30 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
+# A verdict is a small flat object: found in one linear pass. Nested verdicts are still accepted, through a
+# bounded fallback, so no answer (2 MB of unclosed braces, JSON nested thousands deep) costs more than
+# a few milliseconds or blows Python's recursion limit.
+_FLAT_OBJECT = re.compile(r"\{[^{}]*\}")
+_FALLBACK_STARTS = 64  # the last `{` positions tried by the nested fallback
+_FALLBACK_WINDOW = 8192  # characters a nested verdict may span
+
+
+def _verdict_object(candidate: str) -> dict[str, Any] | None:
+    try:
+        obj, _ = _DECODER.raw_decode(candidate)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) and all(k in obj for k in _KEYS) else None
+
+
 def _last_verdict_object(text: str) -> dict[str, Any] | None:
     """The last JSON object in `text` that has the three verdict keys (fences and prose around it ignored)."""
-    for start in reversed([m.start() for m in re.finditer(r"\{", text)]):
-        try:
-            obj, _ = _DECODER.raw_decode(text, start)
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and all(k in obj for k in _KEYS):
+    for match in reversed(list(_FLAT_OBJECT.finditer(text))):
+        if '"ranking"' in match.group() and (obj := _verdict_object(match.group())) is not None:
+            return obj
+    tail = text[-_FALLBACK_WINDOW * 4:]
+    for start in [m.start() for m in re.finditer(r"\{", tail)][-_FALLBACK_STARTS:][::-1]:
+        if (obj := _verdict_object(tail[start:start + _FALLBACK_WINDOW])) is not None:
             return obj
     return None
 

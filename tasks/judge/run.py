@@ -231,6 +231,7 @@ def judge_pairs(
         "skipped_exhausted": plan.exhausted,
         "requests": stats.requests,
         "retries": stats.retries,
+        "retry_after_waits": stats.retry_after_waits,
         "tokens_in": stats.tokens_in,
         "tokens_out": stats.tokens_out,
         "seconds": round(seconds, 3),
@@ -263,7 +264,8 @@ def run_judging(pairs: list[PairText], states: States, done: Plan, targets: list
     if limits:
         (log or _log).info("endpoint limits (Prefect global concurrency): %s", limits)
     options = ClientOptions(max_in_flight=settings.judge_max_in_flight, request_timeout=settings.judge_request_timeout,
-                            max_retries=settings.judge_max_retries)
+                            max_retries=settings.judge_max_retries, max_reply_bytes=settings.judge_max_reply_bytes,
+                            retry_after_max=settings.judge_retry_after_max)
     total = sum(len(strategy.initial()) for _ in pairs)
     summary = judge_pairs(
         pairs, endpoints=targets, config=config, strategy=strategy, options=options, states=states,
