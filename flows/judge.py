@@ -20,7 +20,15 @@ from flows.runs import current_run_id
 from schemas.summaries import JudgeSummary
 from tasks.judge.config import JudgeConfig
 from tasks.judge.endpoints import EndpointCheckError
-from tasks.judge.exchange import Exchange, Heartbeat, ResultWriter, fold_results, read_work, results_dir
+from tasks.judge.exchange import (
+    Exchange,
+    Heartbeat,
+    ResultWriter,
+    fold_results,
+    plan_secret_key,
+    read_work,
+    results_dir,
+)
 from tasks.judge.run import run_judging, split_pending
 from tasks.judge.strategies import Strategy
 from tasks.judge.targets import checked_targets, judge_config_from, judge_targets
@@ -104,7 +112,7 @@ def judge_worker(
     pairs = [p for p in shard.pairs if p[0] in keep]
     server, targets = judge_targets(endpoints, launch, port, settings, config)
     run_id = current_run_id()
-    writer = ResultWriter(ex, out, run_id)
+    writer = ResultWriter(ex, out, run_id, plan_secret_key(shard.plan_id))
     record = {"run_id": run_id, "judge_config_id": config.id, "strategy": plan.label, "endpoints": targets,
               "shard": shard.shard, "started_at": datetime.now(timezone.utc).replace(tzinfo=None), "status": "running"}
     writer.record(record)

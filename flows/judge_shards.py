@@ -26,8 +26,6 @@ from tasks.judge.config import config_record
 from tasks.judge.exchange import (
     Exchange,
     HeartbeatWatch,
-    read_result,
-    result_files,
     results_dir,
     run_records,
     shard_label,
@@ -35,6 +33,7 @@ from tasks.judge.exchange import (
     write_work,
 )
 from tasks.judge.exchange import plan_id as make_plan_id
+from tasks.judge.merge import merge_exchange_into
 from tasks.judge.run import as_states, split_pending
 from tasks.judge.shards import pair_bucket, pairs_of_shard
 from tasks.judge.strategies import Strategy
@@ -63,24 +62,11 @@ class ShardRun:
 
 
 @task(cache_policy=NO_CACHE)
-def merge_exchange(warehouse: str, exchange: str) -> dict[str, int]:
-    """Merge every worker batch file not merged yet, and the workers' run records. Idempotent: a file
-    is merged once (by its path), and merging the same judgments again changes nothing."""
-    ex = Exchange(exchange)
+def merge_exchange(warehouse: str, exchange: str) -> dict[str, Any]:
+    """Merge every worker batch file not merged yet, and the workers' run records, checked against their plans
+    (what fails is rejected or moved aside, and reported). Idempotent: a file is merged once (by its path)."""
     with Warehouse(warehouse) as wh:
-        done = wh.merged_file_keys()
-        merged = rows = 0
-        for f in result_files(ex):
-            if f.key in done:
-                continue
-            table, digest = read_result(ex, f)
-            if wh.merge_result_file(f.key, digest, table):
-                merged += 1
-                rows += table.num_rows
-        records = run_records(ex)
-        for record in records:
-            wh.record_judge_run(record)
-    return {"files": merged, "rows": rows, "run_records": len(records)}
+        return merge_exchange_into(wh, Exchange(exchange)).as_dict()
 
 
 @task(cache_policy=NO_CACHE)

@@ -11,6 +11,10 @@ import pyarrow as pa
 from warehouse.connection import JUDGMENT_TABLES, Connection, _now
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 class JudgingStore(Connection):
     """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
 
@@ -69,19 +73,39 @@ class JudgingStore(Connection):
     def merged_file_keys(self) -> set[str]:
         return {r[0] for r in self.con.execute("SELECT file_key FROM merged_result_files").fetchall()}
 
-    def merge_result_file(self, key: str, digest: str, rows: pa.Table) -> bool:
-        """Merge one worker batch file and remember it, in one transaction. False if it was merged before
-        (a file merged under the same key with other bytes is an error: files are never rewritten)."""
+    def merge_result_file(self, key: str, digest: str, rows: pa.Table,
+                          rejects: list[tuple[dict[str, Any], str]] = ()) -> str:
+        """Merge one worker batch file's checked rows, its rejected rows and the fact that it was merged, in one
+        transaction. Returns `merged`, `seen` (merged before with the same bytes) or `rewritten` (merged before
+        with other bytes: files are never rewritten, so nothing of it is merged)."""
         with self.transaction():
             seen = self.con.execute("SELECT digest FROM merged_result_files WHERE file_key = ?", [key]).fetchone()
             if seen is not None:
-                if seen[0] != digest:
-                    raise ValueError(f"{key} was merged before with other content ({seen[0]} != {digest})")
-                return False
+                return "seen" if seen[0] == digest else "rewritten"
             if rows.num_rows:
                 self._upsert_judgments(rows)
+            if rejects:
+                now = _now()
+                self._insert("exchange_rejects", pa.table({
+                    "file_key": [key] * len(rejects), "pair_id": [_text(r.get("pair_id")) for r, _ in rejects],
+                    "order": [_text(r.get("order")) for r, _ in rejects],
+                    "sample_index": pa.array([r.get("sample_index") if isinstance(r.get("sample_index"), int) else None
+                                              for r, _ in rejects], pa.int32()),
+                    "reason": [why for _, why in rejects],
+                    "row_json": [json.dumps(r, default=str)[:100_000] for r, _ in rejects],
+                    "rejected_at": [now] * len(rejects)}))
             self.con.execute("INSERT INTO merged_result_files VALUES (?, ?, ?, ?)", [key, digest, rows.num_rows, _now()])
-        return True
+        return "merged"
+
+    def record_quarantined_file(self, key: str, moved_to: str, reason: str) -> None:
+        self.con.execute("INSERT INTO exchange_quarantine VALUES (?, ?, ?, ?)", [key, moved_to, reason, _now()])
+
+    def exchange_rejects(self) -> dict[str, int]:
+        """Rejected exchange rows by reason, and quarantined files (`file:` prefix), over all merges."""
+        rows = self.con.execute("SELECT reason, count(*) FROM exchange_rejects GROUP BY 1 UNION ALL "
+                                "SELECT 'file: ' || reason, count(*) FROM exchange_quarantine GROUP BY 1 "
+                                "ORDER BY 2 DESC, 1").fetchall()
+        return {r: n for r, n in rows}
 
     def served_models(self, run_id: str, table: str = "judgments") -> list[str]:
         """The model names servers answered with in a judge run (a stand-in says SIMULATED here)."""

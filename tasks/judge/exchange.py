@@ -9,9 +9,15 @@ file appears whole or not at all: a local file is written to a temporary name an
 one PUT.
 
     <root>/plans/<plan_id>/shard-<i>-of-<n>.parquet                      the work of one shard
-    <root>/results/<plan_id>/shard-<i>-of-<n>/<run_id>-<seq>.parquet     judgments, one file per batch
+    <root>/results/<plan_id>/shard-<i>-of-<n>/<run_id>-<seq>[.<sig>].parquet   judgments, one file per batch
     <root>/results/<plan_id>/shard-<i>-of-<n>/<run_id>.run.json          the worker run's record
     <root>/results/<plan_id>/shard-<i>-of-<n>/<run_id>.heartbeat         rewritten while the worker lives
+    <root>/quarantine/<path of a file>(.reason)                          what the merge could not trust
+
+Nothing read back is trusted (`exchange_checks.py`): every row is checked against its shard's plan before it
+is merged, an unreadable or forged file is moved aside under `quarantine/` with its reason, and with a key
+shared by the orchestrator and the workers (`CURATE_JUDGE_EXCHANGE_KEY`) result files and run records are
+signed per plan and unsigned ones refused.
 
 Liveness never reads modification times (clocks and timestamps differ across hosts and object stores): a
 heartbeat holds a counter the worker increments, and the orchestrator notes, on its own clock, when it last
@@ -28,7 +34,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -40,7 +48,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common.errors import InvalidInputError, NotFoundError
+from tasks.judge.config import JudgeConfig
+from tasks.judge.exchange_checks import (
+    KEY_ENV,
+    ShardPlan,
+    plan_key,
+    record_signature,
+    signature,
+)
 from tasks.judge.run import JUDGMENT_SCHEMA, JudgmentState, PairText, States
+from tasks.judge.strategies import Strategy
+
+_log = logging.getLogger(__name__)
 
 STATE_TYPE = pa.list_(pa.struct([
     ("order", pa.string()), ("sample_index", pa.int32()), ("status", pa.string()), ("attempts", pa.int32()),
@@ -79,6 +98,12 @@ def storage_options() -> dict[str, Any]:
     if not isinstance(options, dict):
         raise InvalidInputError("the exchange's storage options must be a JSON object")
     return options
+
+
+def shared_secret() -> str | None:
+    """The key the orchestrator and its GPU workers share to sign the exchange (`CURATE_JUDGE_EXCHANGE_KEY`);
+    None: files are checked against their plans but not authenticated."""
+    return os.environ.get(KEY_ENV) or None
 
 
 class Exchange:
@@ -132,6 +157,18 @@ class Exchange:
     def exists(self, path: str) -> bool:
         return self.fs.exists(path)
 
+    def move_aside(self, path: str, reason: str) -> str:
+        """Move a file the merge cannot trust to `quarantine/` (its path kept below), with its reason beside
+        it; returns where it went. Later merges never list it again."""
+        target = self.path("quarantine", self.relative(path))
+        try:
+            self.put(target, self.get(path))
+        except FileNotFoundError:
+            pass
+        self.put(target + ".reason", reason.encode())
+        self.fs.rm_file(path)
+        return target
+
     def glob(self, pattern: str) -> list[str]:
         """Matching paths, sorted; a local temporary file (a write in progress) is never listed."""
         self.fs.invalidate_cache()  # object listings are cached by fsspec: other hosts write here
@@ -159,6 +196,19 @@ def _parquet_bytes(table: pa.Table, **kwargs: Any) -> bytes:
 
 def _read_parquet(ex: Exchange, path: str) -> pa.Table:
     return pq.read_table(io.BytesIO(ex.get(path)))
+
+
+def shard_plan(ex: Exchange, plan: str, label: str) -> ShardPlan | None:
+    """What the orchestrator planned for one shard (from its work file), or None when there is no such plan."""
+    match = re.fullmatch(r"shard-(\d+)-of-(\d+)", label)
+    path = work_path(ex, plan, int(match.group(1)), int(match.group(2))) if match else None
+    if path is None or not ex.exists(path):
+        return None
+    data = pq.read_table(io.BytesIO(ex.get(path)), columns=["pair_id"])
+    meta = json.loads(data.schema.metadata[b"curator.shard_work"])
+    slots = Strategy.parse(meta["strategy"]).all_slots()
+    return ShardPlan(plan, JudgeConfig(**meta["config"]).id, frozenset(slots),
+                     frozenset(data.column("pair_id").to_pylist()))
 
 
 @dataclass(frozen=True)
@@ -227,10 +277,16 @@ def _state(row: dict[str, Any]) -> JudgmentState:
 
 def fold_results(states: States, ex: Exchange, folder: str) -> int:
     """Overlay the judgments already written in `folder` (by an earlier attempt at this shard) onto
-    `states`, as the warehouse would merge them: an 'ok' is final, else the most attempts. Returns files read."""
+    `states`, as the warehouse would merge them: an 'ok' is final, else the most attempts. Returns files read;
+    one that cannot be read is left to the merge (which moves it aside): its judgments are asked again."""
     files = ex.glob(f"{folder}/*.parquet")
     for f in files:
-        table = _read_parquet(ex, f)
+        try:
+            table = _read_parquet(ex, f)
+        except Exception as err:  # noqa: BLE001 - a damaged file must not stop the shard
+            _log.warning("result file %s is unreadable (%s: %s); its judgments are asked again", ex.url_of(f),
+                         type(err).__name__, str(err)[:200])
+            continue
         for r in table.select([c for c in ("pair_id", "order", "sample_index", *_STATE_FIELDS)
                                if c in table.column_names]).to_pylist():
             key = (r["pair_id"], r["order"], r["sample_index"])
@@ -242,12 +298,14 @@ def fold_results(states: States, ex: Exchange, folder: str) -> int:
 
 
 class ResultWriter:
-    """Writes a worker's judgment batches as numbered Parquet files in its shard's results folder."""
+    """Writes a worker's judgment batches as numbered Parquet files in its shard's results folder, signed in
+    their names when the worker holds the exchange key (`key`: the plan's, from `plan_key`)."""
 
-    def __init__(self, ex: Exchange, folder: str, run_id: str):
+    def __init__(self, ex: Exchange, folder: str, run_id: str, key: bytes | None = None):
         self.ex = ex
         self.folder = folder
         self.run_id = run_id
+        self.key = key
         self.seq = 0
         self.rows = 0
 
@@ -255,12 +313,17 @@ class ResultWriter:
         if table.num_rows == 0:
             return
         self.seq += 1
-        self.ex.put(f"{self.folder}/{self.run_id}-{self.seq:05d}.parquet", _parquet_bytes(table.cast(JUDGMENT_SCHEMA)))
+        data = _parquet_bytes(table.cast(JUDGMENT_SCHEMA))
+        signed = f".{signature(self.key, data)}" if self.key else ""
+        self.ex.put(f"{self.folder}/{self.run_id}-{self.seq:05d}{signed}.parquet", data)
         self.rows += table.num_rows
 
     def record(self, data: dict[str, Any]) -> None:
         """The run's record (started, then finished), merged into judge_runs with its judgments."""
-        self.ex.put(f"{self.folder}/{self.run_id}.run.json", json.dumps(data, default=str, indent=1).encode())
+        data = json.loads(json.dumps(data, default=str))  # as it will be read back
+        if self.key:
+            data["signature"] = record_signature(self.key, data)
+        self.ex.put(f"{self.folder}/{self.run_id}.run.json", json.dumps(data, indent=1).encode())
 
 
 class Heartbeat:
@@ -320,10 +383,20 @@ class HeartbeatWatch:
         return latest
 
 
+_RESULT_NAME = re.compile(r"(?P<run>.+)-(?P<seq>\d{5})(?:\.(?P<sig>[0-9a-f]+))?\.parquet")
+
+
 @dataclass(frozen=True)
 class ResultFile:
     key: str  # path relative to the exchange root: the merge's identity for this file
     path: str
+
+    @property
+    def parts(self) -> tuple[str, str, str | None, str | None]:
+        """(plan id, shard label, the worker run that wrote it, its signature): None where the name says none."""
+        _, plan, label, name = self.key.split("/")
+        match = _RESULT_NAME.fullmatch(name)
+        return plan, label, match.group("run") if match else None, match.group("sig") if match else None
 
 
 def result_files(ex: Exchange) -> list[ResultFile]:
@@ -331,11 +404,32 @@ def result_files(ex: Exchange) -> list[ResultFile]:
     return [ResultFile(ex.relative(p), p) for p in ex.glob(ex.path("results", "*", "*", "*.parquet"))]
 
 
+def file_digest(data: bytes) -> str:
+    """The digest a merged file is remembered by."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def read_result(ex: Exchange, f: ResultFile) -> tuple[pa.Table, str]:
     """A result file's judgments and the digest of its bytes (read once)."""
     data = ex.get(f.path)
-    return pq.read_table(io.BytesIO(data)), hashlib.blake2b(data, digest_size=16).hexdigest()
+    return pq.read_table(io.BytesIO(data)), file_digest(data)
+
+
+def run_record_files(ex: Exchange) -> list[str]:
+    return ex.glob(ex.path("results", "*", "*", "*.run.json"))
 
 
 def run_records(ex: Exchange) -> list[dict[str, Any]]:
-    return [json.loads(ex.get(p)) for p in ex.glob(ex.path("results", "*", "*", "*.run.json"))]
+    """The workers' run records that can be read (the merge moves the others aside)."""
+    records = []
+    for path in run_record_files(ex):
+        try:
+            records.append(json.loads(ex.get(path)))
+        except (ValueError, FileNotFoundError):
+            continue
+    return records
+
+
+def plan_secret_key(plan: str) -> bytes | None:
+    secret = shared_secret()
+    return plan_key(secret, plan) if secret else None

@@ -76,7 +76,8 @@ def test_shards_judged_from_work_files_merge_once(tmp_path, ingested):
     assert merged["rows"] == 2 * n and merged["files"] == len(result_files(Exchange(exchange))) and merged["run_records"] == 3
     after = _judgments(path)
     assert len(after) == 2 * n and {r[3] for r in after} == {"ok"}
-    assert merge_exchange(path, exchange) == {"files": 0, "rows": 0, "run_records": 3}
+    assert merge_exchange(path, exchange) == {"files": 0, "rows": 0, "run_records": 3, "rejected_rows": {},
+                                              "quarantined": [], "authenticated": False}
     assert _judgments(path) == after
     with Warehouse(path, read_only=True) as wh:
         assert sorted(wh.query("SELECT shard, status FROM judge_runs")) == [("0/3", "completed"), ("1/3", "completed"),

@@ -26,13 +26,15 @@ def _state(wh):
 def test_a_file_merges_once_and_a_replay_changes_nothing(warehouse_path):
     rows = _rows(("p1", "ok", 1, "r1"), ("p2", "failed", 1, "r1"))
     with Warehouse(warehouse_path) as wh:
-        assert wh.merge_result_file("results/x/shard-0-of-1/r1-00001.parquet", "d1", rows)
+        assert wh.merge_result_file("results/x/shard-0-of-1/r1-00001.parquet", "d1", rows) == "merged"
         first = _state(wh)
-        assert not wh.merge_result_file("results/x/shard-0-of-1/r1-00001.parquet", "d1", rows)
+        assert wh.merge_result_file("results/x/shard-0-of-1/r1-00001.parquet", "d1", rows) == "seen"
         assert _state(wh) == first
         assert wh.merged_file_keys() == {"results/x/shard-0-of-1/r1-00001.parquet"}
-        with pytest.raises(ValueError, match="merged before with other content"):
-            wh.merge_result_file("results/x/shard-0-of-1/r1-00001.parquet", "d2", rows)
+        # the same name with other bytes: nothing of it is merged
+        assert wh.merge_result_file("results/x/shard-0-of-1/r1-00001.parquet", "d2", _rows(("p3", "ok", 1, "r1"))) \
+            == "rewritten"
+        assert _state(wh) == first
 
 
 @pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0)])

@@ -1,0 +1,142 @@
+"""Merging the judge exchange into the warehouse, trusting nothing in it.
+
+Each result file not merged yet is read once; a file that cannot be read, names no known plan, carries no
+valid signature (when the exchange is keyed) or was rewritten after it was merged is moved aside under
+`quarantine/` with one warning, and the merge goes on: no single file can block later merges. The rows of a
+readable file are checked against their shard's plan (`exchange_checks.py`): the good ones are merged, the
+others are stored in `exchange_rejects` with their reason, never as verdicts. Run records likewise.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tasks.judge.exchange import (
+    Exchange,
+    ResultFile,
+    file_digest,
+    result_files,
+    run_record_files,
+    shard_plan,
+    shared_secret,
+)
+from tasks.judge.exchange_checks import (
+    ShardPlan,
+    plan_key,
+    record_signature,
+    run_record_problem,
+    signature_holds,
+    split_rows,
+)
+from tasks.judge.run import JUDGMENT_SCHEMA
+from warehouse.store import Warehouse
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class MergeReport:
+    files: int = 0  # result files merged by this call
+    rows: int = 0  # judgment rows merged
+    run_records: int = 0
+    rejected_rows: Counter = field(default_factory=Counter)  # reason -> rows not merged
+    quarantined: list[dict[str, str]] = field(default_factory=list)  # files moved aside: file, reason
+    authenticated: bool = False  # result files and run records had to carry the plan's signature
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"files": self.files, "rows": self.rows, "run_records": self.run_records,
+                "rejected_rows": dict(self.rejected_rows.most_common()), "quarantined": self.quarantined,
+                "authenticated": self.authenticated}
+
+
+class _Merge:
+    def __init__(self, wh: Warehouse, ex: Exchange, secret: str | None):
+        self.wh, self.ex, self.secret = wh, ex, secret
+        self.report = MergeReport(authenticated=secret is not None)
+        self._plans: dict[tuple[str, str], ShardPlan | None] = {}
+
+    def quarantine(self, path: str, reason: str) -> None:
+        key = self.ex.relative(path)
+        moved = self.ex.move_aside(path, reason)
+        self.wh.record_quarantined_file(key, self.ex.relative(moved), reason)
+        self.report.quarantined.append({"file": key, "reason": reason})
+        _log.warning("judge exchange: %s moved aside to %s: %s", key, self.ex.relative(moved), reason)
+
+    def plan(self, plan_id: str, label: str) -> ShardPlan | None:
+        if (plan_id, label) not in self._plans:
+            try:
+                self._plans[(plan_id, label)] = shard_plan(self.ex, plan_id, label)
+            except Exception:  # noqa: BLE001 - an unreadable plan validates nothing
+                self._plans[(plan_id, label)] = None
+        return self._plans[(plan_id, label)]
+
+    def signed(self, plan_id: str, data: bytes, claimed: str | None) -> bool:
+        return self.secret is None or signature_holds(plan_key(self.secret, plan_id), data, claimed)
+
+    def result_file(self, f: ResultFile) -> None:
+        plan_id, label, run_id, claimed = f.parts
+        try:
+            data = self.ex.get(f.path)
+        except FileNotFoundError:
+            return  # moved or removed since it was listed
+        if run_id is None:
+            return self.quarantine(f.path, "not a result file name (<run_id>-<seq>[.<signature>].parquet)")
+        if not self.signed(plan_id, data, claimed):
+            return self.quarantine(f.path, "no valid signature for its plan (CURATE_JUDGE_EXCHANGE_KEY)")
+        plan = self.plan(plan_id, label)
+        if plan is None:
+            return self.quarantine(f.path, f"no plan {plan_id} {label} in the exchange to check it against")
+        try:
+            table = pq.read_table(io.BytesIO(data))
+            table = table.select(JUDGMENT_SCHEMA.names).cast(JUDGMENT_SCHEMA)
+        except Exception as err:  # noqa: BLE001 - truncated, corrupt, or not judgments at all
+            return self.quarantine(f.path, f"unreadable as judgments ({type(err).__name__}: {str(err)[:200]})")
+        good, rejected = split_rows(table, plan, run_id)
+        digest = file_digest(data)
+        outcome = self.wh.merge_result_file(f.key, digest, good, rejected)
+        if outcome == "rewritten":
+            return self.quarantine(f.path, "rewritten after it was merged (files are written once)")
+        if outcome == "merged":
+            self.report.files += 1
+            self.report.rows += good.num_rows
+            self.report.rejected_rows.update(reason for _, reason in rejected)
+            if rejected:
+                _log.warning("judge exchange: %d rows of %s rejected (%s)", len(rejected), f.key,
+                             ", ".join(f"{r}: {n}" for r, n in Counter(r for _, r in rejected).most_common()))
+
+    def run_record(self, path: str) -> None:
+        try:
+            record = json.loads(self.ex.get(path))
+        except FileNotFoundError:
+            return
+        except ValueError as err:
+            return self.quarantine(path, f"run record is not JSON ({str(err)[:120]})")
+        problem = run_record_problem(record)
+        if problem is not None:
+            return self.quarantine(path, f"run record: {problem}")
+        plan_id = self.ex.relative(path).split("/")[1]
+        if self.secret is not None and record.get("signature") != record_signature(plan_key(self.secret, plan_id),
+                                                                                    record):
+            return self.quarantine(path, "run record: no valid signature for its plan (CURATE_JUDGE_EXCHANGE_KEY)")
+        self.wh.record_judge_run(record)
+        self.report.run_records += 1
+
+
+def merge_exchange_into(wh: Warehouse, ex: Exchange, secret: str | None = None) -> MergeReport:
+    """Merge every result file and run record of `ex` not merged yet (see the module's notes)."""
+    merge = _Merge(wh, ex, shared_secret() if secret is None else secret or None)
+    done = wh.merged_file_keys()
+    for f in result_files(ex):
+        if f.key not in done:
+            merge.result_file(f)
+    for path in run_record_files(ex):
+        merge.run_record(path)
+    return merge.report

@@ -1,0 +1,186 @@
+"""The exchange is checked, never trusted: a tampered exchange (local folder and S3-compatible server) merges
+what answers its plan, rejects or moves aside the rest with a reason, and never blocks a later merge."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import asdict
+from datetime import datetime
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tasks.judge.client import JudgeRequest, JudgeResult
+from tasks.judge.config import JudgeConfig
+from tasks.judge.exchange import Exchange, ResultWriter, results_dir, work_path, write_work
+from tasks.judge.exchange_checks import ShardPlan, plan_key, row_problem
+from tasks.judge.genrm import Verdict, build_messages, to_a_side
+from tasks.judge.merge import merge_exchange_into
+from tasks.judge.run import JUDGMENT_SCHEMA, results_table
+from warehouse.store import Warehouse
+
+CONFIG = JudgeConfig()
+PAIRS = [(f"p{i}", [{"role": "user", "content": f"q{i}"}], f"A{i}", f"B{i}") for i in range(4)]
+PLAN, LABEL, RUN = "plan1", "shard-0-of-1", "run-a"
+
+
+def _result(pair_id: str, order: str = "ab", verdict: Verdict | None = Verdict(4, 2, 2)) -> JudgeResult:
+    request = JudgeRequest(pair_id, order, 0, build_messages(PAIRS[0][1], "a", "b", order))
+    request.attempts = request.requests = 1
+    if verdict is None:
+        return JudgeResult(request, "failed", failure_reason="no_json", raw_text="??")
+    return JudgeResult(request, "ok", verdict=verdict, side=to_a_side(verdict, order), raw_text="ok")
+
+
+def _table(*results: JudgeResult, run: str = RUN) -> pa.Table:
+    return results_table(list(results), CONFIG.id, run)
+
+
+def _exchange(url) -> Exchange:
+    ex = Exchange(url)
+    write_work(ex, work_path(ex, PLAN, 0, 1), plan=PLAN, shard="0/1", config=asdict(CONFIG), strategy="swap",
+               pairs=PAIRS, states={})
+    return ex
+
+
+def _record(status: str = "completed") -> dict:
+    return {"run_id": RUN, "judge_config_id": CONFIG.id, "strategy": "swap", "endpoints": ["http://x/v1"],
+            "shard": "0/1", "started_at": str(datetime(2026, 1, 1)), "status": status}
+
+
+def _ok_pairs(wh: Warehouse) -> set[tuple[str, str]]:
+    return {(p, o) for p, o in wh.query("SELECT pair_id, \"order\" FROM judgments WHERE status = 'ok'")}
+
+
+def _tamper_and_merge(ex: Exchange, warehouse, secret: str | None = None) -> tuple[dict, dict]:
+    """A worker's honest files, then forged, incoherent, truncated and corrupt ones beside them."""
+    folder = results_dir(ex, PLAN, LABEL)
+    key = plan_key(secret, PLAN) if secret else None
+    writer = ResultWriter(ex, folder, RUN, key)
+    writer.write(_table(_result("p0"), _result("p0", "ba"), _result("p1", verdict=None)))
+    writer.record(_record())
+    # a row for a pair no plan holds, with an impossible margin, beside an honest one
+    forged = _table(_result("p2"), _result("ghost")).to_pylist()
+    forged[1]["margin_a"] = 99.0
+    writer.write(pa.Table.from_pylist(forged, schema=JUDGMENT_SCHEMA))
+    # a planned pair whose A-side fields do not follow from its verdict; another run's name on a row
+    bad = _table(_result("p3"), _result("p3", "ba")).to_pylist()
+    bad[0]["margin_a"], bad[1]["judge_run_id"] = -2.5, "someone-else"
+    ex.put(f"{folder}/{RUN}-00003{'.' + _sig(key, bad) if key else ''}.parquet", _bytes(bad))
+    # a truncated result file and a corrupt run record
+    whole = _bytes(_table(_result("p1", "ba")).to_pylist())
+    ex.put(f"{folder}/{RUN}-00004.parquet", whole[: len(whole) // 2])
+    ex.put(f"{folder}/other-run.run.json", b'{"run_id": "other-run", "status": ')
+    with Warehouse(warehouse) as wh:
+        report = merge_exchange_into(wh, ex, secret or "").as_dict()
+        again = merge_exchange_into(wh, ex, secret or "").as_dict()
+        assert _ok_pairs(wh) == {("p0", "ab"), ("p0", "ba"), ("p2", "ab")}  # nothing forged is a verdict
+        assert wh.query("SELECT count(*) FROM judgments WHERE pair_id = 'ghost' OR pair_id = 'p3'") == [(0,)]
+        assert wh.query("SELECT status FROM judge_runs WHERE run_id = ?", [RUN]) == [("completed",)]
+        assert wh.exchange_rejects()["not_planned"] == 1
+    return report, again
+
+
+def _bytes(rows: list[dict]) -> bytes:
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=JUDGMENT_SCHEMA), buffer)
+    return buffer.getvalue()
+
+
+def _sig(key: bytes, rows: list[dict]) -> str:
+    from tasks.judge.exchange_checks import signature
+
+    return signature(key, _bytes(rows))
+
+
+def test_a_tampered_local_exchange_merges_only_what_answers_its_plan(tmp_path):
+    ex = _exchange(tmp_path / "exchange")
+    report, again = _tamper_and_merge(ex, tmp_path / "w.duckdb")
+    assert report["rows"] == 4 and report["files"] == 3  # p0 ab/ba, p1 failed, p2: the honest rows only
+    assert report["rejected_rows"] == {"not_planned": 1, "bad_verdict": 1, "wrong_run": 1}
+    assert sorted(q["file"].rsplit("/", 1)[1] for q in report["quarantined"]) == ["other-run.run.json",
+                                                                                 "run-a-00004.parquet"]
+    # moved aside with its reason: a later merge neither reads it again nor fails on it
+    quarantined = tmp_path / "exchange" / "quarantine" / "results" / PLAN / LABEL
+    assert (quarantined / "run-a-00004.parquet.reason").read_text().startswith("unreadable as judgments")
+    assert not (tmp_path / "exchange" / "results" / PLAN / LABEL / "run-a-00004.parquet").exists()
+    assert again == {"files": 0, "rows": 0, "run_records": 1, "rejected_rows": {}, "quarantined": [],
+                     "authenticated": False}
+
+
+def test_a_file_rewritten_after_its_merge_merges_nothing(tmp_path, monkeypatch):
+    ex = _exchange(tmp_path / "exchange")
+    folder = results_dir(ex, PLAN, LABEL)
+    ResultWriter(ex, folder, RUN).write(_table(_result("p0")))
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        assert merge_exchange_into(wh, ex, "").rows == 1
+        ex.put(f"{folder}/{RUN}-00001.parquet", _bytes(_table(_result("p1")).to_pylist()))
+        assert merge_exchange_into(wh, ex, "").rows == 0  # a merged name is never read again
+        # rewritten while a merge listed it (the race): moved aside, nothing of it merged
+        monkeypatch.setattr(wh, "merged_file_keys", lambda: set())
+        report = merge_exchange_into(wh, ex, "")
+        assert [q["reason"] for q in report.quarantined] == ["rewritten after it was merged (files are written once)"]
+        assert _ok_pairs(wh) == {("p0", "ab")}
+
+
+def test_with_a_shared_key_only_files_signed_for_their_plan_merge(tmp_path):
+    ex = _exchange(tmp_path / "exchange")
+    folder = results_dir(ex, PLAN, LABEL)
+    ResultWriter(ex, folder, RUN, plan_key("s3cret", PLAN)).write(_table(_result("p0")))
+    ResultWriter(ex, folder, "unsigned-run").write(_table(_result("p1", verdict=Verdict(5, 1, 1)), run="unsigned-run"))
+    ResultWriter(ex, folder, "other-plan", plan_key("s3cret", "plan2")).write(_table(_result("p2"), run="other-plan"))
+    ResultWriter(ex, folder, "wrong-key", plan_key("guess", PLAN)).write(_table(_result("p3"), run="wrong-key"))
+    signed = ResultWriter(ex, folder, RUN, plan_key("s3cret", PLAN))
+    signed.record(_record())
+    forged = json.loads((tmp_path / "exchange" / "results" / PLAN / LABEL / f"{RUN}.run.json").read_text())
+    forged.update(run_id="forged-run", status="completed")
+    ex.put(f"{folder}/forged-run.run.json", json.dumps(forged).encode())
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        report = merge_exchange_into(wh, ex, "s3cret")
+        assert report.authenticated and report.rows == 1 and report.run_records == 1
+        assert _ok_pairs(wh) == {("p0", "ab")}
+        assert len(report.quarantined) == 4
+        assert all("signature" in q["reason"] for q in report.quarantined)
+        assert wh.query("SELECT run_id FROM judge_runs") == [(RUN,)]
+
+
+def test_a_tampered_exchange_on_s3_compatible_storage(s3_server, monkeypatch, tmp_path):
+    endpoint, env = s3_server
+    options = {"key": env["AWS_ACCESS_KEY_ID"], "secret": env["AWS_SECRET_ACCESS_KEY"],
+               "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+    monkeypatch.setenv("CURATE_JUDGE_EXCHANGE_OPTIONS", json.dumps(options))
+    ex = _exchange("s3://exchange/tampered")
+    report, again = _tamper_and_merge(ex, tmp_path / "w.duckdb", secret=None)
+    assert report["rejected_rows"] == {"not_planned": 1, "bad_verdict": 1, "wrong_run": 1}
+    assert len(report["quarantined"]) == 2 and again["quarantined"] == []
+    assert ex.exists(ex.path("quarantine", "results", PLAN, LABEL, "run-a-00004.parquet.reason"))
+
+
+PLAN_FACTS = ShardPlan(PLAN, CONFIG.id, frozenset({("ab", 0), ("ba", 0)}), frozenset({"p0"}))
+
+
+@pytest.mark.parametrize("change,reason", [
+    ({}, None),
+    ({"pair_id": "zz"}, "not_planned"),
+    ({"judge_config_id": "jc-other"}, "wrong_config"),
+    ({"sample_index": 3}, "unplanned_slot"),
+    ({"order": "xy"}, "unplanned_slot"),
+    ({"judge_run_id": "x"}, "wrong_run"),
+    ({"attempts": -1}, "bad_counts"),
+    ({"status": "maybe"}, "bad_status"),
+    ({"score_1": 9}, "bad_verdict"),
+    ({"ranking": 0}, "bad_verdict"),
+    ({"score_a": 1}, "bad_verdict"),
+    ({"ranking_a": 5}, "bad_verdict"),
+    ({"margin_a": 99.0}, "bad_verdict"),
+    ({"failure_reason": "x"}, "bad_verdict"),
+    ({"status": "failed"}, "bad_failure"),
+    ({"status": "failed", "failure_reason": "no_json", **{k: None for k in ("score_1", "score_2", "ranking", "score_a",
+                                                                             "score_b", "ranking_a", "margin_a")}},
+     None),
+])
+def test_each_row_invariant(change, reason):
+    row = {**_table(_result("p0")).to_pylist()[0], **change}
+    assert row_problem(row, PLAN_FACTS, RUN) == reason
