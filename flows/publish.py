@@ -112,7 +112,8 @@ def publish(
             fill(folder)
             files = list_files(folder)
             result = publish_folder_to_hub(folder, repo_id, tag, token=resolve_hf_token(),
-                                           commit_message=f"{name} {tag} ({meta['content_hash']})", private=private)
+                                           commit_message=f"{name} {tag} ({meta['content_hash']})", private=private,
+                                           retries=settings.hub_retries, retry_wait=settings.hub_retry_wait)
         target, commit, already = f"{HF_PREFIX}{repo_id}", result.commit, result.already_published
     else:
         final = version_folder(to, meta)

@@ -2,11 +2,15 @@
 the helpers every bounded context's queries use.
 
 DuckDB lets one process open a file read-write and nobody else open it at all meanwhile; a locked file
-is reported as `WarehouseLockedError`, naming the process that holds it.
+is reported as `WarehouseLockedError`, naming the process that holds it. A file that cannot be written where
+it is (a read-only filesystem, no write permission) is `WarehouseReadOnlyError`, and a disk that fills while
+writing is `WarehouseDiskFullError`: both are told apart from a damaged file, which they are not.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +33,92 @@ class WarehouseLockedError(UserError, RuntimeError):
 
 class WarehouseUnreadableError(UserError):
     """The warehouse file is not a DuckDB database any more (truncated, overwritten, corrupt)."""
+
+
+class WarehouseReadOnlyError(UserError):
+    """The warehouse cannot be written where it is: a read-only filesystem, or no permission to write."""
+
+    hint = "copy the warehouse to a writable disk and point CURATE_WAREHOUSE (or --warehouse) at the copy"
+
+
+class WarehouseDiskFullError(UserError):
+    """The disk holding the warehouse filled up while it was written."""
+
+    hint = "free space on that disk (or move the warehouse to a larger one), then run the same command again"
+
+
+# The OS errors that say the storage, not the file, is the problem. DuckDB's IO errors carry the OS's text for
+# the error (strerror), not its number, so both are looked for.
+_READ_ONLY_FS = (errno.EROFS,)
+_NO_PERMISSION = (errno.EACCES, errno.EPERM)
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def storage_errno(err: BaseException) -> int | None:
+    """The errno of a failed read or write that the storage caused (read-only, no permission, full), from an
+    OSError or from the text of DuckDB's error; None for anything else."""
+    codes = (*_READ_ONLY_FS, *_NO_PERMISSION, *_FULL)
+    if isinstance(err, OSError) and err.errno in codes:
+        return err.errno
+    text = str(err)
+    return next((code for code in codes if os.strerror(code) in text), None)
+
+
+def _file_named(err: BaseException) -> str | None:
+    """The file an error names: DuckDB quotes it, an OSError carries it."""
+    if isinstance(err, OSError) and err.filename:
+        return str(err.filename)
+    m = re.search(r'file "([^"]+)"', str(err))
+    return m.group(1) if m else None
+
+
+def storage_error(path: Path, err: BaseException, read_only: bool = False) -> UserError | None:
+    """The warehouse's own one-line error for a storage problem behind `err`; None when `err` is not one."""
+    code = storage_errno(err)
+    if code is None:
+        return None
+    file = _file_named(err) or str(path)
+    if code in _FULL:
+        return WarehouseDiskFullError(
+            f"the disk holding the warehouse {path} is full ({os.strerror(code).lower()} writing {file}): the write "
+            "that failed was not kept and everything committed before it is intact; a rerun carries on from there")
+    if code in _READ_ONLY_FS:
+        where = f" ({file})" if file != str(path) else ""
+        return WarehouseReadOnlyError(
+            f"the warehouse {path} is on a read-only filesystem{where}: commands that write need a writable "
+            "copy; `curate status` and the dashboard (its last snapshot) can read it where it is")
+    if read_only:
+        unreadable = WarehouseReadOnlyError(f"the warehouse {path} cannot be read by this user ({file}: "
+                                            "permission denied)")
+        unreadable.hint = "ask for read access to the file, or read a copy"
+        return unreadable
+    return WarehouseReadOnlyError(
+        f"the warehouse {path} is not writable by this user ({file}: permission denied; a writer also needs "
+        "to create files beside it): commands that write need write access or a writable copy; `curate status` "
+        "and the dashboard (its last snapshot) can read it")
+
+
+class _NamedStorageErrors:
+    """The DuckDB connection, except that a statement failing on the storage (full, read-only, not writable)
+    raises the warehouse's one-line error instead of DuckDB's: whichever write meets the full disk (a batch's
+    commit, a checkpoint, a run's record), the user reads the same sentence."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, read_only: bool):
+        self._con, self._path, self._read_only = con, path, read_only
+
+    def execute(self, *args: Any, **kwargs: Any) -> duckdb.DuckDBPyConnection:
+        try:
+            return self._con.execute(*args, **kwargs)
+        except duckdb.Error as err:
+            named = storage_error(self._path, err, self._read_only)
+            if named is None:
+                raise
+            raise named from err
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # a copy made without __init__ must not recurse looking for _con
+            raise AttributeError(name)
+        return getattr(self._con, name)
 
 
 def _now() -> datetime:
@@ -78,26 +168,40 @@ def _memory_limit() -> str:
     return limit.strip()
 
 
+def _open_error(path: Path, err: Exception, read_only: bool) -> UserError:
+    """What opening the file failed on: the lock, the storage, else the file itself."""
+    if isinstance(err, duckdb.IOException) and re.search(r"Could not set lock|Conflicting lock", str(err)):
+        return WarehouseLockedError(
+            f"the warehouse {path} is in use by {_holder(str(err))}; DuckDB allows one writer "
+            "and no reader beside it: wait for that run to finish, or use another CURATE_WAREHOUSE")
+    return storage_error(path, err, read_only) or _unreadable(path, err)
+
+
 class Connection:
     def __init__(self, path: Path | str, read_only: bool = False):
         self.path = Path(path)
         self.read_only = read_only
         memory_limit = self.memory_limit = _memory_limit()  # refused before the file is opened
         if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                named = storage_error(self.path, err)
+                if named is None:
+                    raise
+                raise named from None
         elif not self.path.exists():
             raise NotFoundError(f"no warehouse at {self.path}: run `curate ingest` first")
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.IOException as err:
-            if "lock" in str(err).lower():
-                raise WarehouseLockedError(
-                    f"the warehouse {self.path} is in use by {_holder(str(err))}; DuckDB allows one writer "
-                    "and no reader beside it: wait for that run to finish, or use another CURATE_WAREHOUSE"
-                ) from None
-            raise _unreadable(self.path, err) from None
-        except _DAMAGE as err:
-            raise _unreadable(self.path, err) from None
+            con = duckdb.connect(str(self.path), read_only=read_only)
+        except (duckdb.IOException, *_DAMAGE) as err:
+            raise _open_error(self.path, err, read_only) from None
+        except duckdb.Error as err:  # e.g. replaying the WAL onto a full disk
+            named = storage_error(self.path, err, read_only)
+            if named is None:
+                raise
+            raise named from None
+        self.con = _NamedStorageErrors(con, self.path, read_only)
         try:
             self.con.execute(f"SET memory_limit = '{memory_limit}'")
             if read_only:
@@ -106,20 +210,38 @@ class Connection:
                 self.migrate()
                 self.after_open_for_writing()
         except (duckdb.IOException, *_DAMAGE) as err:
-            self.con.close()
-            raise _unreadable(self.path, err) from None
+            self._close_after_error()
+            raise _open_error(self.path, err, read_only) from None
+        except BaseException:
+            self._close_after_error()
+            raise
 
     def after_open_for_writing(self) -> None:
         """What a writer does first (the warehouse marks runs whose process is gone)."""
 
     def close(self) -> None:
-        self.con.close()
+        try:
+            self.con.close()
+        except duckdb.Error as err:  # closing checkpoints the WAL into the file: the disk may be full by now
+            named = storage_error(self.path, err, self.read_only)
+            if named is None:
+                raise
+            raise named from err
+
+    def _close_after_error(self) -> None:
+        try:
+            self.con.close()
+        except duckdb.Error:
+            pass  # the error being raised says what went wrong; this one would only hide it
 
     def __enter__(self):  # noqa: ANN204 - the subclass's own type
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
+        if exc[0] is None:
+            self.close()
+        else:
+            self._close_after_error()
 
     # -- schema ---------------------------------------------------------------------------------
     def migrate(self) -> list[int]:
@@ -148,7 +270,10 @@ class Connection:
         try:
             yield
         except BaseException:
-            self.con.execute("ROLLBACK")
+            try:
+                self.con.execute("ROLLBACK")
+            except (duckdb.Error, UserError):  # already rolled back (a failed write, a full disk): keep the cause
+                pass
             raise
         self.con.execute("COMMIT")
 

@@ -9,6 +9,11 @@ other 4xx. Whatever fails ends as a `PublishError` naming the repo and the step.
 `HF_ENDPOINT` environment variable, read by huggingface_hub itself. The token is never logged and is scrubbed
 from every message this module produces.
 
+A Hub that cannot be reached is found first, by one request with a short connect time-out (huggingface_hub's
+own calls have none), and network errors are retried for `network_budget` seconds in all, over every step: an
+offline host fails in seconds with "cannot reach the Hugging Face Hub at ...", not after each step's back-off.
+When no token is found, the error's hint says `HF_TOKEN` is not set.
+
 Caveat: a commit whose response is lost (connection dropped after the Hub accepted it) is re-sent on retry,
 which may add a second commit with the same content; the tag is then placed on the commit that answered.
 """
@@ -25,8 +30,10 @@ from typing import Any, TypeVar
 
 import httpx2
 from huggingface_hub import CommitOperationAdd, HfApi
+from huggingface_hub import constants as hf_constants
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
-from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+from huggingface_hub.utils import get_session
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from common.errors import UserError
 
@@ -35,6 +42,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_TOKEN_BLOCK = "hf-token"
 TOKEN_BLOCK_ENV = "CURATE_HF_TOKEN_BLOCK"
 MAX_RETRY_WAIT = 60.0
+NETWORK_BUDGET = 10.0  # seconds one publish keeps retrying network errors, all steps together
+REACH_TIMEOUT = httpx2.Timeout(10.0, connect=5.0)  # the reachability check's; the Hub calls themselves have none
 
 T = TypeVar("T")
 
@@ -42,11 +51,13 @@ T = TypeVar("T")
 class PublishError(UserError, RuntimeError):
     """A Hub step failed for good (non-retryable error, or retries exhausted)."""
 
-    def __init__(self, message: str, *, repo_id: str, step: str, status_code: int | None = None):
+    def __init__(self, message: str, *, repo_id: str, step: str, status_code: int | None = None,
+                 hint: str | None = None):
         super().__init__(message)
         self.repo_id = repo_id
         self.step = step
         self.status_code = status_code
+        self.hint = hint
 
 
 @dataclass
@@ -79,6 +90,24 @@ def resolve_hf_token(explicit: str | None = None) -> str | None:
     return None
 
 
+def token_found(explicit: str | None) -> bool:
+    """Whether huggingface_hub will send a token: the one given, `HF_TOKEN`, or one stored by `hf auth login`.
+    Looked up without the network (huggingface_hub's own look-up may refresh a token online)."""
+    if explicit or os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN"):
+        return True
+    try:
+        return bool(Path(hf_constants.HF_TOKEN_PATH).read_text().strip())
+    except OSError:
+        return False
+
+
+def _no_token_hint(repo_id: str) -> str:
+    org = repo_id.partition("/")[0]
+    return (f"HF_TOKEN is not set and no token is stored by `hf auth login`: publishing also needs a token with "
+            f"write access to {org} (HF_TOKEN, or the Prefect Secret block "
+            f"{os.environ.get(TOKEN_BLOCK_ENV) or DEFAULT_TOKEN_BLOCK!r})")
+
+
 def _status_code(exc: BaseException) -> int | None:
     if isinstance(exc, HfHubHTTPError):
         response = getattr(exc, "response", None)
@@ -95,6 +124,50 @@ def _is_retryable(exc: BaseException) -> bool:
         return False
     # Connection refused/reset, DNS, time-outs, server hanging up mid-response.
     return isinstance(exc, (httpx2.TransportError, ConnectionError, TimeoutError))
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """No conversation with the Hub happened at all: the name does not resolve, nothing listens, no answer to the
+    connection, a proxy that refuses. (A connection lost mid-answer is retryable, but the Hub was there.)"""
+    if isinstance(exc, OfflineModeIsEnabled):
+        return False
+    return isinstance(exc, (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.ProxyError, ConnectionRefusedError))
+
+
+def network_reason(exc: BaseException, host: str) -> str:
+    """What stopped the connection, in words, with the system's own text."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    lowered = text.lower()
+    if any(k in lowered for k in ("name or service not known", "temporary failure in name resolution",
+                                  "nodename nor servname", "no address associated", "getaddrinfo")):
+        return f"the name {host} does not resolve ({text})"
+    if "connection refused" in lowered:
+        return f"the connection to {host} was refused ({text})"
+    if isinstance(exc, httpx2.TimeoutException):
+        return f"{host} did not answer in time ({type(exc).__name__})"
+    return text
+
+
+class _NetworkBudget:
+    """Seconds a publish may spend on network failures, over all its steps, counted from the start of the
+    first attempt that failed on the network: retrying stops when the next wait would go past it."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.seconds = seconds
+        self.clock = clock
+        self.since: float | None = None
+
+    def spent(self, started: float, upcoming_sleep: float) -> bool:
+        if self.since is None:
+            self.since = started
+        return self.clock() - self.since + upcoming_sleep > self.seconds
+
+    def stop(self, state: RetryCallState) -> bool:
+        """A tenacity stop condition: only network errors draw on the budget."""
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if exc is None or _status_code(exc) is not None:
+            return False
+        return self.spent(state.start_time, state.upcoming_sleep)
 
 
 def _scrub(text: str, token: str | None) -> str:
@@ -121,14 +194,26 @@ def _call(
     retries: int,
     retry_wait: float,
     sleep: Callable[[float], Any],
+    budget: _NetworkBudget | None = None,
+    endpoint: str | None = None,
 ) -> T:
     """Run one Hub step with retries; any final failure becomes a PublishError (token-free)."""
     attempts = max(0, retries) + 1
+    budget = budget or _NetworkBudget(NETWORK_BUDGET)
+    endpoint = endpoint or hf_constants.ENDPOINT
+    tries = [0]
+
+    def _attempt() -> T:
+        tries[0] += 1
+        return fn()
 
     def _before_sleep(state: Any) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
         wait = state.next_action.sleep if state.next_action is not None else 0.0
-        logger.warning(
+        # A network retry ends within seconds, in one line if it fails; a 429/5xx back-off can be long: news.
+        level = logging.INFO if exc is not None and _status_code(exc) is None else logging.WARNING
+        logger.log(
+            level,
             "Hub step %r on %s failed (attempt %d/%d, %s); retrying in %.1fs",
             step,
             repo_id,
@@ -139,15 +224,16 @@ def _call(
         )
 
     retrying = Retrying(
-        stop=stop_after_attempt(attempts),
+        stop=stop_after_attempt(attempts) | budget.stop,
         wait=wait_exponential(multiplier=retry_wait, max=max(retry_wait, MAX_RETRY_WAIT)),
         retry=retry_if_exception(_is_retryable),
         sleep=sleep,
         before_sleep=_before_sleep,
         reraise=True,
     )
+    hint = None if token_found(token) else _no_token_hint(repo_id)
     try:
-        return retrying(fn)
+        return retrying(_attempt)
     except PublishError:
         raise
     except RetryError as exc:  # not raised with reraise=True, kept for safety
@@ -159,14 +245,42 @@ def _call(
             status_code=_status_code(last) if last else None,
         ) from None
     except Exception as exc:
+        if _unreachable(exc):
+            host = httpx2.URL(endpoint).host or endpoint
+            message = (f"cannot reach the Hugging Face Hub at {endpoint}: {_scrub(network_reason(exc, host), token)} "
+                       f"— is this host online? ({tries[0]} attempt(s) at step {step!r}; nothing was published to "
+                       f"{repo_id})")
+            hint = hint or f"check this host's network, its proxy settings (HTTPS_PROXY) or HF_ENDPOINT ({endpoint})"
+            raise PublishError(message, repo_id=repo_id, step=step, hint=hint) from None
         retryable = _is_retryable(exc)
-        when = f"after {attempts} attempt(s)" if retryable else "(not retryable)"
+        when = f"after {tries[0]} attempt(s)" if retryable else "(not retryable)"
         message = f"Publishing to dataset repo {repo_id} failed at step {step!r} {when}: {_describe(exc, token)}"
-        error = PublishError(message, repo_id=repo_id, step=step, status_code=_status_code(exc))
+        error = PublishError(message, repo_id=repo_id, step=step, status_code=_status_code(exc), hint=hint)
         # Keep the original for debugging unless its text could carry the token.
         if token and token in repr(exc):
             raise error from None
         raise error from exc
+
+
+def _reach(endpoint: str) -> None:
+    """One request to the Hub with a short time-out: any answer at all means it can be reached."""
+    get_session().head(endpoint, timeout=REACH_TIMEOUT)
+
+
+def check_reachable(
+    repo_id: str,
+    *,
+    token: str | None = None,
+    retries: int = 5,
+    retry_wait: float = 2.0,
+    sleep: Callable[[float], Any] = time.sleep,
+    network_budget: float = NETWORK_BUDGET,
+) -> None:
+    """Fail within `network_budget` seconds (plus one attempt), naming the network, when the Hub at HF_ENDPOINT
+    cannot be reached; the CLI asks before anything slower starts."""
+    endpoint = HfApi(token=token).endpoint.rstrip("/")
+    _call("reach", lambda: _reach(endpoint), repo_id=repo_id, token=token, retries=retries, retry_wait=retry_wait,
+          sleep=sleep, budget=_NetworkBudget(network_budget), endpoint=endpoint)
 
 
 def _folder_files(folder: Path) -> list[tuple[str, Path]]:
@@ -185,12 +299,14 @@ def publish_folder_to_hub(
     retries: int = 5,
     retry_wait: float = 2.0,
     sleep: Callable[[float], Any] = time.sleep,
+    network_budget: float = NETWORK_BUDGET,
 ) -> HubPublication:
     """Upload every file of `folder` to dataset repo `repo_id` in ONE commit and tag it `tag`.
 
     A no-op (`already_published=True`) when `tag` already exists. `retries` is the number of retries after
     the first attempt of each Hub call (429/5xx/connection errors only); waits grow as
-    `retry_wait * 2**n` (capped at 60 s) through `sleep`.
+    `retry_wait * 2**n` (capped at 60 s) through `sleep`. Network errors stop being retried once they have
+    taken `network_budget` seconds, all steps together.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -200,8 +316,12 @@ def publish_folder_to_hub(
         raise PublishError(f"Nothing to publish: {folder} holds no files", repo_id=repo_id, step="scan")
 
     api = HfApi(token=token)
-    call_kwargs = dict(repo_id=repo_id, token=token, retries=retries, retry_wait=retry_wait, sleep=sleep)
-    url = f"{api.endpoint.rstrip('/')}/datasets/{repo_id}/tree/{tag}"
+    endpoint = api.endpoint.rstrip("/")
+    call_kwargs = dict(repo_id=repo_id, token=token, retries=retries, retry_wait=retry_wait, sleep=sleep,
+                       budget=_NetworkBudget(network_budget), endpoint=endpoint)
+    url = f"{endpoint}/datasets/{repo_id}/tree/{tag}"
+
+    _call("reach", lambda: _reach(endpoint), **call_kwargs)
 
     _call(
         "create_repo",

@@ -2,6 +2,7 @@
 
 Endpoints (as called by huggingface_hub 2.4 for create_repo / list_repo_refs / create_commit / create_tag):
 
+    HEAD /                                              the reachability check `tasks.publish.hub` makes first
     POST /api/repos/create                              create_repo (409 when it exists)
     GET  /api/{type}s/{repo_id}/refs                    list_repo_refs
     POST /api/validate-yaml                             create_commit, when README.md is among the files
@@ -246,3 +247,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     do_GET = do_POST = do_PUT = do_DELETE = _serve
+
+    def do_HEAD(self) -> None:  # noqa: N802 - http.server's name
+        # The Hub's front page, which answers without a token.
+        with self.hub._lock:
+            self.hub.requests.append((self.command, urlsplit(self.path).path, 200))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()

@@ -9,6 +9,7 @@ fixture patches both the environment and the constants module attributes.
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,14 @@ from pathlib import Path
 import pytest
 from huggingface_hub import constants as hf_constants
 
-from tasks.publish.hub import HubPublication, PublishError, publish_folder_to_hub, resolve_hf_token
+from tasks.publish.hub import (
+    HubPublication,
+    PublishError,
+    _NetworkBudget,
+    network_reason,
+    publish_folder_to_hub,
+    resolve_hf_token,
+)
 from tests.tasks.publish.hub_standin import HubStandin
 
 TOKEN = "hf_secretTOKEN_do_not_leak_123"
@@ -100,6 +108,7 @@ def test_publish_creates_repo_one_commit_and_tag(standin: HubStandin, folder: Pa
     hub_calls = [(m, p, s) for m, p, s in standin.requests if p != "/api/agent-harnesses"]
     assert all(status < 400 for _, _, status in hub_calls), hub_calls
     assert [(m, p) for m, p, _ in hub_calls] == [
+        ("HEAD", "/"),  # can the Hub be reached at all (with a short time-out)?
         ("POST", "/api/repos/create"),
         ("GET", f"/api/datasets/{REPO}/refs"),
         ("POST", "/api/validate-yaml"),
@@ -221,3 +230,129 @@ def test_resolve_hf_token_falls_back_to_secret_block_or_none(monkeypatch: pytest
     monkeypatch.setenv("CURATE_HF_TOKEN_BLOCK", "missing")
     assert resolve_hf_token() is None
     assert loaded == ["my-hf-block", "missing"]
+
+
+def test_5xx_retries_do_not_draw_on_the_network_budget(standin: HubStandin, folder: Path) -> None:
+    standin.fail_next["/tag/"] = [503, 502]
+    sleep = FakeSleep()
+
+    result = _publish(folder, sleep=sleep, retries=2, retry_wait=1.0, network_budget=0.0)
+
+    assert standin.statuses("/tag/", "POST") == [503, 502, 200]
+    assert result.tag == "v1"
+
+
+# -- a Hub that cannot be reached ------------------------------------------------------------------
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def no_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Point huggingface_hub at `endpoint`, where nothing answers, with HF_HUB_OFFLINE unset and no token anywhere
+    (neither HF_TOKEN nor a stored one)."""
+
+    def point(endpoint: str) -> str:
+        monkeypatch.setenv("HF_ENDPOINT", endpoint)
+        monkeypatch.setattr(hf_constants, "ENDPOINT", endpoint)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+        for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setattr(hf_constants, "HF_TOKEN_PATH", str(tmp_path / "no-stored-token"))
+        return endpoint
+
+    return point
+
+
+@pytest.mark.parametrize("where", ["unresolvable host", "closed port"])
+def test_an_unreachable_hub_fails_within_30_s_naming_the_network_and_hf_token(no_hub, folder: Path, where: str) -> None:
+    endpoint = no_hub("http://hub.invalid" if where == "unresolvable host" else f"http://127.0.0.1:{_closed_port()}")
+    started = time.monotonic()
+
+    with pytest.raises(PublishError) as info:  # the default retries and real waits, as `curate publish` has them
+        publish_folder_to_hub(folder, REPO, "v1", token=None, commit_message="Publish v1", retries=5, retry_wait=2.0)
+
+    assert time.monotonic() - started < 30
+    message = str(info.value)
+    assert message.startswith(f"cannot reach the Hugging Face Hub at {endpoint}: "), message
+    assert "is this host online?" in message and "nothing was published" in message
+    assert ("hub.invalid does not resolve" if where == "unresolvable host" else "was refused") in message
+    assert "attempt" in message and "1 attempt(s)" not in message  # retried, within the bound
+    assert info.value.hint is not None and info.value.hint.startswith("HF_TOKEN is not set")
+    assert info.value.step == "reach"
+
+
+def test_with_a_token_the_hint_names_the_endpoint_not_the_token(no_hub, folder: Path) -> None:
+    endpoint = no_hub(f"http://127.0.0.1:{_closed_port()}")
+
+    with pytest.raises(PublishError) as info:
+        _publish(folder, network_budget=0.0)
+
+    assert str(info.value).startswith(f"cannot reach the Hugging Face Hub at {endpoint}")
+    assert "1 attempt(s)" in str(info.value)  # no budget: no retry
+    assert "HF_TOKEN" not in info.value.hint and f"HF_ENDPOINT ({endpoint})" in info.value.hint
+    assert all(TOKEN not in text for text in _exception_texts(info.value))
+
+
+def test_a_stored_token_counts_as_a_token(no_hub, folder: Path, tmp_path: Path, monkeypatch) -> None:
+    no_hub(f"http://127.0.0.1:{_closed_port()}")
+    stored = tmp_path / "stored-token"
+    stored.write_text("hf_stored_by_login\n")
+    monkeypatch.setattr(hf_constants, "HF_TOKEN_PATH", str(stored))
+
+    with pytest.raises(PublishError) as info:
+        publish_folder_to_hub(folder, REPO, "v1", token=None, commit_message="m", network_budget=0.0)
+
+    assert "HF_TOKEN" not in info.value.hint
+
+
+def test_the_network_budget_counts_every_step_from_the_first_failure() -> None:
+    now = [0.0]
+    budget = _NetworkBudget(10.0, clock=lambda: now[0])
+
+    assert not budget.spent(started=0.0, upcoming_sleep=2.0)  # 0 s spent + 2 s to wait
+    now[0] = 6.0
+    assert not budget.spent(started=5.0, upcoming_sleep=4.0)  # a later step: counted from 0, not 5
+    now[0] = 7.0
+    assert budget.spent(started=7.0, upcoming_sleep=4.0)  # 7 + 4 > 10
+
+
+def test_network_reason_names_what_failed() -> None:
+    import httpx2
+
+    dns = httpx2.ConnectError("[Errno -2] Name or service not known")
+    assert network_reason(dns, "hub.invalid") == (
+        "the name hub.invalid does not resolve ([Errno -2] Name or service not known)")
+    refused = httpx2.ConnectError("[Errno 111] Connection refused")
+    assert network_reason(refused, "127.0.0.1").startswith("the connection to 127.0.0.1 was refused")
+    assert network_reason(httpx2.ConnectTimeout("timed out"), "huggingface.co") == (
+        "huggingface.co did not answer in time (ConnectTimeout)")
+
+
+def test_curate_publish_to_an_unreachable_hub_fails_within_30_s_in_one_line_and_a_hint(tmp_path: Path) -> None:
+    """The command as a user runs it: the Hub is asked before Prefect starts, so its start-up does not count."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CURATE_", "HF_", "HUGGING_FACE_"))}
+    env.update(HF_ENDPOINT="http://hub.invalid", HF_HOME=str(tmp_path / "hf-home"))  # online mode, no token
+    curate = str(Path(sys.executable).with_name("curate"))
+    started = time.monotonic()
+
+    proc = subprocess.run([curate, "publish", "helpful", "--to", "hf://curators/helpful", "--warehouse",
+                           str(tmp_path / "warehouse.duckdb")], capture_output=True, text=True, timeout=120, env=env)
+
+    assert time.monotonic() - started < 30
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2, proc.stderr
+    assert lines[0].startswith("error: cannot reach the Hugging Face Hub at http://hub.invalid: the name hub.invalid "
+                               "does not resolve"), lines[0]
+    assert "is this host online?" in lines[0]
+    assert lines[1].startswith("hint: HF_TOKEN is not set"), lines[1]
