@@ -29,6 +29,7 @@ from tasks.ingest.land import BackgroundWriter, BatchCounts, flag_contamination,
 from tasks.ingest.prepare import prepare_batch
 from tasks.ingest.read import (
     RawBatch,
+    SourceDamagedError,
     count_rows,
     limit_rows,
 )
@@ -94,6 +95,13 @@ def ingest_batch(
     )
 
 
+def landed_before_damage(counts: BatchCounts) -> str:
+    """What a run that met a damaged file kept, and what to do next (the error's hint line)."""
+    return (f"the {counts.read:,} rows that could be read are in the warehouse ({counts.new_pairs:,} new pairs, "
+            f"{counts.quarantined_rows:,} quarantined); repair or replace the file and ingest it again: "
+            "what is already there is not added twice")
+
+
 def _artifact(summary: IngestSummary) -> None:
     rows = [{"measure": k, "value": summary[k]} for k in SUMMARY_KEYS if k != "quarantined"]
     rows.append({"measure": "quarantined_rows", "value": summary["quarantined_rows"]})
@@ -141,20 +149,19 @@ def ingest(
         counts = BatchCounts()
         writer = BackgroundWriter()
         try:
-            with wh.checkpoints_per_row_group(), _fewer_collections():
+            # The writer is left first, error or not: its last write ends before anything else uses the connection
+            # (the checkpoint settings restored, the run recorded), and is committed before the run says it completed.
+            with wh.checkpoints_per_row_group(), _fewer_collections(), writer:
                 for n, batch in enumerate(limit_rows(source_batches(src, path, rev, settings), limit)):
                     # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
                     # futures, twice per task: about a second per 5,000-row batch, measured.
                     counts.add(ingest_batch(wh, quote(batch), src, settings, rev, run_id, quote(index),
                                             quote(decontaminator), location, quote(writer), n == 0))
                     progress.report(len(batch), total, src.name)
-                writer.close()  # the last batch is committed before the run says it completed
         except BaseException as err:
-            try:
-                writer.close()
-            except Exception:  # noqa: BLE001 - the first error is the one to report
-                pass
             wh.finish_ingest_run(run_id, "failed", summarize(counts), error=f"{type(err).__name__}: {err}")
+            if isinstance(err, SourceDamagedError) and writer.failed is None:
+                err.hint = landed_before_damage(counts)
             raise
         summary = summarize(
             counts,

@@ -51,11 +51,17 @@ class BatchCounts:
 class BackgroundWriter:
     """One warehouse write at a time, off the main thread: DuckDB releases the GIL while it inserts and
     commits, so the next batch is read and validated meanwhile (measured: the writes were a quarter of
-    the ingest). `wait()` re-raises a failed write, so no failure goes unseen."""
+    the ingest). `wait()` re-raises a failed write, so no failure goes unseen.
+
+    As a context manager it waits for the write in flight on the way out, error or not: the writer uses the
+    warehouse's one connection, and DuckDB refuses a second caller ("connection is busy") rather than wait. On
+    an error the write still finishes; if it fails too, the first error stays the one raised and the write's
+    is kept in `failed`."""
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warehouse-writer")
         self._pending: Future | None = None
+        self.failed: BaseException | None = None
 
     def submit(self, fn, /, **kwargs) -> None:  # noqa: ANN001
         self.wait()
@@ -75,8 +81,14 @@ class BackgroundWriter:
     def __enter__(self) -> BackgroundWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception as err:  # noqa: BLE001 - the error already raised is the one to report
+            self.failed = err
 
 
 def _call(fn, /, **kwargs) -> None:  # noqa: ANN001

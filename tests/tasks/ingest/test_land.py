@@ -1,8 +1,14 @@
-"""Each valid row's fate, decided without a warehouse: new, already ingested, exact duplicate, swapped."""
+"""Each valid row's fate, decided without a warehouse: new, already ingested, exact duplicate, swapped; and the
+background writer's way out."""
 
 from __future__ import annotations
 
-from tasks.ingest.land import classify
+import threading
+import time
+
+import pytest
+
+from tasks.ingest.land import BackgroundWriter, classify
 
 RUN = "run-now"
 
@@ -27,3 +33,35 @@ def test_the_same_pair_from_another_row_is_a_duplicate_and_says_whether_it_is_sw
     assert c.new == [] and c.fresh == [0] and c.swapped == {0: True} and c.exact_duplicates == 1
     c = classify(["s9"], ["p1"], ["x"], RUN, seen={}, known={"p1": True})
     assert c.swapped == {0: False}
+
+
+def test_the_background_writer_finishes_its_write_before_an_error_leaves_it():
+    """Whatever runs after the block (restoring settings, recording the run) must find the connection free."""
+    writing = threading.Event()
+    finished = []
+
+    def slow_write():
+        writing.set()
+        time.sleep(0.3)
+        finished.append(True)
+
+    with pytest.raises(ValueError, match="the reader's error"):
+        with BackgroundWriter() as writer:
+            writer.submit(slow_write)
+            writing.wait()
+            raise ValueError("the reader's error")
+    assert finished == [True] and writer.failed is None
+
+
+def test_a_write_that_fails_after_another_error_is_kept_not_raised():
+    def failing_write():
+        raise OSError("disk full")
+
+    with pytest.raises(ValueError, match="first"):
+        with BackgroundWriter() as writer:
+            writer.submit(failing_write)
+            raise ValueError("first")
+    assert isinstance(writer.failed, OSError)
+    with pytest.raises(OSError, match="disk full"):  # with no other error, a failed write is the error
+        with BackgroundWriter() as writer:
+            writer.submit(failing_write)

@@ -1,5 +1,6 @@
 import gzip
 import json
+import zlib
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -157,3 +158,128 @@ def test_revision_and_row_count_come_from_one_read_and_follow_the_file(tmp_path)
     os.utime(path, ns=(1, 1))  # a new modification time as well as a new size
     assert rd.count_rows(path) == 4
     assert rd.file_revision(path) == "file:" + hashlib.blake2b(path.read_bytes(), digest_size=10).hexdigest() != expected
+
+
+# -- damaged files: every readable row first, then one error saying where ---------------------------------------
+
+
+def _gzipped_rows(path, n):
+    data = gzip.compress("".join(json.dumps(r) + "\n" for r in _rows(n)).encode())
+    path.write_bytes(data)
+    return data
+
+
+def _read_until_damage(path, batch_size=7):
+    """(ids of the rows read, the SourceDamagedError raised after them)."""
+    ids = []
+    with pytest.raises(rd.SourceDamagedError) as raised:
+        for batch in rd.read_local(path, batch_size):
+            ids += [r.get("id") for r in batch.rows]
+    return ids, raised.value
+
+
+@pytest.mark.parametrize("keep", [0.31, 0.5, 0.77, 0.999])
+def test_a_cut_gzip_yields_every_complete_line_then_says_where_it_ends(tmp_path, keep):
+    whole = _gzipped_rows(tmp_path / "whole.jsonl.gz", 400)
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(whole[: int(len(whole) * keep)])
+    complete = zlib.decompressobj(31).decompress(cut.read_bytes()).count(b"\n")  # lines whole in what is left
+    assert 0 < complete <= 400  # a cut in the trailer loses no line, and is still a cut
+    ids, err = _read_until_damage(cut)
+    assert ids == [str(i) for i in range(complete)]
+    assert f"cut.jsonl.gz: unreadable after line {complete:,}: " in str(err)
+    assert f"cut short (compressed byte {cut.stat().st_size:,} of {cut.stat().st_size:,})" in str(err)
+
+
+@pytest.mark.parametrize("rows", [3, 300])  # a small file is damaged within the first bytes its encoding is checked on
+def test_garbage_after_a_complete_gzip_costs_no_row(tmp_path, rows):
+    path = tmp_path / "in.jsonl.gz"
+    data = _gzipped_rows(path, rows)
+    garbage = b"\x96\xc5 not gzip at all" * 50
+    path.write_bytes(data + garbage)
+    ids, err = _read_until_damage(path)
+    assert ids == [str(i) for i in range(rows)]
+    assert (f"unreadable after line {rows:,}: {len(garbage):,} bytes that are not gzip follow the compressed data "
+            f"(compressed byte {len(data):,} of {len(data + garbage):,}); every complete line before it was read"
+            ) in str(err)
+
+
+def test_a_gzip_cut_inside_its_header_is_an_error_not_an_empty_file(tmp_path):
+    path = tmp_path / "in.jsonl.gz"
+    path.write_bytes(_gzipped_rows(path, 10)[:5])
+    ids, err = _read_until_damage(path)
+    assert ids == [] and "unreadable from the start" in str(err)
+
+
+def test_corrupt_compressed_data_is_a_damaged_file_not_a_zlib_traceback(tmp_path):
+    path = tmp_path / "in.jsonl.gz"
+    data = bytearray(_gzipped_rows(path, 300))
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)  # zeroed bytes mid-stream
+    path.write_bytes(bytes(data))
+    ids, err = _read_until_damage(path)
+    assert len(ids) < 300
+    assert "may have altered some of them" in str(err)
+    assert isinstance(err, rd.SourceReadError) and isinstance(err.__cause__, (OSError, EOFError, zlib.error))
+
+
+def test_zero_padding_and_several_members_are_a_whole_gzip(tmp_path):
+    path = tmp_path / "in.jsonl.gz"
+    first = gzip.compress(b'{"id": "0"}\n')
+    path.write_bytes(first + bytes(10) + gzip.compress(b'{"id": "1"}\n') + bytes(3))
+    assert [r["id"] for b in rd.read_local(path, 5) for r in b.rows] == ["0", "1"]
+    assert rd.gzip_damage(path) is None
+    path.write_bytes(first + bytes(10) + b"PK\x03\x04")
+    damage = rd.gzip_damage(path)
+    assert damage == rd.GzipDamage(len(first) + 10, "4 bytes that are not gzip follow the compressed data")
+
+
+def _parquet_with_groups(path, rows, group_rows, **write):
+    # Plain pages without statistics: the middle of a column chunk is then page data, not a header's min/max.
+    pq.write_table(pa.Table.from_pylist([{**r, "text": f"row {r['id']} " + "words to compress " * 30} for r in rows]),
+                   path, row_group_size=group_rows, use_dictionary=False, write_statistics=False, **write)
+
+
+def _damage_group(path, group, column="text", flip=0xFF, span=64):
+    """Flip `span` bytes in the middle of one row group's column chunk."""
+    meta = pq.ParquetFile(path).metadata
+    names = [meta.row_group(group).column(j).path_in_schema for j in range(meta.num_columns)]
+    chunk = meta.row_group(group).column(names.index(column))
+    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    data = bytearray(path.read_bytes())
+    middle = start + chunk.total_compressed_size // 2
+    for k in range(middle, middle + span):
+        data[k] ^= flip
+    path.write_bytes(bytes(data))
+
+
+def test_a_corrupt_parquet_page_costs_its_row_group_only(tmp_path):
+    path = tmp_path / "in.parquet"
+    _parquet_with_groups(path, _rows(60), 10)
+    _damage_group(path, 2)
+    batches = []
+    with pytest.raises(rd.SourceDamagedError) as raised:
+        for batch in rd.read_local(path, 8):
+            batches.append(batch)
+    kept = [i for i in range(60) if not 20 <= i < 30]
+    assert [r["id"] for b in batches for r in b.rows] == [str(i) for i in kept]
+    assert [p for b in batches for p in b.positions] == [f"in.parquet[train][{i}]" for i in kept]
+    assert [len(b) for b in batches] == [8, 8, 8, 8, 8, 8, 2]  # batches span groups, the damaged one included
+    assert str(raised.value).startswith(f"{path}: row group 2 is damaged, rows 20-29 (10) were not read (")
+    assert str(raised.value).endswith("; the other 50 of 60 rows were read (row groups 0-5)")
+
+
+def test_a_parquet_page_checksum_that_fails_costs_its_row_group(tmp_path):
+    """A flipped bit in an uncompressed page decodes to other text: only the page's checksum sees it."""
+    path = tmp_path / "in.parquet"
+    _parquet_with_groups(path, _rows(30), 10, compression="none", write_page_checksum=True)
+    _damage_group(path, 1, flip=0x01, span=1)
+    ids, err = _read_until_damage(path)
+    assert ids == [str(i) for i in range(30) if not 10 <= i < 20]
+    assert "row group 1 is damaged, rows 10-19 (10)" in str(err) and "checksum" in str(err).lower()
+
+
+def test_a_damaged_file_read_with_a_limit_before_the_damage_is_no_error(tmp_path):
+    path = tmp_path / "in.parquet"
+    _parquet_with_groups(path, _rows(40), 10)
+    _damage_group(path, 3)
+    assert sum(len(b) for b in rd.limit_rows(rd.read_local(path, 10), 25)) == 25
