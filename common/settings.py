@@ -47,7 +47,8 @@ class Settings(BaseSettings):
         0.5, gt=0.0, le=1.0, description="share of an eval prompt's n-grams found in a pair's prompt"
     )
     arena_multiturn: MultiTurnPolicy = MultiTurnPolicy.strict
-    hub_retries: int = Field(5, ge=0, description="attempts to resume a failed Hub read")
+    hub_retries: int = Field(5, ge=0, description="attempts to resume a failed Hub read, or to redo a failed "
+                             "publishing step (network errors: 10 s in all)")
     hub_retry_wait: float = Field(2.0, ge=0.0, description="first back-off in seconds, doubled each attempt")
 
     # -- the judge (DESIGN.md §1): what changes a verdict, then where and how requests go ----------
@@ -63,6 +64,8 @@ class Settings(BaseSettings):
     judge_allow_other_model: bool = Field(False, description="judge with an endpoint that serves another model")
     judge_check_timeout: float = Field(5.0, gt=0, description="seconds an endpoint has to answer GET /models")
     judge_simulated: bool = Field(False, description="sharded runs: the GPU workers serve the SIMULATED stand-in")
+    judge_template: str | None = Field(None, description="sharded runs: the chat template fingerprint (tpl-...) the "
+                                       "GPU workers' servers must render; unset: each worker's own, unpinned")
     judge_strategy: str = "swap"
     judge_adaptive_margin: float = Field(1.0, ge=0.0, description="adaptive: |margin| at or below is borderline")
     judge_max_in_flight: int | None = Field(None, ge=1, description="hard upper bound on requests in flight per "
@@ -88,6 +91,14 @@ class Settings(BaseSettings):
     vllm_data_parallel_size: int = Field(1, ge=1)
     vllm_gpu_memory_utilization: float = Field(0.95, gt=0.0, le=1.0)
     vllm_port: int = Field(5000, ge=1, le=65535)
+    vllm_python: str | None = Field(None, description="the interpreter vLLM is installed in (unset: this one)")
+    vllm_model_path: str | None = Field(None, description="the weights vLLM serves (unset: the judge model id); "
+                                        "served under the judge model's name")
+    vllm_device: str = Field("auto", pattern="^(auto|gpu|cpu)$", description="gpu | cpu (vLLM's CPU build) | auto "
+                             "(cpu where no NVIDIA GPU shows)")
+    vllm_chat_template: str | None = Field(None, description="a chat template file for vLLM (--chat-template)")
+    vllm_reasoning_parser: str | None = Field(None, description="vLLM's --reasoning-parser (e.g. deepseek_r1)")
+    vllm_startup_timeout: float = Field(1800.0, gt=0, description="seconds a launched vLLM has to become healthy")
 
     # -- cost reports ------------------------------------------------------------------------------
     cost_server_tokens_per_second: float = Field(

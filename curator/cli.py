@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
@@ -54,7 +56,9 @@ def _guarded(fn, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001
-        if _is_user_error(e):
+        from common.processes import stop_requested
+
+        if _is_user_error(e) and stop_requested() is None:  # a stopping command says one thing only
             _fail(str(e), getattr(e, "hint", None))
         raise
 
@@ -103,6 +107,52 @@ def _start_prefect_api() -> None:
     _api = TemporaryApi().start()
 
 
+def _stop_in_order(since: datetime) -> int | None:
+    """After a stop signal, once the flow has unwound: mark the runs this command leaves unfinished as
+    interrupted, then stop Prefect's temporary API and the watchdog. Returns how many runs were marked (None:
+    the warehouse could not be opened)."""
+    import logging
+
+    from common.settings import get_settings
+    from warehouse.store import Warehouse
+
+    marked: int | None = 0
+    try:
+        if Path(get_settings().warehouse).exists():
+            with Warehouse(get_settings().warehouse) as wh:
+                marked = wh.mark_own_runs_interrupted(since)
+    except Exception:  # noqa: BLE001 - the next writer marks them instead; the stop goes on
+        logging.getLogger("curator.stopping").info("marking interrupted runs failed", exc_info=True)
+        marked = None
+    if _api is not None:
+        _api.stop(wait=3)
+    if _watchdog is not None and _watchdog.poll() is None:
+        _watchdog.terminate()  # nothing is left for it to stop
+    return marked
+
+
+def _stop_at_once() -> None:
+    """A second stop signal: tell the API to stop and leave; the watchdog stops the rest once we are gone."""
+    if _api is not None:
+        _api.kill_now()
+
+
+def _stoppable(name: str):
+    """A command that runs a flow: Ctrl-C or SIGTERM stops it in order, in one line (curator/interrupt.py)."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            from curator.interrupt import stoppable
+
+            with stoppable(name, _stop_in_order, _stop_at_once):
+                return fn(*args, **kwargs)
+
+        return command
+
+    return wrap
+
+
 def _noop_answer(fn, *args: Any) -> Any | None:
     """The answer of a call with nothing to do, found without starting Prefect; None when there is work (or a
     Prefect server is configured: then every call is a flow run there)."""
@@ -137,13 +187,12 @@ def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> Any:
     """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts. Returns what the check
     found (None when the run starts its own server)."""
     from common.settings import get_settings
-    from tasks.judge.endpoints import check_endpoints
+    from tasks.judge.endpoints import check_judge
 
     settings = get_settings()
     if launch or settings.judge_launch:
         return None  # a server started by the run itself is checked once it is up
-    report = _guarded(check_endpoints, list(endpoints or settings.judge_endpoints), settings.judge_model,
-                      allow_other_model=settings.judge_allow_other_model, timeout=settings.judge_check_timeout)
+    report = _guarded(check_judge, list(endpoints or settings.judge_endpoints), settings)
     for p in report.unreachable:
         err.print(f"warning: judge endpoint {p.url} does not answer ({p.error}); judging with the others",
                   highlight=False, soft_wrap=True)
@@ -222,6 +271,18 @@ class _Bar:
             self.progress.stop()
 
 
+def _judge_outcome(summary: dict[str, Any] | None) -> None:
+    """Failed judgments are said on stderr in one line; a run in which every judgment failed exits 2."""
+    from tasks.judge.outcome import failure_line
+
+    line, all_failed = failure_line(summary or {})
+    if line is None:
+        return
+    if all_failed:
+        _fail(line)
+    err.print(f"warning: {line}", soft_wrap=True, highlight=False, markup=False)
+
+
 def _print_summary(title: str, summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(summary, default=str) + "\n")
@@ -235,6 +296,7 @@ def _print_summary(title: str, summary: dict[str, Any], as_json: bool) -> None:
 
 
 @app.command()
+@_stoppable("ingest")
 def ingest(
     source: str = typer.Option(..., "--source", "-s", help="helpsteer3 | arena | chatbot-arena"),
     path: Optional[Path] = typer.Option(None, "--path", help="local JSONL(.gz) or Parquet file instead of the Hub"),
@@ -260,6 +322,7 @@ def ingest(
 
 
 @eval_app.command("load")
+@_stoppable("eval-set load")
 def eval_set_load(
     benchmark: str = typer.Argument(..., help="rm-bench | judgebench"),
     path: Optional[Path] = typer.Option(None, "--path", help="local JSONL or Parquet file instead of the Hub"),
@@ -277,12 +340,13 @@ def eval_set_load(
 
 
 @app.command()
+@_stoppable("judge")
 def judge(
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL (repeatable)"),
     strategy: Optional[str] = typer.Option(None, "--strategy", help="single | swap | adaptive[:K] | samples:K"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="judge at most N pairs"),
     shard: Optional[str] = typer.Option(None, "--shard", help="only hash bucket i of n, as i/n"),
-    request_timeout: Optional[float] = typer.Option(None, "--request-timeout", help="seconds per request"),
+    request_timeout: Optional[float] = typer.Option(None, "--request-timeout", help="seconds a request may live in all, its reply body included (default 900)"),
     max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1, help="at most N requests in flight "
                                                 "per endpoint (default: found from the server's batch)"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this worker"),
@@ -307,7 +371,7 @@ def judge(
     if report is not None:  # the endpoints are known and answer: is anything left to judge?
         from curator.noop import judge_noop
 
-        summary = _noop_answer(judge_noop, report.usable, report.simulated, strategy, shard, limit)
+        summary = _noop_answer(judge_noop, report, strategy, shard, limit)
     if summary is None:
         from flows.judge import judge as judge_flow
 
@@ -315,9 +379,11 @@ def judge(
             summary = _run(judge_flow, endpoint or None, strategy, shard, limit, launch, port, max_in_flight,
                            request_timeout)
     _print_summary("judge", summary, as_json)
+    _judge_outcome(summary)
 
 
 @app.command("judge-shard")
+@_stoppable("judge-shard")
 def judge_shard(
     work: str = typer.Argument(..., help="a shard's work file (<exchange>/plans/<plan>/shard-i-of-n.parquet; a "
                                "path or an fsspec URL such as s3://...)"),
@@ -337,6 +403,7 @@ def judge_shard(
 
 
 @app.command()
+@_stoppable("run")
 def run(
     source: Optional[list[str]] = typer.Option(None, "--source", "-s", help="NAME (Hub) or NAME=FILE, repeatable"),
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="judge base URL, repeatable"),
@@ -362,8 +429,9 @@ def run(
                    str(policy) if policy else None, publish_to, skip, judge_shards=shards)
     if as_json:
         sys.stdout.write(json.dumps(summary, default=str) + "\n")
-        return
-    _print_pipeline(summary)
+    else:
+        _print_pipeline(summary)
+    _judge_outcome(summary.get("judge"))
 
 
 def _print_pipeline(summary: PipelineSummary) -> None:
@@ -386,6 +454,7 @@ def _print_pipeline(summary: PipelineSummary) -> None:
 
 
 @app.command("evaluate-judge")
+@_stoppable("evaluate-judge")
 def evaluate_judge(
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="rm-bench | judgebench"),
     path: Optional[Path] = typer.Option(None, "--path", help="a local JSONL/Parquet copy (default: the Hub)"),
@@ -542,6 +611,10 @@ def judge_standin(
     seed: int = typer.Option(0, "--seed"),
     oracle: Optional[Path] = typer.Option(None, "--oracle", help='JSONL of {"prompt", "better", "worse"}: rank by these labels'),
     first_wins_rate: float = typer.Option(0.0, "--first-wins-rate", help="share of verdicts given to the first-shown answer"),
+    max_model_len: int = typer.Option(40_000, "--max-model-len", min=256, help="the served context in tokens, as "
+                                      "vLLM's flag: /v1/models reports it, and longer requests get vLLM's 400"),
+    drop_response_roles: bool = typer.Option(False, "--drop-response-roles", help="render prompts as the base Qwen3 "
+                                             "template does, without response_1 / response_2 (a misconfigured server)"),
 ) -> None:
     """Serve the GenRM STAND-IN: an OpenAI-compatible server whose verdicts are SIMULATED (tests, demo, benchmarks)."""
     from testing import genrm_standin as standin
@@ -553,13 +626,15 @@ def judge_standin(
             capacity=capacity, latency_mean=latency_mean, latency_sigma=latency_sigma, position_bias=position_bias,
             length_bias=length_bias,
             error_rate=error_rate, hang_rate=hang_rate, malformed_rate=malformed_rate, truncated_rate=truncated_rate,
-            unclosed_rate=unclosed_rate, seed=seed, oracle=str(oracle or ""), first_wins_rate=first_wins_rate)
+            unclosed_rate=unclosed_rate, seed=seed, oracle=str(oracle or ""), first_wins_rate=first_wins_rate,
+            max_model_len=max_model_len, drop_response_roles=drop_response_roles)
     except ValueError as e:
         _fail(str(e))
     standin.serve(config, host=host, port=port)
 
 
 @app.command("build-version")
+@_stoppable("build-version")
 def build_version(
     name: str = typer.Argument(..., help="dataset name (letters, digits, . _ -)"),
     policy: Optional[Path] = typer.Option(None, "--policy", help="filter policy TOML file"),
@@ -660,6 +735,7 @@ def diff(
 
 
 @app.command()
+@_stoppable("publish")
 def publish(
     name: str = typer.Argument(...),
     version: Optional[int] = typer.Argument(None, help="default: the latest version"),
@@ -674,6 +750,12 @@ def publish(
     _settings_env(warehouse)
     from curator.noop import publish_noop
 
+    if to.startswith("hf://"):  # an offline host fails in seconds, not after Prefect's start-up
+        from common.settings import get_settings
+        from tasks.publish.hub import check_reachable
+
+        _guarded(check_reachable, to[len("hf://"):].strip("/"), retries=get_settings().hub_retries,
+                 retry_wait=get_settings().hub_retry_wait)
     summary = _noop_answer(publish_noop, name, version, to)
     if summary is None:
         from flows.publish import publish as publish_flow
@@ -789,6 +871,7 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 
 
 @app.command()
+@_stoppable("demo")
 def demo(
     workdir: Path = typer.Option(Path("data/demo"), "--workdir", help="where the demo writes its inputs"),
     rows: int = typer.Option(2000, "--rows", min=10),

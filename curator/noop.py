@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.settings import get_settings
 from schemas.summaries import IngestSummary, JudgeSummary, PublishSummary, VersionSummary
 from warehouse.store import Warehouse
+
+if TYPE_CHECKING:
+    from tasks.judge.endpoints import EndpointReport
 
 
 def prefect_server_configured() -> bool:
@@ -51,22 +53,22 @@ def ingest_noop(source: str, path: Path | None, revision: str | None, limit: int
         return record_if_unchanged(wh, src, rev, location, str(uuid.uuid4()), settings, started)
 
 
-def judge_noop(targets: list[str], simulated: bool, strategy: str | None, shard: str | None,
+def judge_noop(report: EndpointReport, strategy: str | None, shard: str | None,
                limit: int | None) -> JudgeSummary | None:
     """The summary of a judge run with every verdict cached (recorded as a run that sent nothing), or None.
-    `targets` and `simulated` are what the endpoint check found."""
+    `report` is what the endpoint check found."""
     from tasks.judge.strategies import Strategy
     from tasks.judge.targets import judge_config_from
     from tasks.judge.warehouse_run import judge_and_record, plan_work
 
     settings = get_settings()
-    config = replace(judge_config_from(settings), simulated=simulated)
+    config = judge_config_from(settings, report)
     plan = Strategy.parse(strategy or settings.judge_strategy, settings.judge_adaptive_margin)
     with Warehouse(settings.warehouse) as wh:
         work = plan_work(wh, config.id, plan, shard, limit, settings.judge_max_attempts)
         if work.pending:
             return None
-        return judge_and_record(wh, work, targets, config, plan, settings, str(uuid.uuid4()), shard)
+        return judge_and_record(wh, work, report.usable, config, plan, settings, str(uuid.uuid4()), shard)
 
 
 def version_noop(name: str, policy_path: Path | None, overrides: dict[str, Any],

@@ -4,6 +4,11 @@ Prefect would start the same server (uvicorn over `prefect.server.api.server:cre
 first API call, after importing its server code into this process first (about 2.5 CPU-s). Started here
 instead, as soon as a command knows it will run a flow, it boots in its own process while this one imports
 the flow's modules and checks its inputs, and this process never loads the server's code.
+
+It runs in a session of its own: a Ctrl-C at the terminal reaches the command alone, which stops its flow
+first (recording the crash through this API) and the server after; the server dying first under the same
+Ctrl-C left the command retrying its logs against a dead API for minutes. If the command is killed, its
+watchdog (`curator.watchdog`) stops the server.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -48,7 +54,7 @@ class TemporaryApi:
              "--log-level", "error", "--lifespan", "on"],
             env={**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
                  "PREFECT__SERVER_FINAL": "1"},
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
         )
         atexit.register(self.stop)  # registered before Prefect's own exit handlers: runs after they flush logs
         return self
@@ -76,12 +82,20 @@ class TemporaryApi:
                     time.sleep(0.05)
         return self.url
 
-    def stop(self) -> None:
+    def stop(self, wait: float = 10) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(10)
+                self.process.wait(wait)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+
+    def kill_now(self) -> None:
+        """Stop the server without waiting (a second Ctrl-C: the command is leaving at once)."""
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            except OSError:
+                pass

@@ -126,6 +126,12 @@ def judge_worker(
                     f"this worker's endpoints serve {'the SIMULATED stand-in' if served_config.simulated else 'a real judge'}"
                     f" but the plan is for {'simulated' if config.simulated else 'real'} verdicts ({config.id})",
                     hint="point the worker at the judge the plan names (CURATE_JUDGE_SIMULATED on the orchestrator)")
+            if config.template and served_config.template != config.template:
+                raise EndpointCheckError(
+                    f"this worker's endpoints render the probe pair as {served_config.template or 'unknown'}, but the "
+                    f"plan pins the chat template {config.template} ({config.id})",
+                    hint="serve the chat template the plan names (CURATE_JUDGE_TEMPLATE on the orchestrator)")
+            record["template"] = served_config.template
             summary = run_judging(pairs, shard.states, done, targets, config, plan, settings, writer.write, run_id)
     except BaseException as err:
         writer.record({**record, "status": "failed", "finished_at": datetime.now(timezone.utc).replace(tzinfo=None),

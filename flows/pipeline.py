@@ -21,7 +21,7 @@ from flows.runs import current_run_id
 from flows.versions import EmptyVersionError, build_version
 from schemas.summaries import PipelineSummary
 from tasks.curate.cost import cost_model
-from tasks.judge.endpoints import check_endpoints
+from tasks.judge.endpoints import check_judge
 from warehouse.lock import pipeline_lock
 from warehouse.snapshot import refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
@@ -61,8 +61,7 @@ def curate_pipeline(
     settings = settings_with(warehouse=warehouse)
     if "judge" not in skip and not judge_shards and not (launch or settings.judge_launch):
         # Fail fast: an unusable judge is found before any stage runs, not after the ingest.
-        check_endpoints(list(endpoints or settings.judge_endpoints), settings.judge_model,
-                        allow_other_model=settings.judge_allow_other_model, timeout=settings.judge_check_timeout)
+        check_judge(list(endpoints or settings.judge_endpoints), settings)
     with pipeline_lock(settings.warehouse, settings.pipeline_lock_wait, current_run_id()):
         return _stages(PipelineRun(
             sources=list(sources or []), endpoints=endpoints, launch=launch, strategy=strategy, dataset=dataset,

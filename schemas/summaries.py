@@ -19,6 +19,7 @@ class IngestSummary(TypedDict, total=False):
     contaminated: int
     new_pairs: int
     multi_turn: dict[str, int]
+    flags: dict[str, int]  # reasoning_trace_stripped, estimate_over_budget (kept pairs, counted)
     source: str
     location: str
     source_revision: str
@@ -41,6 +42,8 @@ class JudgeSummary(TypedDict, total=False):
     requests: int
     retries: int
     retry_after_waits: int  # retries of a 429 / 503 that waited as the server's Retry-After said
+    prompt_tokens: dict[str, Any]  # requests, p50, p90, p99, max, counted_by (server | estimate)
+    first_errors: dict[str, str]  # failure reason -> the first error text of this run
     tokens_in: int
     tokens_out: int
     seconds: float

@@ -45,7 +45,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from common.settings import JUDGE_MODEL
+from common.settings import JUDGE_MAX_MODEL_LEN, JUDGE_MODEL
 from tasks.ingest.latent import latent_quality
 from tasks.judge.server import ManagedServer
 
@@ -87,6 +87,12 @@ class StandinConfig:
     # rank by those labels (an oracle), and `first_wins_rate` of verdicts then go to the first-shown answer.
     oracle: str = ""
     first_wins_rate: float = 0.0
+    # The served context, as vLLM's --max-model-len: /v1/models reports it, and a request whose prompt plus
+    # max_tokens exceeds it is refused with vLLM's 400.
+    max_model_len: int = JUDGE_MAX_MODEL_LEN
+    # Render the prompt as the base Qwen3 thinking template does, which silently drops the custom roles
+    # response_1 and response_2 (a misconfigured server): for the preflight's refusal.
+    drop_response_roles: bool = False
 
     def __post_init__(self) -> None:
         rates = [self.error_rate, self.hang_rate, self.malformed_rate, self.truncated_rate, self.unclosed_rate]
@@ -314,6 +320,28 @@ def token_estimate(text_length: int) -> int:
     return max(1, text_length // 4)
 
 
+# A GenRM-style chat template (the stand-in renders the custom roles like the real one) and a reversible toy
+# tokenizer (four UTF-8 bytes a token), so that /tokenize counts a prompt exactly as a chat request is counted.
+_TOKEN_BYTES = 4
+
+
+def render_prompt(messages: list[dict[str, str]], drop_response_roles: bool = False) -> str:
+    turns = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages
+                    if not (drop_response_roles and m["role"] in ("response_1", "response_2")))
+    return turns + "<|im_start|>assistant\n<think>\n"
+
+
+def tokenize(text: str) -> list[int]:
+    data = text.encode("utf-8", "surrogatepass")
+    return [int.from_bytes(data[i:i + _TOKEN_BYTES], "big") for i in range(0, len(data), _TOKEN_BYTES)]
+
+
+def detokenize(tokens: list[int]) -> str:
+    data = b"".join(t.to_bytes(_TOKEN_BYTES, "big").lstrip(b"\0") if i == len(tokens) - 1 else
+                    t.to_bytes(_TOKEN_BYTES, "big") for i, t in enumerate(tokens))
+    return data.decode("utf-8", "replace")
+
+
 def queue_over_window(log: list[tuple[float, int]], start: float, end: float) -> tuple[float, int]:
     """(time-weighted mean, max) of a step function given as (time, value) changes, over [start, end]."""
     if end <= start or not log:
@@ -412,6 +440,7 @@ class _Server:
         # A seeded request sent twice can only reproduce the same sample: count any such repeat.
         self.seeded: set[int] = set()
         self.seeded_repeats = 0
+        self.tokenize_requests = 0
         self.peak_open = self.queued + self.in_flight  # most requests open at once (queued or in service)
         self.queue_log: list[tuple[float, int]] = [(now, self.queued)]  # (time, requests waiting) at each change
         # Requests still in service keep their (shared, mutable) interval, now starting at the reset.
@@ -458,6 +487,11 @@ class _Server:
             chat = parse_chat_request(await request.body())
         except InvalidRequest as exc:
             return _error(400, str(exc), "invalid_request_error")
+        prompt_tokens = len(tokenize(render_prompt(chat.messages, config.drop_response_roles)))
+        if prompt_tokens + (chat.max_tokens or 0) > config.max_model_len:  # vLLM's own refusal, before any work
+            return _error(400, f"This model's maximum context length is {config.max_model_len} tokens. However, "
+                               f"you requested {prompt_tokens + (chat.max_tokens or 0)} tokens ({prompt_tokens} in "
+                               f"the messages, {chat.max_tokens or 0} in the completion).", "BadRequestError")
         if chat.seed is not None:
             key = _hash64("seeded", chat.messages, chat.seed)
             self.seeded_repeats += key in self.seeded
@@ -475,7 +509,6 @@ class _Server:
         if fault == "hang":
             return _error(504, f"SIMULATED hang: no answer for {seconds} s", "timeout_error")
         text, finish = completion_for(chat, config, fault, self.oracle)
-        prompt_tokens = token_estimate(sum(len(m["content"]) for m in chat.messages))
         completion_tokens = token_estimate(len(text))
         return _json({
             "id": f"chatcmpl-standin-{uuid.uuid4().hex}",
@@ -499,8 +532,27 @@ class _Server:
         return _json({"status": "ok", "simulated": True, "model": self.config.model})
 
     async def models(self, request: Request) -> Response:
-        model = {"id": self.config.model, "object": "model", "created": self.started_at, "owned_by": "standin"}
+        model = {"id": self.config.model, "object": "model", "created": self.started_at, "owned_by": "standin",
+                 "max_model_len": self.config.max_model_len}
         return _json({"object": "list", "data": [model]})
+
+    async def tokenize(self, request: Request) -> Response:
+        """vLLM's POST /tokenize with `messages`: the prompt a chat request renders, counted as it is counted."""
+        try:
+            body = json.loads(await request.body())
+            messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in body["messages"]]
+        except (ValueError, KeyError, TypeError):
+            return _error(400, "'messages' must be a list of {role, content}", "invalid_request_error")
+        self.tokenize_requests += 1
+        tokens = tokenize(render_prompt(messages, self.config.drop_response_roles))
+        return _json({"count": len(tokens), "max_model_len": self.config.max_model_len, "tokens": tokens})
+
+    async def detokenize(self, request: Request) -> Response:
+        try:
+            tokens = [int(t) for t in json.loads(await request.body())["tokens"]]
+            return _json({"prompt": detokenize(tokens)})
+        except (ValueError, KeyError, TypeError, OverflowError):
+            return _error(400, "'tokens' must be a list of token ids", "invalid_request_error")
 
     async def stats(self, request: Request) -> Response:
         """Counters since start or reset, and slot use over a window (default: first request to now).
@@ -530,6 +582,7 @@ class _Server:
             "faults": self.faults,
             "seeded_requests": len(self.seeded),
             "seeded_repeats": self.seeded_repeats,
+            "tokenize_requests": self.tokenize_requests,
             "window": {"start": start, "end": end},
             "busy_seconds": busy,
             "busy_fraction": fraction,
@@ -563,6 +616,8 @@ def create_app(config: StandinConfig | None = None) -> Starlette:
     app = Starlette(routes=[
         Route("/v1/chat/completions", server.chat_completions, methods=["POST"]),
         Route("/v1/models", server.models, methods=["GET"]),
+        Route("/tokenize", server.tokenize, methods=["POST"]),
+        Route("/detokenize", server.detokenize, methods=["POST"]),
         Route("/health", server.health, methods=["GET"]),
         Route("/stats", server.stats, methods=["GET"]),
         Route("/stats/reset", server.reset_stats, methods=["POST"]),

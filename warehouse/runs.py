@@ -1,12 +1,23 @@
-"""Runs of every kind: started, finished, interrupted (their process is gone)."""
+"""Runs of every kind: started, finished, interrupted (their process is gone, or was stopped by a signal)."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
-from common.processes import process_alive, this_process
+from common.processes import process_alive, stop_requested, this_process
 from warehouse.connection import Connection, _now
+
+_INTERRUPTED = "interrupted: its command was stopped (Ctrl-C or SIGTERM) before the run finished"
+
+
+def _closing(status: str, error: str | None) -> tuple[str, str | None, datetime | None]:
+    """(status, error, interrupted_at) of a run that ends now: one that fails because its process was asked
+    to stop was interrupted."""
+    if status == "failed" and stop_requested() is not None:
+        return "interrupted", _INTERRUPTED + (f" ({error})" if error else ""), _now()
+    return status, error, None
 
 
 class RunRecords(Connection):
@@ -38,6 +49,23 @@ class RunRecords(Connection):
             marked += len(gone)
         return marked
 
+    def mark_own_runs_interrupted(self, since: datetime) -> int:
+        """Runs this process started at or after `since` that did not complete become `interrupted`: how a
+        command stopped by Ctrl-C or SIGTERM leaves its runs (the failure its stop caused included). Returns
+        how many of its runs are interrupted now."""
+        pid, host = this_process()
+        interrupted = 0
+        for table in ("ingest_runs", "judge_runs"):
+            mine = "WHERE pid = ? AND host = ? AND started_at >= ?"
+            self.con.execute(
+                f"UPDATE {table} SET status = 'interrupted', interrupted_at = ?, "
+                "finished_at = coalesce(finished_at, ?), error = ? || coalesce(' (' || error || ')', '') "
+                f"{mine} AND status IN ('running', 'failed')",
+                [_now(), _now(), _INTERRUPTED, pid, host, since])
+            interrupted += self.con.execute(f"SELECT count(*) FROM {table} {mine} AND status = 'interrupted'",
+                                            [pid, host, since]).fetchone()[0]
+        return interrupted
+
     def interrupted_runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """Interrupted ingest and judge runs, newest first; a reader (which marks nothing) also sees runs still
         `running` whose process of this host is gone, with `interrupted_at` not yet recorded."""
@@ -54,9 +82,11 @@ class RunRecords(Connection):
         return [{k: v for k, v in r.items() if k != "status"} for r in gone[:limit]]
 
     def finish_ingest_run(self, run_id: str, status: str, summary: dict, error: str | None = None) -> None:
+        status, error, interrupted_at = _closing(status, error)
         self.con.execute(
-            "UPDATE ingest_runs SET finished_at = ?, status = ?, summary = ?, error = ? WHERE run_id = ?",
-            [_now(), status, json.dumps(summary), error, run_id],
+            "UPDATE ingest_runs SET finished_at = ?, status = ?, summary = ?, error = ?, "
+            "interrupted_at = coalesce(?, interrupted_at) WHERE run_id = ?",
+            [_now(), status, json.dumps(summary), error, interrupted_at, run_id],
         )
 
     def ingest_runs(self, limit: int = 20) -> list[dict[str, Any]]:
@@ -86,9 +116,11 @@ class RunRecords(Connection):
         )
 
     def finish_judge_run(self, run_id: str, status: str, summary: dict, error: str | None = None) -> None:
+        status, error, interrupted_at = _closing(status, error)
         self.con.execute(
-            "UPDATE judge_runs SET finished_at = ?, status = ?, summary = ?, error = ? WHERE run_id = ?",
-            [_now(), status, json.dumps(summary, default=str), error, run_id],
+            "UPDATE judge_runs SET finished_at = ?, status = ?, summary = ?, error = ?, "
+            "interrupted_at = coalesce(?, interrupted_at) WHERE run_id = ?",
+            [_now(), status, json.dumps(summary, default=str), error, interrupted_at, run_id],
         )
 
     def record_judge_run(self, record: dict[str, Any]) -> None:

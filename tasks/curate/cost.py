@@ -28,17 +28,26 @@ def cost_model(settings: Any) -> CostModel:
 
 
 def cost_report(*, requests: int, tokens_in: int, tokens_out: int, judge_seconds: float, kept: int | None,
-                model: CostModel) -> dict[str, Any]:
-    """One cost block: the measured counts, then the estimate and the assumptions behind it."""
+                model: CostModel, measured: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One cost block: the counts, then the estimate and the assumptions behind it. With what the servers
+    measured (`server_metrics.run_metrics`), their token counts are used and their throughput is shown beside
+    the assumed one; GPU-hours stay an estimate under the assumed throughput either way (a server's busy
+    GPUs are not in its metrics)."""
+    from_server = bool(measured and measured.get("measured") and "prompt_tokens" in measured)
+    if from_server:
+        tokens_in, tokens_out = measured["prompt_tokens"], measured.get("generation_tokens", tokens_out)
     tokens = tokens_in + tokens_out
     gpu_hours = model.gpu_hours(tokens)
     return {
         "requests": requests,
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,
+        "tokens_measured_by": "server /metrics" if from_server else "the replies' usage",
         "judge_seconds": round(judge_seconds, 3),
+        "measured_server_tokens_per_second": round(tokens / judge_seconds, 1) if from_server and judge_seconds else None,
         "tokens_per_kept_pair": round(tokens / kept, 1) if kept else None,
         "gpu_hours": round(gpu_hours, 6),
+        "gpu_hours_basis": "estimated: tokens / assumed server tokens per second x assumed GPUs per server",
         "gpu_hours_per_1000_kept": round(1000.0 * gpu_hours / kept, 6) if kept else None,
         "assumed_server_tokens_per_second": model.server_tokens_per_second,
         "assumed_gpus_per_server": model.gpus_per_server,

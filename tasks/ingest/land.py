@@ -39,6 +39,7 @@ class BatchCounts:
     new_pairs: int = 0
     contaminated: int = 0
     multi_turn: Counter = field(default_factory=Counter)
+    flags: Counter = field(default_factory=Counter)
 
     def add(self, other: BatchCounts) -> None:
         for name in ("read", "valid", "quarantined_rows", "new_quarantined", "already_ingested",
@@ -46,6 +47,7 @@ class BatchCounts:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.quarantined.update(other.quarantined)
         self.multi_turn.update(other.multi_turn)
+        self.flags.update(other.flags)
 
 
 class BackgroundWriter:
@@ -202,7 +204,8 @@ def land_batch(
     if writer is not None:
         writer.wait()  # the look-ups below must see the previous batch committed
     now = _now()
-    counts = BatchCounts(read=prepared.read, valid=len(prepared.pairs), multi_turn=Counter(prepared.multi_turn))
+    counts = BatchCounts(read=prepared.read, valid=len(prepared.pairs), multi_turn=Counter(prepared.multi_turn),
+                         flags=Counter(prepared.flags))
     counts.quarantined_rows = len(prepared.quarantined)
     for r in prepared.quarantined:
         counts.quarantined.update(r.reasons)

@@ -60,6 +60,20 @@ def language_code(raw: str | None) -> str | None:
     return None if tag in ("und", "") else tag
 
 
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+
+
+def split_reasoning_trace(text: str) -> tuple[str, str | None]:
+    """(the final answer, the reasoning trace) of an answer that opens with its own `<think>...</think>` (as
+    arena rows from reasoning models do); the judge reads final answers only. A trace that never closes
+    leaves no answer at all. Text without a leading trace is returned whole."""
+    if not text.lstrip().startswith(_THINK_OPEN):
+        return text, None
+    body = text.lstrip()[len(_THINK_OPEN):]
+    trace, closed, answer = body.partition(_THINK_CLOSE)
+    return (answer.strip() if closed else ""), trace.strip()
+
+
 def normalize_pair(pair: CandidatePair) -> CandidatePair:
     pair.history = [
         {"role": str(m.get("role", "")).strip().lower(), "content": normalize_text(str(m.get("content") or ""))}
@@ -67,6 +81,11 @@ def normalize_pair(pair: CandidatePair) -> CandidatePair:
     ]
     pair.response_a = normalize_text(pair.response_a)
     pair.response_b = normalize_text(pair.response_b)
+    for side in ("a", "b"):
+        answer, trace = split_reasoning_trace(getattr(pair, f"response_{side}"))
+        if trace is not None:  # the canonical pair holds the final answer; the trace stays with the pair
+            setattr(pair, f"response_{side}", answer)
+            pair.metadata = {**pair.metadata, f"response_{side}_reasoning_trace": trace}
     # One language scheme across sources (BCP-47); the source's own value is kept beside it.
     if isinstance(pair.language, str):
         code = language_code(pair.language)
@@ -102,15 +121,16 @@ def estimate_text_tokens(text: str) -> int:
     return _tokens_of_bytes(_encoded(text)[0])
 
 
-def pair_text_facts(pair: CandidatePair) -> tuple[int, bool]:
-    """(estimated judge input tokens, every text valid UTF-8), encoding each text once."""
+def pair_text_facts(pair: CandidatePair) -> tuple[int, bool, int]:
+    """(estimated judge input tokens, every text valid UTF-8, UTF-8 bytes of every text), encoding each once."""
     texts = texts_of(pair)
-    tokens, valid = _TOKENS_PER_REQUEST + _TOKENS_PER_MESSAGE * len(texts), True
+    tokens, valid, size = _TOKENS_PER_REQUEST + _TOKENS_PER_MESSAGE * len(texts), True, 0
     for text in texts:
         data, ok = _encoded(text)
         tokens += _tokens_of_bytes(data)
         valid &= ok
-    return tokens, valid
+        size += len(data)
+    return tokens, valid, size
 
 
 def estimate_request_tokens(texts: list[str]) -> int:

@@ -48,6 +48,7 @@ class PreparedBatch:
     prompts: list[EvalPrompt] = field(default_factory=list)
     quarantined: list[QuarantineRecord] = field(default_factory=list)
     multi_turn: Counter = field(default_factory=Counter)
+    flags: Counter = field(default_factory=Counter)  # kept pairs worth knowing of (see tasks.ingest.summary)
 
 
 _WHOLE_FILE_ROWS = 5
@@ -119,6 +120,7 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
     facts = [nz.pair_text_facts(p) for p in pairs]
     tokens = [f[0] for f in facts]
     utf8_ok = [f[1] for f in facts]
+    sizes = [f[2] for f in facts]
     # the columns straight from the pairs (a dict per pair, then a column per key, cost twice as much)
     frame = pd.DataFrame({
         "source": pd.Series([p.source for p in pairs], dtype=object),
@@ -130,24 +132,28 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
         "raw_label": pd.Series([p.raw_label for p in pairs], dtype=object),
         "domain": pd.Series([p.domain for p in pairs], dtype=object),
         "language": pd.Series([p.language for p in pairs], dtype=object),
-        "est_tokens": pd.Series(tokens, dtype=object),
+        "utf8_bytes": pd.Series(sizes, dtype=object),
         "text": pd.Series(utf8_ok, dtype=object),
     }, index=pd.RangeIndex(len(pairs)))
     frame["human_label"] = pd.to_numeric(frame["human_label"], errors="coerce")
-    frame["est_tokens"] = frame["est_tokens"].astype("int64")
+    frame["utf8_bytes"] = frame["utf8_bytes"].astype("int64")
     frame["text"] = frame["text"].astype(bool)
     pair_fail = row_failures(frame, _pair_schema(settings.judge_input_budget))
     for k, ((i, _), pair) in enumerate(zip(adapted, pairs)):
         if k in pair_fail:
             out.quarantined.append(
                 QuarantineRecord("pair", pair_fail[k], batch.positions[i], batch.rows[i], pair.source_id,
-                                 f"estimated {tokens[k]} input tokens" if any("fits_judge" in r for r in pair_fail[k]) else "")
+                                 f"{sizes[k]} bytes of text" if any("fits_judge" in r for r in pair_fail[k]) else "")
             )
             continue
         if sum(m["role"] == "user" for m in pair.history) > 1:
             out.multi_turn["kept_shared_history"] += 1
         if pair.metadata.get("context_dropped"):
             out.multi_turn["kept_context_dropped"] += 1
+        if "response_a_reasoning_trace" in pair.metadata or "response_b_reasoning_trace" in pair.metadata:
+            out.flags["reasoning_trace_stripped"] += 1
+        if tokens[k] > settings.judge_input_budget:
+            out.flags["estimate_over_budget"] += 1
         out.pairs.append(pair)
         out.pair_ids.append(nz.pair_id(pair.history, pair.response_a, pair.response_b))
         out.est_tokens.append(tokens[k])

@@ -27,6 +27,10 @@ def summarize(counts: BatchCounts, **extra: Any) -> IngestSummary:
         "contaminated": counts.contaminated,
         "new_pairs": counts.new_pairs,
         "multi_turn": dict(counts.multi_turn),
+        # valid pairs kept with a note: `reasoning_trace_stripped` (an answer opened with its own <think> trace,
+        # judged on its final answer), `estimate_over_budget` (the cheap estimate says the prompt may not fit:
+        # the judge counts it exactly before sending)
+        "flags": {k: counts.flags.get(k, 0) for k in ("reasoning_trace_stripped", "estimate_over_budget")},
     }
     summary.update(extra)
     if counts.read and counts.new_pairs == 0 and counts.new_quarantined == 0 and counts.exact_duplicates == 0 \

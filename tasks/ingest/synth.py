@@ -32,7 +32,7 @@ BAD_KINDS_COMMON: dict[str, str] = {
     "bad_role": "history:roles_allowed",
     "empty_response": "response_a:not_empty",
     "identical_responses": "responses_differ",
-    "too_long": "est_tokens:fits_judge_context",
+    "too_long": "utf8_bytes:fits_judge_context",
     "lone_surrogate": "invalid_utf8:",
     "empty_last_user_turn": "history:last_user_turn_not_empty",
     # Hostile rows: each once stopped a whole run.
@@ -264,7 +264,7 @@ class _Generator:
         elif kind == "identical_responses":
             g["b"] = g["a"]
         elif kind == "too_long":
-            g["a"] = self.tm.text(90_000)
+            g["a"] = self.tm.text(230_000)  # past 8 bytes per token of the default input budget
         elif kind == "lone_surrogate":
             g["b"] = g["b"][:40] + "\ud800" + g["b"][40:]
         elif kind == "empty_last_user_turn":

@@ -36,6 +36,8 @@ from common.settings import JUDGE_MAX_REPLY_BYTES
 from tasks.judge.concurrency import Concurrency, parse_vllm_gauges
 from tasks.judge.config import JudgeConfig
 from tasks.judge.genrm import ParseFailure, SideVerdict, Verdict, parse_completion, to_a_side
+from tasks.judge.preflight import count_prompt_tokens, is_context_error
+from tasks.judge.server_metrics import DEFAULT_BLOCK, cacheable, shared_prefix
 from tasks.judge.replies import BadResponse, cap_text, read_completion, retry_after_seconds
 
 
@@ -47,6 +49,7 @@ class JudgeRequest:
     messages: list[dict[str, str]]
     prior_attempts: int = 0  # answers that came back for this judgment in earlier runs (the attempt limit)
     prior_requests: int = 0  # HTTP requests made for it by earlier runs, answered or not
+    prior_failure: str | None = None  # why it failed in an earlier run, if it did
     attempts: int = 0  # answers that came back in this run
     requests: int = 0  # HTTP requests made in this run (transport failures included)
 
@@ -93,6 +96,12 @@ class ClientOptions:
     cooldown: float = 15.0  # first set-aside, doubled while it keeps failing
     give_up_after: int = 4  # set-asides in a row, on every endpoint at once, that end the run (all are down)
     api_key: str = "EMPTY"
+    # Tokens a request's prompt may hold: each prompt is counted as the server counts it (its /tokenize)
+    # before it is sent, and one over the budget is `over_budget`, never sent. A server without /tokenize
+    # falls back to `estimate(messages)`. None: no check.
+    input_budget: int | None = None
+    estimate: Callable[[list[dict[str, str]]], int] | None = None
+    prefix_block: int = DEFAULT_BLOCK  # the server's KV-cache block: what its prefix cache could serve is counted in it
     # An HTTP client factory (url -> httpx2.AsyncClient): tests run the dispatcher in-process on a fake
     # transport; by default the openai package makes its own client.
     http_client: Callable[[str], Any] | None = None
@@ -107,6 +116,14 @@ class ClientStats:
     transport_failures: Counter = field(default_factory=Counter)  # time-outs, 5xx, 429, connection errors
     retries: int = 0
     retry_after_waits: int = 0  # 429 / 503 retries that waited as the server's Retry-After said
+    prompt_tokens: list[int] = field(default_factory=list)  # each request's prompt, as counted before sending
+    prompt_tokens_estimated: int = 0  # of them, counted by the estimate (an endpoint without /tokenize)
+    over_budget_pairs: set[str] = field(default_factory=set)
+    # Prompt tokens a prefix cache could have served, had each request met the earlier requests of its pair
+    # still cached (same server, back to back), over the prompt tokens whose ids the server gave.
+    attainable_prefix_tokens: int = 0
+    prefix_counted_tokens: int = 0
+    first_errors: dict[str, str] = field(default_factory=dict)  # failure reason -> the first error text
     tokens_in: int = 0
     tokens_out: int = 0
     first_response_at: float | None = None
@@ -166,8 +183,9 @@ def _http_client(url: str, options: ClientOptions) -> Any:
 class _Endpoint:
     def __init__(self, url: str, options: ClientOptions):
         self.url = url
+        self.http = _http_client(url, options)  # the chat requests' connections serve /tokenize too
         self.client = openai.AsyncOpenAI(base_url=url, api_key=options.api_key, max_retries=0,
-                                         timeout=options.request_timeout, http_client=_http_client(url, options))
+                                         timeout=options.request_timeout, http_client=self.http)
         self.in_flight = 0
         fixed = options.max_in_flight is not None and not options.adapt
         self.concurrency = Concurrency(options.max_in_flight, mode="fixed" if fixed else "metrics")
@@ -177,20 +195,30 @@ class _Endpoint:
         self.cooldown = options.cooldown
         self.set_asides = 0  # in a row, since its last success
         self.last_error = ""
+        self.tokenizes = True  # until its /tokenize says otherwise
 
 
 class EndpointsDownError(UserError, RuntimeError):
     """Every endpoint failed again and again: the run stops, nothing is lost."""
 
 
+OVER_BUDGET = "over_budget"
+TOO_LONG = "too_long"
+
+
 def _transient(err: BaseException) -> tuple[bool, str]:
     """(worth retrying, failure reason) for a request error."""
-    if isinstance(err, (openai.APITimeoutError, TimeoutError)):
+    if isinstance(err, (openai.APITimeoutError, TimeoutError, httpx2.TimeoutException)):
         return True, "timeout"
-    if isinstance(err, openai.APIConnectionError):
+    if isinstance(err, (openai.APIConnectionError, httpx2.TransportError)):
         return True, "connection_error"
     if isinstance(err, openai.APIStatusError):
         code = err.status_code
+        if code == 400 and is_context_error(str(err.message)):
+            return False, TOO_LONG  # the server's context cannot hold it: final, never sent again as it is
+        return (code == 429 or code >= 500), f"http_{code}"
+    if isinstance(err, httpx2.HTTPStatusError):
+        code = err.response.status_code
         return (code == 429 or code >= 500), f"http_{code}"
     return False, f"client_error:{type(err).__name__}"
 
@@ -247,6 +275,9 @@ class Dispatcher:
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
         self._error: BaseException | None = None
+        self._counted: dict[tuple[str, str], int] = {}  # (pair, order) -> prompt tokens: samples share a prompt
+        self._ids: dict[tuple[str, str], list[int]] = {}  # (pair, order) -> the prompt's token ids, where known
+        self._sent_ids: dict[str, list[list[int]]] = {}  # pair -> the prompts of its requests sent so far
 
     # -- choosing where a request goes ----------------------------------------------------------
     def _pick(self, request: JudgeRequest, now: float) -> _Endpoint | None:
@@ -275,7 +306,74 @@ class Dispatcher:
             endpoint.in_flight -= 1
             self._wake.set()
 
+    async def _prompt_tokens(self, request: JudgeRequest, endpoint: _Endpoint) -> int | None:
+        """The request's prompt tokens: the server's count where it has /tokenize, else the estimate (None
+        when there is no estimate either)."""
+        key = (request.pair_id, request.order)
+        if key in self._counted:
+            return self._counted[key]
+        count = ids = None
+        if endpoint.tokenizes:
+            try:
+                count, ids = await count_prompt_tokens(endpoint.http, endpoint.url, self.config.model,
+                                                       request.messages)
+            except httpx2.HTTPStatusError as err:
+                if err.response.status_code not in (404, 405):
+                    raise
+                endpoint.tokenizes = False
+        if count is None:
+            if self.options.estimate is None:
+                return None
+            count = self.options.estimate(request.messages)
+            self.stats.prompt_tokens_estimated += 1
+        self._counted[key] = count
+        if len(self._counted) > 8192:
+            del self._counted[next(iter(self._counted))]
+        if ids is not None:
+            self._ids[key] = ids
+            if len(self._ids) > 4096:
+                del self._ids[next(iter(self._ids))]
+        return count
+
+    def _prefix_reuse(self, request: JudgeRequest) -> None:
+        """Count what a prefix cache could serve of this request from the earlier requests of its pair."""
+        ids = self._ids.get((request.pair_id, request.order))
+        if ids is None:
+            return
+        earlier = self._sent_ids.setdefault(request.pair_id, [])
+        shared = max((shared_prefix(ids, e) for e in earlier), default=0)
+        self.stats.attainable_prefix_tokens += cacheable(shared, self.options.prefix_block)
+        self.stats.prefix_counted_tokens += len(ids)
+        if not any(e is ids for e in earlier):
+            earlier.append(ids)
+        if len(self._sent_ids) > 4096:
+            del self._sent_ids[next(iter(self._sent_ids))]
+
+    async def _within_budget(self, request: JudgeRequest, endpoint: _Endpoint) -> bool:
+        """Count the prompt before sending it; a prompt over the budget is a final failure, never sent."""
+        if self.options.input_budget is None:
+            return True
+        count = await self._prompt_tokens(request, endpoint)
+        if count is None:
+            return True
+        self.stats.prompt_tokens.append(count)
+        if count <= self.options.input_budget:
+            self._prefix_reuse(request)
+            return True
+        self.stats.over_budget_pairs.add(request.pair_id)
+        result = JudgeResult(request, "failed", failure_reason=OVER_BUDGET, endpoint=endpoint.url,
+                             error=f"the prompt has {count} tokens, over the judge's input budget of "
+                                   f"{self.options.input_budget} (max_model_len - max_tokens); not sent")
+        self._finish(result, record=request.prior_failure != OVER_BUDGET)  # recorded once
+        return False
+
     async def _request(self, request: JudgeRequest, endpoint: _Endpoint) -> None:
+        try:
+            if not await self._within_budget(request, endpoint):
+                return
+        except Exception as err:  # noqa: BLE001 - the count failed: the request failed, retried as any other
+            self._failed_request(request, endpoint, err, 0.0)
+            return
         seed = request.seed()
         request.requests += 1
         self.stats.requests += 1
@@ -377,13 +475,18 @@ class Dispatcher:
         self._finish(JudgeResult(request, "failed", failure_reason=reason, error=_error_text(err), latency_s=latency,
                                  endpoint=endpoint.url))
 
-    def _finish(self, result: JudgeResult) -> None:
+    def _finish(self, result: JudgeResult, record: bool = True) -> None:
+        """Count a judgment's final result and hand it on (`record` False: it is already in the cache as it is)."""
         if result.status == "ok":
             self.stats.judged += 1
         else:
-            self.stats.failed[result.failure_reason or "unknown"] += 1
+            reason = result.failure_reason or "unknown"
+            self.stats.failed[reason] += 1
+            self.stats.first_errors.setdefault(reason, (result.error or "")[:300])
         self.stats.tokens_in += result.tokens_in
         self.stats.tokens_out += result.tokens_out
+        if not record:
+            return
         follow_ups = list(self.on_result(result))
         self._ready.extend(reversed(follow_ups))  # sent next, close to the first verdict
 

@@ -28,12 +28,17 @@ class JudgeConfig:
     # Verdicts from the SIMULATED stand-in: a configuration of their own, so that they never answer for
     # the real judge from the cache, and everything built on them says so.
     simulated: bool = False
+    # The fingerprint of the server's rendering of a probe pair (its chat template and tokenizer, see
+    # preflight.py): a server with another template never answers from the cache. Empty: not probed.
+    template: str = ""
 
     @property
     def id(self) -> str:
         fields = asdict(self)
         if not self.simulated:
             del fields["simulated"]  # the ids of real configurations stay what they always were
+        if not self.template:
+            del fields["template"]
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return "jc-" + hashlib.blake2b(canonical.encode(), digest_size=8).hexdigest()
 

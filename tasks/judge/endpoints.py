@@ -1,4 +1,5 @@
-"""Before judging: does each endpoint answer, and does it serve the configured judge?
+"""Before judging: does each endpoint answer, does it serve the configured judge, can its context hold the
+judge's budget, and does its chat template show the judge both answers (`preflight.py`)?
 
 `GET /v1/models` with a short time-out, so that a mistyped or dead endpoint is reported in seconds rather
 than after the client's retries and cool-downs. A server that names itself SIMULATED (the stand-in) is
@@ -9,9 +10,11 @@ configured judge is refused unless allowed, since its verdicts would be filed un
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from common.errors import UserError
+from common.settings import Settings
+from tasks.judge.preflight import TemplateProbe, context_problem, probe_template
 
 SIMULATED_MARK = "SIMULATED"
 
@@ -35,6 +38,7 @@ class Probe:
     url: str
     served: list[str] = field(default_factory=list)
     error: str | None = None  # why it did not answer
+    contexts: dict[str, int] = field(default_factory=dict)  # model -> max_model_len, where the server says
 
     @property
     def simulated(self) -> bool:
@@ -47,6 +51,10 @@ class EndpointReport:
     unreachable: list[Probe]
     served: dict[str, list[str]]  # endpoint -> models it serves
     simulated: bool  # they serve the SIMULATED stand-in
+    template: str | None = None  # the fingerprint of the rendered probe, the same on every endpoint
+    untokenized: list[str] = field(default_factory=list)  # endpoints without /tokenize: budgets estimated
+    contexts: dict[str, int | None] = field(default_factory=dict)  # endpoint -> its served context
+    probe_tokens: int | None = None  # the probe pair's prompt tokens
 
 
 def is_simulated_model(name: str | None) -> bool:
@@ -59,7 +67,13 @@ def probe(url: str, timeout: float, api_key: str = "EMPTY") -> Probe:
 
     try:
         with openai.OpenAI(base_url=url, api_key=api_key, timeout=timeout, max_retries=0) as client:
-            return Probe(url, [m.id for m in client.models.list()])
+            models = list(client.models.list())
+        contexts = {}
+        for m in models:
+            value = (m.model_extra or {}).get("max_model_len")
+            if isinstance(value, int) and not isinstance(value, bool):
+                contexts[m.id] = value
+        return Probe(url, [m.id for m in models], contexts=contexts)
     except openai.APIStatusError as err:
         return Probe(url, error=f"HTTP {err.status_code}")
     except openai.APITimeoutError:
@@ -72,9 +86,12 @@ def probe(url: str, timeout: float, api_key: str = "EMPTY") -> Probe:
 
 
 def check_endpoints(urls: list[str], model: str, *, allow_other_model: bool = False, timeout: float = 5.0,
-                    api_key: str = "EMPTY") -> EndpointReport:
+                    api_key: str = "EMPTY", max_model_len: int | None = None, max_tokens: int | None = None,
+                    probe_templates: bool = True) -> EndpointReport:
     """Probe every endpoint at once; judge with those that answer. Refuses when none answers, when one
-    serves another model (unless `allow_other_model`), or when real and SIMULATED servers are mixed."""
+    serves another model (unless `allow_other_model`), when real and SIMULATED servers are mixed, when one's
+    context cannot hold `max_model_len` (the prompt budget + `max_tokens`), when one's chat template drops an
+    answer, or when the endpoints render the probe differently."""
     if not urls:
         raise NoEndpointError("no judge endpoint")
     with ThreadPoolExecutor(max_workers=min(16, len(urls))) as pool:
@@ -97,4 +114,50 @@ def check_endpoints(urls: list[str], model: str, *, allow_other_model: bool = Fa
             "the endpoints mix the SIMULATED stand-in with real servers: "
             + ", ".join(f"{p.url} ({', '.join(p.served)})" for p in answered),
             hint="judge with one kind at a time: simulated verdicts are kept apart from real ones")
-    return EndpointReport([p.url for p in answered], down, {p.url: p.served for p in answered}, kinds.pop())
+    contexts = {p.url: p.contexts.get(_model_of(p, model)) for p in answered}
+    if max_model_len is not None and max_tokens is not None:
+        for url, served in contexts.items():
+            problem = context_problem(url, served, max_model_len, max_tokens)
+            if problem:
+                raise EndpointCheckError(problem, hint="nothing was sent to the server")
+    report = EndpointReport([p.url for p in answered], down, {p.url: p.served for p in answered}, kinds.pop(),
+                            contexts=contexts)
+    return _with_templates(report, answered, model, timeout) if probe_templates else report
+
+
+def _model_of(p: Probe, model: str) -> str:
+    return model if model in p.served or not p.served else p.served[0]
+
+
+def _with_templates(report: EndpointReport, answered: list[Probe], model: str, timeout: float) -> EndpointReport:
+    """The report with each endpoint's template probe; refuses a template that drops an answer."""
+    with ThreadPoolExecutor(max_workers=min(16, len(answered))) as pool:
+        probes: list[TemplateProbe] = list(pool.map(lambda p: probe_template(p.url, _model_of(p, model), timeout),
+                                                    answered))
+    for t in probes:
+        if t.tokenizes and t.error:
+            raise EndpointCheckError(f"{t.url} could not render a probe pair through its chat template: {t.error}",
+                                     hint="serve the GenRM with a chat template that renders the roles response_1 "
+                                          "and response_2; nothing was judged")
+        if t.missing:
+            raise EndpointCheckError(
+                f"{t.url}'s chat template drops {' and '.join(t.missing)}: a probe pair's answers are missing from "
+                "the prompt it renders, so the judge would see neither answer",
+                hint="serve the GenRM with its own chat template, which renders the roles response_1 and "
+                     "response_2 (vLLM --chat-template FILE); nothing was judged")
+    prints = {t.fingerprint for t in probes if t.tokenizes}
+    if len(prints) > 1:
+        raise EndpointCheckError(
+            "the endpoints render the same probe pair differently (another chat template or tokenizer): "
+            + ", ".join(f"{t.url} {t.fingerprint}" for t in probes if t.tokenizes),
+            hint="judge with servers of one configuration at a time")
+    counts = [t.prompt_tokens for t in probes if t.prompt_tokens is not None]
+    return replace(report, template=prints.pop() if prints else None,
+                   untokenized=[t.url for t in probes if not t.tokenizes], probe_tokens=counts[0] if counts else None)
+
+
+def check_judge(urls: list[str], settings: Settings) -> EndpointReport:
+    """The preflight of a judge run as the settings describe it."""
+    return check_endpoints(urls, settings.judge_model, allow_other_model=settings.judge_allow_other_model,
+                           timeout=settings.judge_check_timeout, max_model_len=settings.judge_max_model_len,
+                           max_tokens=settings.judge_max_tokens)

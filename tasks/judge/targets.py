@@ -4,24 +4,27 @@ this worker starts itself (vLLM, or the stand-in), and the check that they answe
 from __future__ import annotations
 
 import logging
+import sys
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
 from common.errors import InvalidInputError
 from common.settings import Settings
 from tasks.judge.config import JudgeConfig
-from tasks.judge.endpoints import NoEndpointError, check_endpoints
-from tasks.judge.server import ManagedServer, VllmLaunch, require_vllm, vllm_command
+from tasks.judge.endpoints import EndpointReport, NoEndpointError, check_judge
+from tasks.judge.server import ManagedServer, VllmLaunch, detect_device, require_vllm, vllm_command, vllm_env
 
 _log = logging.getLogger(__name__)
 
 
-def judge_config_from(settings: Settings, simulated: bool | None = None) -> JudgeConfig:
-    """The configuration the settings describe (`simulated` as the endpoint check found it)."""
+def judge_config_from(settings: Settings, report: EndpointReport | None = None) -> JudgeConfig:
+    """The configuration the settings describe, and what the endpoint check found (simulated, the template's
+    fingerprint) when there was one."""
     return JudgeConfig(model=settings.judge_model, served_revision=settings.judge_served_revision,
                        temperature=settings.judge_temperature, top_p=settings.judge_top_p,
                        max_tokens=settings.judge_max_tokens,
-                       simulated=settings.judge_simulated if simulated is None else simulated)
+                       simulated=settings.judge_simulated if report is None else report.simulated,
+                       template=(settings.judge_template or "") if report is None else (report.template or ""))
 
 
 def launcher(launch: str | None, settings: Settings, config: JudgeConfig,
@@ -31,20 +34,29 @@ def launcher(launch: str | None, settings: Settings, config: JudgeConfig,
         return nullcontext(), None
     base = f"http://127.0.0.1:{port}"
     if launch == "vllm":
-        require_vllm()
-        argv = vllm_command(VllmLaunch(
-            model=config.model, tensor_parallel_size=settings.vllm_tensor_parallel_size,
-            data_parallel_size=settings.vllm_data_parallel_size, max_model_len=settings.judge_max_model_len,
-            gpu_memory_utilization=settings.vllm_gpu_memory_utilization, port=port,
-            max_num_seqs=settings.judge_max_in_flight,
-            revision=None if config.served_revision == "main" else config.served_revision,
-        ))
-        return ManagedServer(argv, base, name="vLLM"), f"{base}/v1"
+        spec = vllm_launch(settings, config, port)
+        require_vllm(spec.python)
+        return (ManagedServer(vllm_command(spec), base, name=f"vLLM ({spec.device})", env=vllm_env(spec),
+                              startup_timeout=settings.vllm_startup_timeout), f"{base}/v1")
     if launch == "standin":  # tests and demos only: the stand-in lives in the testing package
         from testing.genrm_standin import StandinProcess
 
         return StandinProcess(port=port), f"{base}/v1"
     raise InvalidInputError(f"launch must be vllm or standin, not {launch!r}")
+
+
+def vllm_launch(settings: Settings, config: JudgeConfig, port: int) -> VllmLaunch:
+    """vLLM's launch as the settings describe it: the judge's weights (or a local folder) served under the
+    judge's name, on this host's GPUs, or on its CPUs with vLLM's CPU build."""
+    return VllmLaunch(
+        model=settings.vllm_model_path or config.model, served_model_name=config.model,
+        tensor_parallel_size=settings.vllm_tensor_parallel_size, data_parallel_size=settings.vllm_data_parallel_size,
+        max_model_len=settings.judge_max_model_len, gpu_memory_utilization=settings.vllm_gpu_memory_utilization,
+        port=port, max_num_seqs=settings.judge_max_in_flight,
+        revision=None if config.served_revision == "main" else config.served_revision,
+        python=settings.vllm_python or sys.executable, device=detect_device(settings.vllm_device),
+        chat_template=settings.vllm_chat_template, reasoning_parser=settings.vllm_reasoning_parser,
+    )
 
 
 def judge_targets(endpoints: list[str] | None, launch: str | None, port: int | None, settings: Settings,
@@ -59,13 +71,16 @@ def judge_targets(endpoints: list[str] | None, launch: str | None, port: int | N
 
 def checked_targets(targets: list[str], config: JudgeConfig, settings: Settings,
                     log: logging.Logger | logging.LoggerAdapter | None = None) -> tuple[list[str], JudgeConfig]:
-    """The endpoints that answer (refusing when none does, or one serves another model), and the
-    configuration marked simulated when they serve the stand-in."""
+    """The endpoints that pass the preflight (refusing when none answers, one serves another model, a context
+    is too small or a template drops an answer), and the configuration with what it found: simulated when
+    they serve the stand-in, and the fingerprint of their chat template."""
     log = log or _log
-    report = check_endpoints(targets, config.model, allow_other_model=settings.judge_allow_other_model,
-                             timeout=settings.judge_check_timeout)
+    report = check_judge(targets, settings)
     for p in report.unreachable:
         log.warning("judge endpoint %s does not answer (%s): judging with the others", p.url, p.error)
+    for url in report.untokenized:
+        log.warning("judge endpoint %s has no /tokenize: its chat template is unchecked and prompt budgets are "
+                    "estimated", url)
     if report.simulated:
         log.warning("the judge endpoints serve the SIMULATED stand-in: its verdicts are marked simulated")
-    return report.usable, replace(config, simulated=report.simulated)
+    return report.usable, replace(config, simulated=report.simulated, template=report.template or "")

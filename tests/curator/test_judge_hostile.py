@@ -54,6 +54,9 @@ def test_one_run_meets_every_reply_shape_and_stores_every_answer(tmp_path, wareh
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["requests"] == 16 and sum(served.values()) == 16
+    # some judgments failed, not all: exit 0 and one line saying how many and why
+    failed = sum(summary["failed"].values())
+    assert done.returncode == 0 and f"warning: {failed} failed (" in done.stderr
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
         rows = con.execute("SELECT status, failure_reason, length(raw_text) FROM judgments").fetchall()
     assert len(rows) == 16  # every answer of the run is stored, whatever its neighbours were
@@ -70,6 +73,11 @@ def test_huge_replies_are_read_no_further_than_the_cap(tmp_path, warehouse):
     peak_mib = int(done.stderr.strip().splitlines()[-1]) / 1024
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["requests"] == 6 and summary["failed"] == {"too_large": 6}, summary
+    # every judgment failed: exit 2, one line naming the reason, its count and the first error
+    lines = done.stderr.strip().splitlines()[:-1]
+    errors = [line for line in lines if "has no /tokenize" not in line]  # this server cannot count tokens: said
+    assert done.returncode == 2 and len(errors) == 1, done.stderr
+    assert errors[0].startswith("error: every judgment of this run failed (6): 6 too_large, first error: reply body over")
     assert peak_mib < 600, f"peak RSS {peak_mib:.0f} MiB"
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
         stored = con.execute("SELECT count(*), max(length(coalesce(raw_text, ''))) FROM judgments").fetchone()

@@ -74,3 +74,59 @@ def test_a_pair_keeps_its_source_language_beside_the_code():
     p = nz.normalize_pair(_pair(language="english"))
     assert p.language == "en" and p.metadata["language_raw"] == "english"
     assert "language_raw" not in nz.normalize_pair(_pair(language="en")).metadata
+
+
+def test_a_leading_reasoning_trace_is_split_from_the_final_answer():
+    assert nz.split_reasoning_trace("<think>\nweigh it\n</think>\n\nThe answer is 4.") == ("The answer is 4.", "weigh it")
+    assert nz.split_reasoning_trace("  <think>t</think>a</think>b") == ("a</think>b", "t")  # the first close ends it
+    assert nz.split_reasoning_trace("<think>never closed") == ("", "never closed")
+    assert nz.split_reasoning_trace("No trace. <think>quoted</think>") == ("No trace. <think>quoted</think>", None)
+    p = nz.normalize_pair(_pair("<think>long trace</think>Final A", "Final B"))
+    assert (p.response_a, p.response_b) == ("Final A", "Final B")
+    assert p.metadata["response_a_reasoning_trace"] == "long trace" and "response_b_reasoning_trace" not in p.metadata
+
+
+# One short paragraph of each kind of text the judge meets; Qwen's BPE counts them from about 1.8 (base64) to
+# 6.8 (Thai) UTF-8 bytes a token, so the ingest's estimate is off by 0.5x to 2.3x.
+TEXT_KINDS = {
+    "english": "The quick brown fox jumps over the lazy dog while the committee reviews the proposal. ",
+    "python": "def total(xs: list[int]) -> int:\n    return sum(x * 2 for x in xs if x > 0)\n",
+    "chinese": "人工智能正在改变我们的生活方式和工作方式。",
+    "russian": "Быстрая коричневая лиса прыгает через ленивую собаку. ",
+    "thai": "ภาษาไทยเป็นภาษาที่มีเอกลักษณ์และสวยงามมาก ",
+    "latex": r"\int_0^1 \frac{x^2}{\sqrt{1-x^2}}\,dx = \frac{\pi}{4} ",
+    "base64": "U29tZSBiYXNlNjQgZW5jb2RlZCBkYXRhIGdvZXMgaGVyZQ== ",
+    "symbols": "=+-*/<>!?#@$%^&()[]{}|~`;:,. ",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TEXT_KINDS))
+def test_ingest_never_quarantines_on_the_estimate_a_pair_that_may_fit(kind):
+    """The rule: a pair is quarantined for length only past 8 UTF-8 bytes per token of the input budget (more
+    than any kind of text averages a Qwen token); below that the judge counts it exactly."""
+    import pandas as pd
+
+    from schemas.pair import MAX_BYTES_PER_TOKEN, pair_frame_schema
+    from tasks.ingest.validate import row_failures
+
+    budget = 2000
+    unit = TEXT_KINDS[kind]
+    fits = unit * max(1, (budget * 6) // len(unit.encode()))  # 6 bytes a token: real tokens under the budget
+    too_big = unit * (MAX_BYTES_PER_TOKEN * budget // len(unit.encode()) + 2)
+    rows = []
+
+    def tokens_of(text):
+        return nz.estimate_request_tokens([text])
+
+    for answer in (fits, too_big):
+        p = _pair(answer, "Short.")
+        tokens, ok, size = nz.pair_text_facts(p)
+        rows.append({"source": "s", "source_id": "i", "history": p.history, "response_a": p.response_a,
+                     "response_b": p.response_b, "human_label": None, "utf8_bytes": size, "text": ok})
+    frame = pd.DataFrame(rows, dtype=object)
+    frame["human_label"] = pd.to_numeric(frame["human_label"])
+    frame["utf8_bytes"] = frame["utf8_bytes"].astype("int64")
+    failures = row_failures(frame, pair_frame_schema(budget))
+    assert tokens_of(fits) > budget  # the cheap estimate alone would have refused it
+    assert 0 not in failures, (kind, failures)
+    assert any("fits_judge_context" in r for r in failures[1])

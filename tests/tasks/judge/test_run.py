@@ -129,7 +129,7 @@ def test_a_pair_over_the_input_budget_fails_with_a_reason_and_is_never_sent():
         sent = server.stats()["requests"]
         again, rerun = _judge(server.url, [long], input_budget=2000, states=_states(results))
     refused = [r for r in results if r.request.pair_id == long[0]]
-    assert {r.failure_reason for r in refused} == {"exceeds_input_budget"} and len(refused) == 2
+    assert {r.failure_reason for r in refused} == {"over_budget"} and len(refused) == 2
     assert sent == 6 and summary["over_budget"] == 1 and summary["judged"] == 6
     assert rerun == [] and again["requests"] == 0  # recorded once, never sent
 

@@ -84,12 +84,12 @@ def test_real_fixture_rows_all_accounted_for(settings):
     assert len(prepared.pairs) + len(prepared.quarantined) == len(rows)
     # every quarantined row says why, and the only reasons on real rows are the multi-turn rule or size
     for q in prepared.quarantined:
-        assert q.reasons and all(r in ("multi_turn_divergent_history",) or r.startswith("est_tokens:") for r in q.reasons), q.reasons
+        assert q.reasons and all(r in ("multi_turn_divergent_history",) or r.startswith("utf8_bytes:") for r in q.reasons), q.reasons
     divergent = sum("multi_turn_divergent_history" in q.reasons for q in prepared.quarantined)
     assert divergent == prepared.multi_turn["quarantined_divergent"] > 0
     # single-vote, single-turn rows all become pairs
     simple = [r for r in rows if r["evaluation_order"] == 1 and len(r["conversation_a"]) == 2]
-    assert len(prepared.pairs) >= len(simple) - sum(q.reasons[0].startswith("est_tokens") for q in prepared.quarantined)
+    assert len(prepared.pairs) >= len(simple) - sum(q.reasons[0].startswith("utf8_bytes") for q in prepared.quarantined)
     by_id = {p.source_id: p for p in prepared.pairs}
     for r in simple:
         if r["id"] in by_id:
