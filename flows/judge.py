@@ -7,6 +7,8 @@ missing; failed judgments are asked again until `judge_max_attempts`.
 
 from __future__ import annotations
 
+import time
+
 from datetime import datetime, timezone
 from typing import Any
 
@@ -73,11 +75,14 @@ def judge(
     server, targets = judge_targets(endpoints, launch, port, settings, config)
     run_id = current_run_id()
     with server:
+        began = time.perf_counter()
         targets, config = checked_targets(targets, config, settings, get_run_logger())
+        preflight_seconds = round(time.perf_counter() - began, 3)
         with Warehouse(settings.warehouse) as wh:
             # quote(): Prefect would otherwise walk every state of a large cache looking for futures.
             work = plan_judging(wh, config.id, plan, shard, limit, settings.judge_max_attempts)
             summary = judge_shard(wh, quote(work), targets, config, plan, settings, run_id, shard)
+    summary["preflight_seconds"] = preflight_seconds
     log.info("judge: %d pairs, %d judged, %d failed, %d cached, %d requests in %.1fs", summary["pairs"],
              summary["judged"], sum(summary["failed"].values()), summary["skipped_cached"], summary["requests"],
              summary["seconds"])

@@ -29,6 +29,9 @@ from common.settings import Settings  # noqa: E402
 
 setup_logging()
 
+# the real vLLM server (CPU build) serving a tiny GenRM; skipped when no vLLM venv is given
+pytest_plugins = ["tests.real_vllm"]
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CURATE_SHARED_DIR", REPO.parent / "shared"))
 

@@ -35,9 +35,9 @@ from common.errors import UserError
 from common.settings import JUDGE_MAX_REPLY_BYTES
 from tasks.judge.concurrency import Concurrency, parse_vllm_gauges
 from tasks.judge.config import JudgeConfig
-from tasks.judge.genrm import ParseFailure, SideVerdict, Verdict, parse_completion, to_a_side
+from tasks.judge.genrm import ParseFailure, SideVerdict, Verdict, parse_completion, split_trace, to_a_side
 from tasks.judge.preflight import count_prompt_tokens, is_context_error
-from tasks.judge.server_metrics import DEFAULT_BLOCK, cacheable, shared_prefix
+from tasks.judge.server_metrics import DEFAULT_BLOCK, PrefixCacheModel
 from tasks.judge.replies import BadResponse, cap_text, read_completion, retry_after_seconds
 
 
@@ -119,10 +119,7 @@ class ClientStats:
     prompt_tokens: list[int] = field(default_factory=list)  # each request's prompt, as counted before sending
     prompt_tokens_estimated: int = 0  # of them, counted by the estimate (an endpoint without /tokenize)
     over_budget_pairs: set[str] = field(default_factory=set)
-    # Prompt tokens a prefix cache could have served, had each request met the earlier requests of its pair
-    # still cached (same server, back to back), over the prompt tokens whose ids the server gave.
-    attainable_prefix_tokens: int = 0
-    prefix_counted_tokens: int = 0
+    prefix_cache: PrefixCacheModel | None = None  # what an ideal prefix cache could serve (ids from /tokenize)
     first_errors: dict[str, str] = field(default_factory=dict)  # failure reason -> the first error text
     tokens_in: int = 0
     tokens_out: int = 0
@@ -277,7 +274,6 @@ class Dispatcher:
         self._error: BaseException | None = None
         self._counted: dict[tuple[str, str], int] = {}  # (pair, order) -> prompt tokens: samples share a prompt
         self._ids: dict[tuple[str, str], list[int]] = {}  # (pair, order) -> the prompt's token ids, where known
-        self._sent_ids: dict[str, list[list[int]]] = {}  # pair -> the prompts of its requests sent so far
 
     # -- choosing where a request goes ----------------------------------------------------------
     def _pick(self, request: JudgeRequest, now: float) -> _Endpoint | None:
@@ -336,18 +332,13 @@ class Dispatcher:
         return count
 
     def _prefix_reuse(self, request: JudgeRequest) -> None:
-        """Count what a prefix cache could serve of this request from the earlier requests of its pair."""
+        """Count what an ideal prefix cache could serve of this request from every request sent before it."""
         ids = self._ids.get((request.pair_id, request.order))
         if ids is None:
             return
-        earlier = self._sent_ids.setdefault(request.pair_id, [])
-        shared = max((shared_prefix(ids, e) for e in earlier), default=0)
-        self.stats.attainable_prefix_tokens += cacheable(shared, self.options.prefix_block)
-        self.stats.prefix_counted_tokens += len(ids)
-        if not any(e is ids for e in earlier):
-            earlier.append(ids)
-        if len(self._sent_ids) > 4096:
-            del self._sent_ids[next(iter(self._sent_ids))]
+        if self.stats.prefix_cache is None:
+            self.stats.prefix_cache = PrefixCacheModel(self.options.prefix_block)
+        self.stats.prefix_cache.offer(ids)
 
     async def _within_budget(self, request: JudgeRequest, endpoint: _Endpoint) -> bool:
         """Count the prompt before sending it; a prompt over the budget is a final failure, never sent."""
@@ -435,8 +426,9 @@ class Dispatcher:
             return JudgeResult(request, "failed", failure_reason=reply.reason, error=reply.detail,
                                raw_text=cap_text(orjson.dumps(body).decode()), latency_s=latency, endpoint=endpoint.url)
         parsed = parse_completion(reply.content, reply.finish_reason, reply.reasoning)
+        answer, trace = split_trace(reply.content, reply.reasoning)
         common = dict(
-            raw_text=cap_text(reply.content), reasoning=cap_text(reply.reasoning), finish_reason=reply.finish_reason,
+            raw_text=cap_text(answer), reasoning=cap_text(trace), finish_reason=reply.finish_reason,
             tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=latency, endpoint=endpoint.url,
             served_model=reply.model,
         )

@@ -77,6 +77,16 @@ def answer_text(content: str | None, reasoning: str | None = None) -> str | None
     return None
 
 
+def split_trace(content: str | None, reasoning: str | None) -> tuple[str | None, str | None]:
+    """(answer text, reasoning trace) as stored: the same with vLLM's reasoning parser on (the trace in its own
+    field) or off (the trace in the content, up to the last `</think>`), so a verdict's trace is always found in
+    one place. Content that never closed its reasoning is kept whole."""
+    if reasoning or not content or THINK_END not in content:
+        return content, reasoning
+    trace, answer = content.rsplit(THINK_END, 1)
+    return answer, trace
+
+
 def _as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None

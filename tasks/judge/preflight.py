@@ -64,14 +64,17 @@ def _post(client: httpx2.Client, url: str, body: dict[str, Any]) -> tuple[int, A
         return reply.status_code, None
 
 
-def probe_template(url: str, model: str, timeout: float) -> TemplateProbe:
-    """Render the probe pair through the server's chat template and look for both answers in it."""
+def probe_template(url: str, model: str, timeout: float, chat_template: str | None = None) -> TemplateProbe:
+    """Render the probe pair through the server's chat template (or `chat_template`, where the server trusts
+    one sent with a request) and look for both answers in it."""
     root = server_root(url)
     messages = build_messages(PROBE_HISTORY, SENTINELS["response_1"], SENTINELS["response_2"], "ab")
+    body = {"model": model, "messages": messages, "add_generation_prompt": True}
+    if chat_template is not None:
+        body["chat_template"] = chat_template
     try:
         with httpx2.Client(timeout=timeout) as client:
-            status, body = _post(client, f"{root}/tokenize",
-                                 {"model": model, "messages": messages, "add_generation_prompt": True})
+            status, body = _post(client, f"{root}/tokenize", body)
             if status in (404, 405):
                 return TemplateProbe(url, tokenizes=False, error=f"no /tokenize (HTTP {status})")
             if status != 200 or not isinstance(body, dict) or not isinstance(body.get("tokens"), list):

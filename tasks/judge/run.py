@@ -235,10 +235,9 @@ def judge_pairs(
         "retries": stats.retries,
         "retry_after_waits": stats.retry_after_waits,
         "prompt_tokens": token_distribution(stats.prompt_tokens, stats.prompt_tokens_estimated),
-        "prefix_reuse": {"attainable_tokens": stats.attainable_prefix_tokens,
-                         "prompt_tokens_with_ids": stats.prefix_counted_tokens,
-                         "attainable_hit_rate": round(stats.attainable_prefix_tokens / stats.prefix_counted_tokens, 4)
-                         if stats.prefix_counted_tokens else None},
+        "prefix_reuse": {"attainable_tokens": stats.prefix_cache.cacheable if stats.prefix_cache else 0,
+                         "prompt_tokens_with_ids": stats.prefix_cache.tokens if stats.prefix_cache else 0,
+                         "attainable_hit_rate": stats.prefix_cache.hit_rate if stats.prefix_cache else None},
         "first_errors": stats.first_errors,
         "tokens_in": stats.tokens_in,
         "tokens_out": stats.tokens_out,

@@ -91,16 +91,36 @@ def run_metrics(before: dict[str, str | None], after: dict[str, str | None]) -> 
     return out
 
 
-def shared_prefix(a: list[int], b: list[int]) -> int:
-    """How many leading token ids two prompts share."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+class PrefixCacheModel:
+    """What an unbounded prefix cache of whole KV blocks could serve of each prompt, given every prompt sent
+    before it (vLLM's own scheme: a block is found by the hash of its tokens and of all blocks before it).
+    The attainable hit rate a real server's cache, with its evictions, can at best reach."""
 
+    def __init__(self, block: int, max_blocks: int = 2_000_000):
+        self.block = block
+        self.max_blocks = max_blocks  # past it the model forgets, as a full cache would
+        self.seen: set[int] = set()
+        self.tokens = 0  # prompt tokens offered
+        self.cacheable = 0  # of them, servable from earlier prompts
 
-def cacheable(shared: int, block: int) -> int:
-    """Tokens a prefix cache can serve from a shared prefix: whole blocks only, and never the last token (the
-    server computes at least one token of every prompt)."""
-    return max(0, (min(shared, shared - 1) // block) * block) if shared > 0 else 0
+    def offer(self, ids: list[int]) -> int:
+        """Count one prompt (its token ids) and return the tokens the cache could serve of it."""
+        b, h, hits, full = self.block, 0, 0, len(ids) // self.block
+        hashes = []
+        for i in range(full):
+            h = hash((h, tuple(ids[i * b:(i + 1) * b])))
+            hashes.append(h)
+            if hits == i and h in self.seen:
+                hits += 1
+        if hits and hits * b >= len(ids):
+            hits -= 1  # the server computes at least the prompt's last token
+        if len(self.seen) > self.max_blocks:
+            self.seen.clear()
+        self.seen.update(hashes)
+        self.tokens += len(ids)
+        self.cacheable += hits * b
+        return hits * b
+
+    @property
+    def hit_rate(self) -> float | None:
+        return round(self.cacheable / self.tokens, 4) if self.tokens else None

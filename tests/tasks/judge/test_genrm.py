@@ -96,3 +96,14 @@ def test_scores_agree_with_ranking():
     assert scores_agree(to_a_side(Verdict(5, 2, 2), "ab"))
     assert not scores_agree(to_a_side(Verdict(2, 5, 2), "ab"))
     assert scores_agree(to_a_side(Verdict(3, 3, 5), "ab"))
+
+
+def test_the_trace_is_stored_apart_whether_or_not_the_server_parses_reasoning():
+    from tasks.judge.genrm import split_trace
+
+    verdict = '{"score_1": 4, "score_2": 2, "ranking": 2}'
+    assert split_trace(f"weighed both</think>{verdict}", None) == (verdict, "weighed both")  # parser off
+    assert split_trace(verdict, "weighed both") == (verdict, "weighed both")  # parser on
+    assert split_trace("a</think>b</think>" + verdict, None) == (verdict, "a</think>b")  # the last close ends it
+    assert split_trace("never closed " + verdict, None) == ("never closed " + verdict, None)
+    assert split_trace(None, None) == (None, None)
