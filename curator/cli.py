@@ -20,16 +20,28 @@ os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
 
+from curator.output import cell, print_table, staged_group, version_lines, widen_help  # noqa: E402
+from curator.review_cli import review_app  # noqa: E402
 from schemas.summaries import PipelineSummary  # noqa: E402
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Curate human-preference data into versioned preference datasets.")
+app = typer.Typer(cls=staged_group(), add_completion=False, no_args_is_help=True,
+                  help="Curate human-preference data into versioned preference datasets.")
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluation sets whose prompts are kept out of training data.")
 app.add_typer(eval_app, name="eval-set")
+app.add_typer(review_app, name="review")
 err = Console(stderr=True)
-out = Console()
+out = Console(soft_wrap=True)  # a line is never broken at 80 columns in a pipe or a log
+widen_help()
 
+
+def _warehouse_option() -> Any:
+    return typer.Option(None, "--warehouse", metavar="FILE", help="the DuckDB warehouse (default: CURATE_WAREHOUSE, "
+                        "else ./data/warehouse.duckdb)")
+
+
+def _json_option() -> Any:
+    return typer.Option(False, "--json", help="print the result as one JSON object on stdout (messages on stderr)")
 
 
 @app.callback()
@@ -202,18 +214,19 @@ def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> Any:
     return report
 
 
-def _preflight(source: str, path: Optional[Path], kind: str) -> None:
-    """Refuse what can be refused before a flow run starts: a clear line instead of a flow failure."""
-    from common.errors import NotFoundError
+def _preflight(source: str, path: Optional[Path], kind: str, batch_size: Optional[int] = None,
+               limit: Optional[int] = None) -> None:
+    """Refuse what can be refused before a flow run starts, arguments first, then files: the source's name, its
+    file (there, readable, and of this source), the warehouse."""
     from common.settings import get_settings
+    from curator import refusals
     from tasks.ingest.sources import get_source
-    from warehouse.store import Warehouse
 
     def check() -> None:
-        get_source(source, kind=kind)
-        if path is not None and not path.is_file():
-            raise NotFoundError(f"{path}: no such file")
-        Warehouse(get_settings().warehouse).close()  # migrates, or names the process holding the lock
+        settings = get_settings()
+        found = get_source(source, kind=kind)
+        refusals.input_file(found, path, batch_size or settings.batch_size, limit)
+        refusals.warehouse(settings, creates=True)  # migrates, or names the process holding the lock
 
     _guarded(check)
 
@@ -283,16 +296,17 @@ def _judge_outcome(summary: dict[str, Any] | None) -> None:
     err.print(f"warning: {line}", soft_wrap=True, highlight=False, markup=False)
 
 
+def _print_json(value: Any) -> None:
+    from common.numbers import jsonable
+
+    sys.stdout.write(json.dumps(value, default=jsonable) + "\n")
+
+
 def _print_summary(title: str, summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(summary, default=str) + "\n")
+        _print_json(summary)
         return
-    table = Table(title=title, show_header=False)
-    for key, value in summary.items():
-        if isinstance(value, dict):
-            value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "-"
-        table.add_row(key, str(value))
-    out.print(table)
+    print_table(out, ["", ""], [(key, cell(value)) for key, value in summary.items()], title=title, show_header=False)
 
 
 @app.command()
@@ -300,16 +314,19 @@ def _print_summary(title: str, summary: dict[str, Any], as_json: bool) -> None:
 def ingest(
     source: str = typer.Option(..., "--source", "-s", help="helpsteer3 | arena | chatbot-arena"),
     path: Optional[Path] = typer.Option(None, "--path", help="local JSONL(.gz) or Parquet file instead of the Hub"),
-    revision: Optional[str] = typer.Option(None, "--revision", help="Hub branch, tag or commit (default: the pinned one)"),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Hub branch, tag or commit (default: the pinned "
+                                                                    "one)"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="read at most N rows"),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="rows per batch written in one "
+                                                                               "transaction (default: "
+                                                                               "CURATE_BATCH_SIZE, 5000)"),
     force: bool = typer.Option(False, "--force", help="read a revision again even if it was read in full"),
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse", help="DuckDB file (env CURATE_WAREHOUSE)"),
-    as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object"),
+    warehouse: Optional[Path] = _warehouse_option(),
+    as_json: bool = _json_option(),
 ) -> None:
     """Read a source, validate, deduplicate, decontaminate, and land new pairs in the warehouse."""
     _settings_env(warehouse)
-    _preflight(source, path, "pairs")
+    _preflight(source, path, "pairs", batch_size, limit)
     from curator.noop import ingest_noop
 
     summary = _noop_answer(ingest_noop, source, path, revision, limit, force)
@@ -326,9 +343,10 @@ def ingest(
 def eval_set_load(
     benchmark: str = typer.Argument(..., help="rm-bench | judgebench"),
     path: Optional[Path] = typer.Option(None, "--path", help="local JSONL or Parquet file instead of the Hub"),
-    revision: Optional[str] = typer.Option(None, "--revision"),
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
-    as_json: bool = typer.Option(False, "--json"),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Hub branch, tag or commit (default: the pinned "
+                                                                    "one)"),
+    warehouse: Optional[Path] = _warehouse_option(),
+    as_json: bool = _json_option(),
 ) -> None:
     """Load an evaluation set's prompts and flag every pair that overlaps them."""
     _settings_env(warehouse)
@@ -342,31 +360,39 @@ def eval_set_load(
 @app.command()
 @_stoppable("judge")
 def judge(
-    endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL (repeatable)"),
+    endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL "
+                                                                                "(repeatable)"),
     strategy: Optional[str] = typer.Option(None, "--strategy", help="single | swap | adaptive[:K] | samples:K"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="judge at most N pairs"),
-    shard: Optional[str] = typer.Option(None, "--shard", help="only hash bucket i of n, as i/n"),
-    request_timeout: Optional[float] = typer.Option(None, "--request-timeout", help="seconds a request may live in all, its reply body included (default 900)"),
+    shard: Optional[str] = typer.Option(None, "--shard", help="only hash bucket i of n, as i/n (0 <= i < n)"),
+    request_timeout: Optional[float] = typer.Option(None, "--request-timeout", min=0.001, help="seconds a request may "
+                                                                                               "live in all, its "
+                                                                                               "reply body included "
+                                                                                               "(> 0; default 900)"),
     max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1, help="at most N requests in flight "
                                                 "per endpoint (default: found from the server's batch)"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this worker"),
     launch_standin: bool = typer.Option(False, "--launch-standin", help="start the SIMULATED stand-in instead"),
-    port: Optional[int] = typer.Option(None, "--port", help="port of the launched server"),
+    port: Optional[int] = typer.Option(None, "--port", min=1, max=65535, help="port of the launched server (default "
+                                                                              "5000)"),
     allow_other_model: bool = typer.Option(False, "--allow-other-model", help="judge with an endpoint that serves "
                                            "another model than the configured judge (CURATE_JUDGE_MODEL)"),
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
-    as_json: bool = typer.Option(False, "--json"),
+    warehouse: Optional[Path] = _warehouse_option(),
+    as_json: bool = _json_option(),
 ) -> None:
     """Judge the pending pairs with the GenRM; reruns send only what is missing."""
     _settings_env(warehouse, judge_allow_other_model=allow_other_model)
     if launch_vllm and launch_standin:
         _fail("choose one of --launch-vllm and --launch-standin")
     from common.settings import get_settings
-    from warehouse.store import Warehouse
+    from curator import refusals
 
     launch = "vllm" if launch_vllm else "standin" if launch_standin else None
+    _guarded(refusals.endpoint_given, endpoint, launch, get_settings())  # arguments, the warehouse, the endpoints
+    _guarded(refusals.strategy, strategy, get_settings())
+    _guarded(refusals.shard, shard)
+    _guarded(refusals.warehouse, get_settings())
     report = _check_judge(endpoint, launch)
-    _guarded(lambda: Warehouse(get_settings().warehouse).close())
     summary = None
     if report is not None:  # the endpoints are known and answer: is anything left to judge?
         from curator.noop import judge_noop
@@ -387,12 +413,14 @@ def judge(
 def judge_shard(
     work: str = typer.Argument(..., help="a shard's work file (<exchange>/plans/<plan>/shard-i-of-n.parquet; a "
                                "path or an fsspec URL such as s3://...)"),
-    endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL (repeatable)"),
+    endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL "
+                                                                                "(repeatable)"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this worker"),
-    port: Optional[int] = typer.Option(None, "--port", help="port of the launched server"),
+    port: Optional[int] = typer.Option(None, "--port", min=1, max=65535, help="port of the launched server (default "
+                                                                              "5000)"),
     max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1, help="at most N requests in flight "
                                                 "per endpoint (default: found from the server's batch)"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = _json_option(),
 ) -> None:
     """Judge one shard of a sharded plan by hand, as a GPU worker does; results go to the exchange folder."""
     from flows.judge import judge_worker
@@ -407,46 +435,84 @@ def judge_shard(
 def run(
     source: Optional[list[str]] = typer.Option(None, "--source", "-s", help="NAME (Hub) or NAME=FILE, repeatable"),
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="judge base URL, repeatable"),
-    launch_vllm: bool = typer.Option(False, "--launch-vllm"),
-    strategy: Optional[str] = typer.Option(None, "--strategy"),
-    dataset: str = typer.Option("preferences", "--dataset", help="dataset name of the version"),
-    policy: Optional[Path] = typer.Option(None, "--policy"),
-    publish_to: Optional[str] = typer.Option("published", "--publish-to", help="DIR or hf://ORG/NAME"),
-    skip: Optional[list[str]] = typer.Option(None, "--skip", help="ingest | judge | version | publish"),
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
-    shards: int = typer.Option(0, "--shards", help="judge in N shards on the gpu work pool (needs a Prefect server)"),
+    launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this host to judge"),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="single | swap | adaptive[:K] | samples:K, K >= 1 "
+                                                                    "(default: CURATE_JUDGE_STRATEGY)"),
+    dataset: str = typer.Option("preferences", "--dataset", help="dataset name of the version (letters, digits, . _ "
+                                                                 "-)"),
+    policy: Optional[Path] = typer.Option(None, "--policy", help="filter policy TOML file (default: the default "
+                                                                 "policy)"),
+    publish_to: Optional[str] = typer.Option("published", "--publish-to", help="a local folder (Hub layout) or "
+                                                                               "hf://ORG/NAME"),
+    skip: Optional[list[str]] = typer.Option(None, "--skip", help="a stage to leave out, repeatable: ingest | judge | "
+                                                                  "version | publish"),
+    warehouse: Optional[Path] = _warehouse_option(),
+    shards: int = typer.Option(0, "--shards", min=0, help="judge in N shards on the gpu work pool (needs a Prefect "
+                                                          "server; 0: here)"),
     allow_other_model: bool = typer.Option(False, "--allow-other-model", help="judge with an endpoint that serves "
                                            "another model than the configured judge (CURATE_JUDGE_MODEL)"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = _json_option(),
 ) -> None:
     """The whole pipeline: ingest → judge → build version → publish."""
     _settings_env(warehouse, judge_allow_other_model=allow_other_model)
+    from common.settings import get_settings
+    from curator import refusals
+    from schemas.version import check_name, hub_repo
+    from tasks.curate.policy import load_policy
+
+    settings = get_settings()
+    # arguments, then files (each source's file, the policy, the warehouse), then the endpoints and the Hub
+    _guarded(refusals.skipped_stages, skip)
+    if "judge" not in (skip or []) and not shards:
+        _guarded(refusals.endpoint_given, endpoint, "vllm" if launch_vllm else None, settings)
+    _guarded(refusals.strategy, strategy, settings)
+    _guarded(check_name, dataset)
+    repo = _guarded(hub_repo, publish_to) if publish_to and "publish" not in (skip or []) else None
+    inputs = _guarded(refusals.source_specs, source) if "ingest" not in (skip or []) else []
+    for found, path in inputs:
+        _guarded(refusals.input_file, found, path, settings.batch_size)
+    _guarded(load_policy, policy)
+    _guarded(refusals.warehouse, settings, creates="ingest" not in (skip or []))
     if "judge" not in (skip or []) and not shards:
         _check_judge(endpoint, "vllm" if launch_vllm else None)
+    if repo is not None:
+        from tasks.publish.hub import check_reachable
+
+        _guarded(check_reachable, repo, retries=settings.hub_retries, retry_wait=settings.hub_retry_wait)
     from flows.pipeline import curate_pipeline
 
     summary = _run(curate_pipeline, source, endpoint or None, "vllm" if launch_vllm else None, strategy, dataset,
                    str(policy) if policy else None, publish_to, skip, judge_shards=shards)
     if as_json:
-        sys.stdout.write(json.dumps(summary, default=str) + "\n")
+        _print_json(summary)
     else:
         _print_pipeline(summary)
     _judge_outcome(summary.get("judge"))
 
 
 def _print_pipeline(summary: PipelineSummary) -> None:
+    from common.numbers import count
+
     for name, s in summary["ingest"].items():
-        out.print(f"ingest {name}: read {s['read']}, valid {s['valid']}, new pairs {s['new_pairs']}, "
-                  f"quarantined {s['quarantined_rows']}, near duplicates {s['near_duplicates']}, "
-                  f"contaminated {s['contaminated']}")
+        if str(s.get("note", "")).startswith("unchanged"):
+            out.print(f"ingest {name}: unchanged, nothing read ({s['source_revision']} was read in full before)")
+            continue
+        out.print(f"ingest {name}: read {count(s['read'])}, valid {count(s['valid'])}, new pairs {count(s['new_pairs'])}, "
+                  f"quarantined {count(s['quarantined_rows'])}, near duplicates {count(s['near_duplicates'])}, "
+                  f"contaminated {count(s['contaminated'])}" + (f" ({s['note']})" if s.get("note") else ""))
     if summary.get("judge"):
         j = summary["judge"]
-        out.print(f"judge: {j['judged']} judged, {sum(j['failed'].values())} failed, {j['skipped_cached']} from the "
-                  f"cache, {j['requests']} requests in {j['seconds']} s ({', '.join(j.get('served_models', []))})")
+        failed = sum(j["failed"].values())
+        if not j["requests"] and not j["judged"] and not failed:
+            out.print(f"judge: nothing to judge, 0 requests ({count(j['skipped_cached'])} verdicts already in the cache)")
+        else:
+            served = ", ".join(j.get("served_models") or [])
+            out.print(f"judge: {count(j['judged'])} judged, {count(failed)} failed, {count(j['skipped_cached'])} from "
+                      f"the cache, {count(j['requests'])} requests in {j['seconds']:,.1f} s" + (f" ({served})" if served else ""))
     if summary.get("version"):
         v = summary["version"]
-        out.print(f"version: {v.get('name')} v{v.get('version')} with {v.get('rows')} rows" +
-                  (" (SIMULATED verdicts)" if (v.get("stats") or {}).get("simulated") else "") +
+        out.print(f"version: {v.get('name')} v{v.get('version')} with {count(v.get('rows'))} rows" +
+                  (" (SIMULATED verdicts)" if v.get("simulated") or (v.get("stats") or {}).get("simulated") else "") +
                   (f" ({v['note']})" if v.get("note") else "") if "error" not in v else f"version: {v['error']}")
     if summary.get("publish"):
         p = summary["publish"]
@@ -458,20 +524,26 @@ def _print_pipeline(summary: PipelineSummary) -> None:
 def evaluate_judge(
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="rm-bench | judgebench"),
     path: Optional[Path] = typer.Option(None, "--path", help="a local JSONL/Parquet copy (default: the Hub)"),
-    endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL (repeatable)"),
+    endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL "
+                                                                                "(repeatable)"),
     strategy: str = typer.Option("swap", "--strategy", help="single | swap | samples:K"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="the first N benchmark rows"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server here"),
-    revision: Optional[str] = typer.Option(None, "--revision"),
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Hub branch, tag or commit of the benchmark "
+                                                                    "(default: main)"),
+    warehouse: Optional[Path] = _warehouse_option(),
     write_oracle: Optional[Path] = typer.Option(None, "--write-oracle", help="only write the labels as a stand-in "
                                                 "--oracle file (checking the scoring) and stop"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = _json_option(),
 ) -> None:
     """Judge RM-Bench or JudgeBench and report accuracy by category beside the model card's figures."""
     _settings_env(warehouse)
-    from flows.evaluate import evaluate_judge as evaluate_flow
+    from common.settings import get_settings
+    from curator import refusals
 
+    _guarded(refusals.benchmark, benchmark, strategy, get_settings())
+    if write_oracle is None:
+        _guarded(refusals.endpoint_given, endpoint, "vllm" if launch_vllm else None, get_settings())
     if path is not None and not path.is_file():
         _fail(f"{path}: no such file")
     if write_oracle is not None:
@@ -489,11 +561,15 @@ def evaluate_judge(
         out.print(f"{write_oracle}: {len(labels)} labelled comparisons of {len(rows)} {benchmark} rows "
                   f"(for `curate judge-standin --oracle {write_oracle}`)")
         return
+    _guarded(refusals.warehouse, get_settings(), creates=True)  # a benchmark needs no ingested pairs
+    _check_judge(endpoint, "vllm" if launch_vllm else None)
+    from flows.evaluate import evaluate_judge as evaluate_flow
+
     with _Bar(enabled=not as_json and sys.stderr.isatty()):
         result = _run(evaluate_flow, benchmark, str(path) if path else None, endpoint or None, strategy, limit,
                       "vllm" if launch_vllm else None, None, revision)
     if as_json:
-        sys.stdout.write(json.dumps(result, default=str) + "\n")
+        _print_json(result)
         return
     card = result["model_card"]
     out.print(f"{result['benchmark']}: accuracy {result['accuracy']}% (model card {card['overall']}%) over "
@@ -505,7 +581,7 @@ def evaluate_judge(
 
 
 @app.command()
-def snapshot(warehouse: Optional[Path] = typer.Option(None, "--warehouse")) -> None:
+def snapshot(warehouse: Optional[Path] = _warehouse_option()) -> None:
     """Refresh the dashboard's snapshot from the warehouse (the pipeline does this after each stage)."""
     _settings_env(warehouse)
     from common.settings import get_settings
@@ -524,10 +600,11 @@ def snapshot(warehouse: Optional[Path] = typer.Option(None, "--warehouse")) -> N
 
 @app.command()
 def dashboard(
-    port: int = typer.Option(8501, "--port"),
-    host: str = typer.Option("127.0.0.1", "--host"),
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
-    refresh: bool = typer.Option(True, "--refresh/--no-refresh", help="refresh the snapshot first when the warehouse is free"),
+    port: int = typer.Option(8501, "--port", min=1, max=65535, help="port to serve on"),
+    host: str = typer.Option("127.0.0.1", "--host", help="address to serve on (0.0.0.0: every interface)"),
+    warehouse: Optional[Path] = _warehouse_option(),
+    refresh: bool = typer.Option(True, "--refresh/--no-refresh", help="refresh the snapshot first when the warehouse "
+                                                                      "is free"),
 ) -> None:
     """The data team's web dashboard (read-only, over the snapshot the pipeline refreshes)."""
     _settings_env(warehouse)
@@ -595,22 +672,28 @@ def endpoint_limit(
 
 @app.command("judge-standin")
 def judge_standin(
-    port: int = typer.Option(8000, "--port"),
-    host: str = typer.Option("127.0.0.1", "--host"),
-    capacity: int = typer.Option(64, "--capacity", help="requests processed at once; the rest queue"),
-    latency_mean: float = typer.Option(0.05, "--latency-mean", help="seconds, lognormal mean"),
-    latency_sigma: float = typer.Option(0.5, "--latency-sigma"),
-    position_bias: float = typer.Option(0.0, "--position-bias", help="ranking units favouring the response shown first"),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="port to serve on"),
+    host: str = typer.Option("127.0.0.1", "--host", help="address to serve on"),
+    capacity: int = typer.Option(64, "--capacity", min=1, help="requests processed at once; the rest queue"),
+    latency_mean: float = typer.Option(0.05, "--latency-mean", min=0.0, help="seconds a request takes, lognormal mean "
+                                                                             "(>= 0)"),
+    latency_sigma: float = typer.Option(0.5, "--latency-sigma", min=0.0, help="spread of the latency, lognormal sigma "
+                                                                              "(>= 0)"),
+    position_bias: float = typer.Option(0.0, "--position-bias", help="ranking units favouring the response shown "
+                                                                     "first (0: none; -2.5 .. 2.5)"),
     length_bias: float = typer.Option(0.0, "--length-bias", help="ranking units favouring the longer response, "
-                                      "per unit of log length ratio"),
-    error_rate: float = typer.Option(0.0, "--error-rate", help="share of requests answered with HTTP 500"),
-    hang_rate: float = typer.Option(0.0, "--hang-rate", help="share of requests never answered"),
-    malformed_rate: float = typer.Option(0.0, "--malformed-rate", help="share of answers without a verdict"),
-    truncated_rate: float = typer.Option(0.0, "--truncated-rate", help="share of answers cut off at max_tokens"),
-    unclosed_rate: float = typer.Option(0.0, "--unclosed-rate", help="share of answers whose reasoning never closed"),
-    seed: int = typer.Option(0, "--seed"),
+                                      "per unit of log length ratio (0: none; < 0 favours the shorter)"),
+    error_rate: float = typer.Option(0.0, "--error-rate", help="share of requests answered with HTTP 500 (0 .. 1)"),
+    hang_rate: float = typer.Option(0.0, "--hang-rate", help="share of requests never answered (0 .. 1)"),
+    malformed_rate: float = typer.Option(0.0, "--malformed-rate", help="share of answers without a verdict (0 .. 1)"),
+    truncated_rate: float = typer.Option(0.0, "--truncated-rate", help="share of answers cut off at max_tokens (0 .. "
+                                                                       "1)"),
+    unclosed_rate: float = typer.Option(0.0, "--unclosed-rate", help="share of answers whose reasoning never closed "
+                                                                     "(0 .. 1)"),
+    seed: int = typer.Option(0, "--seed", help="seed of the simulated noise and faults (any integer)"),
     oracle: Optional[Path] = typer.Option(None, "--oracle", help='JSONL of {"prompt", "better", "worse"}: rank by these labels'),
-    first_wins_rate: float = typer.Option(0.0, "--first-wins-rate", help="share of verdicts given to the first-shown answer"),
+    first_wins_rate: float = typer.Option(0.0, "--first-wins-rate", help="share of verdicts given to the first-shown "
+                                                                         "answer (0 .. 1)"),
     max_model_len: int = typer.Option(40_000, "--max-model-len", min=256, help="the served context in tokens, as "
                                       "vLLM's flag: /v1/models reports it, and longer requests get vLLM's 400"),
     drop_response_roles: bool = typer.Option(False, "--drop-response-roles", help="render prompts as the base Qwen3 "
@@ -639,26 +722,47 @@ def build_version(
     name: str = typer.Argument(..., help="dataset name (letters, digits, . _ -)"),
     policy: Optional[Path] = typer.Option(None, "--policy", help="filter policy TOML file"),
     judge_config: Optional[str] = typer.Option(None, "--judge-config", help="judge configuration id (default: latest)"),
-    min_abs_margin: Optional[float] = typer.Option(None, "--min-abs-margin"),
-    min_confidence: Optional[float] = typer.Option(None, "--min-confidence"),
-    min_p_correct: Optional[float] = typer.Option(None, "--min-p-correct", help="keep pairs whose calibrated "
-                                                  "probability of matching a clear human preference is at least this"),
-    max_chosen_longer_share: Optional[float] = typer.Option(None, "--max-chosen-longer-share", help="at most this "
-                                                            "share of kept pairs with the longer answer chosen"),
-    max_chosen_more_markdown_share: Optional[float] = typer.Option(None, "--max-chosen-more-markdown-share"),
-    require_order_agreement: Optional[bool] = typer.Option(None, "--require-order-agreement/--allow-order-disagreement"),
-    require_score_agreement: Optional[bool] = typer.Option(None, "--require-score-agreement/--allow-score-disagreement"),
-    max_spread: Optional[float] = typer.Option(None, "--max-spread"),
-    human_label: Optional[str] = typer.Option(None, "--human-label", help="ignore | require_agreement | flag_disagreement"),
-    human_ties: Optional[str] = typer.Option(None, "--human-ties", help="keep | drop"),
-    both_bad: Optional[str] = typer.Option(None, "--both-bad", help="keep | drop"),
-    max_per_source: Optional[int] = typer.Option(None, "--max-per-source"),
-    max_per_domain: Optional[int] = typer.Option(None, "--max-per-domain"),
-    max_per_prompt: Optional[int] = typer.Option(None, "--max-per-prompt"),
-    exclude_contaminated: Optional[bool] = typer.Option(None, "--exclude-contaminated/--include-contaminated"),
-    validation_share: Optional[float] = typer.Option(None, "--validation-share"),
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
-    as_json: bool = typer.Option(False, "--json"),
+    min_abs_margin: Optional[float] = typer.Option(
+        None, "--min-abs-margin", help="keep pairs whose |mean margin| is at least this (0 .. 2.5; default 1.0)"),
+    min_confidence: Optional[float] = typer.Option(
+        None, "--min-confidence", help="keep pairs whose heuristic confidence is at least this (0 .. 1; default 0)"),
+    min_p_correct: Optional[float] = typer.Option(
+        None, "--min-p-correct", help="keep pairs whose calibrated probability of matching a clear human preference "
+        "is at least this (0 .. 1)"),
+    max_chosen_longer_share: Optional[float] = typer.Option(
+        None, "--max-chosen-longer-share", help="at most this share of kept pairs with the longer answer chosen "
+        "(0 < x <= 1)"),
+    max_chosen_more_markdown_share: Optional[float] = typer.Option(
+        None, "--max-chosen-more-markdown-share", help="at most this share of kept pairs whose chosen answer has more "
+        "markdown (0 < x <= 1)"),
+    require_order_agreement: Optional[bool] = typer.Option(
+        None, "--require-order-agreement/--allow-order-disagreement",
+        help="both orders must prefer the same answer (default: required)"),
+    require_score_agreement: Optional[bool] = typer.Option(
+        None, "--require-score-agreement/--allow-score-disagreement",
+        help="every verdict's scores must agree with its ranking (default: allowed)"),
+    max_spread: Optional[float] = typer.Option(
+        None, "--max-spread", help="largest standard deviation of a pair's margins (0 .. 2.5; default: none)"),
+    human_label: Optional[str] = typer.Option(
+        None, "--human-label", help="ignore | require_agreement | flag_disagreement (default) the human label"),
+    human_ties: Optional[str] = typer.Option(
+        None, "--human-ties", help="keep (default) | drop pairs whose human label is a tie"),
+    both_bad: Optional[str] = typer.Option(None, "--both-bad", help="keep | drop (default) pairs a human marked both-bad"),
+    max_per_source: Optional[int] = typer.Option(
+        None, "--max-per-source", help="keep at most N pairs per source, the most confident (N >= 1; default: no cap)"),
+    max_per_domain: Optional[int] = typer.Option(
+        None, "--max-per-domain", help="keep at most N pairs per domain, the most confident (N >= 1; default: no cap)"),
+    max_per_prompt: Optional[int] = typer.Option(
+        None, "--max-per-prompt", help="keep at most N pairs per prompt, the most confident (N >= 1; default: no cap)"),
+    exclude_contaminated: Optional[bool] = typer.Option(
+        None, "--exclude-contaminated/--include-contaminated",
+        help="leave out pairs whose prompt overlaps an evaluation set (default: excluded)"),
+    validation_share: Optional[float] = typer.Option(
+        None, "--validation-share", help="share of prompts in the validation split (0 <= x < 1; default 0.05)"),
+    review_overrides: Optional[bool] = typer.Option(None, "--review-overrides/--no-review-overrides",
+                                                    help="reviewers' choices win over the judge's (default on)"),
+    warehouse: Optional[Path] = _warehouse_option(),
+    as_json: bool = _json_option(),
 ) -> None:
     """Materialize the next immutable version of NAME from the judged pairs and a filter policy."""
     _settings_env(warehouse)
@@ -669,10 +773,19 @@ def build_version(
         require_score_agreement=require_score_agreement, max_spread=max_spread, human_label=human_label,
         human_ties=human_ties, both_bad=both_bad, max_per_source=max_per_source, max_per_domain=max_per_domain,
         max_per_prompt=max_per_prompt, exclude_contaminated=exclude_contaminated, validation_share=validation_share,
+        review_overrides=review_overrides,
     ).items() if v is not None}
+    from common.settings import get_settings
+    from curator import refusals
+    from schemas.version import check_name
     from tasks.curate.policy import load_policy
 
-    _guarded(load_policy, policy, overrides)  # refuse a bad policy before any flow run starts
+    # arguments (the name, the flags' values), then files (the policy, the warehouse and its verdicts)
+    _guarded(check_name, name)
+    _guarded(load_policy, None, overrides)
+    _guarded(load_policy, policy, overrides)
+    _guarded(refusals.warehouse, get_settings())
+    _guarded(refusals.judged, get_settings(), judge_config)
     from curator.noop import version_noop
 
     summary = _noop_answer(version_noop, name, policy, overrides, judge_config)
@@ -680,82 +793,110 @@ def build_version(
         from flows.versions import build_version as build_flow
 
         summary = _run(build_flow, name, str(policy) if policy else None, overrides, judge_config)
-    _print_summary(f"version {name}", summary, as_json)
+    if as_json:
+        _print_json(summary)
+    else:
+        print_table(out, ["", ""], version_lines(summary), title=f"version {name}", show_header=False)
 
 
 @app.command()
 def versions(
-    name: Optional[str] = typer.Argument(None),
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
-    as_json: bool = typer.Option(False, "--json"),
+    name: Optional[str] = typer.Argument(None, help="only this dataset's versions (default: every dataset)"),
+    warehouse: Optional[Path] = _warehouse_option(),
+    as_json: bool = _json_option(),
 ) -> None:
-    """List dataset versions."""
+    """List dataset versions: rows, content hash, judge (SIMULATED or real), where published."""
     _settings_env(warehouse)
+    from common.numbers import count
     from common.settings import get_settings
     from warehouse.store import Warehouse
 
     with _guarded(Warehouse, get_settings().warehouse, read_only=True) as wh:
         found = wh.versions(name)
+        known = sorted({v["name"] for v in wh.versions()}) if name and not found else []
+    if name and not found:
+        _fail(f"no dataset named {name!r}" + (f"; datasets: {', '.join(known)}" if known else ": no version yet"),
+              f"build one with `curate build-version {name}`" if not known else None)
     if as_json:
-        sys.stdout.write(json.dumps(found, default=str) + "\n")
+        _print_json(found)
         return
-    table = Table("name", "version", "parent", "created", "rows", "content hash", "judge config", "published")
-    for v in found:
-        table.add_row(v["name"], str(v["version"]), str(v["parent_version"] or "-"), str(v["created_at"])[:19],
-                      str(v["row_count"]), v["content_hash"], v["judge_config_id"], v["published_tag"] or "-")
-    out.print(table)
+    print_table(out, ["name", "version", "parent", "created", "rows", "judge", "content hash", "judge config",
+                      "published"],
+                [(v["name"], v["version"], v["parent_version"], str(v["created_at"])[:19], count(v["row_count"]),
+                  "SIMULATED" if v["simulated"] else "real", v["content_hash"], v["judge_config_id"],
+                  v["published_tag"]) for v in found])
 
 
 @app.command()
 def diff(
-    name: str = typer.Argument(...),
-    old: int = typer.Argument(..., metavar="A", help="the earlier version"),
-    new: int = typer.Argument(..., metavar="B", help="the later version"),
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
-    as_json: bool = typer.Option(False, "--json"),
+    name: str = typer.Argument(..., help="the dataset"),
+    old: int = typer.Argument(..., metavar="A", min=1, help="the earlier version (a number, as `curate versions` "
+                                                            "lists it)"),
+    new: int = typer.Argument(..., metavar="B", min=1, help="the later version"),
+    warehouse: Optional[Path] = _warehouse_option(),
+    as_json: bool = _json_option(),
 ) -> None:
     """Pairs added, removed and flipped between versions A and B of NAME, and how the statistics moved."""
     _settings_env(warehouse)
+    from common.numbers import count
     from common.settings import get_settings
-    from tasks.curate.diff import diff_versions
+    from tasks.curate.diff import changes_text, diff_versions
     from warehouse.store import Warehouse
 
     with _guarded(Warehouse, get_settings().warehouse, read_only=True) as wh:
-        missing = [v for v in (old, new) if wh.version_meta(name, v) is None or wh.version_meta(name, v)["version"] != v]
+        metas = {v: wh.version_meta(name, v) for v in (old, new)}
+        missing = [v for v, m in metas.items() if m is None or m["version"] != v]
         if missing:
-            _fail(f"{name} has no version {missing[0]}")
-        result = diff_versions(wh.version_rows(name, old), wh.version_rows(name, new))
+            known = [v["version"] for v in wh.versions(name)]
+            _fail(f"{name} has no version {missing[0]}" + (f": its versions are {', '.join(f'v{k}' for k in known)}"
+                                                           if known else ": no such dataset"))
+        result = diff_versions(wh.version_rows(name, old), wh.version_rows(name, new), metas[old], metas[new])
     if as_json:
-        sys.stdout.write(json.dumps(result) + "\n")
+        _print_json(result)
         return
-    summary = {"added": len(result["added"]), "removed": len(result["removed"]), "flipped": len(result["flipped"])}
-    for key in ("rows", "mean_margin", "mean_confidence", "by_source", "by_split"):
-        summary[key] = f"{result['before'][key]} -> {result['after'][key]}"
+    summary = {"added": len(result["added"]), "removed": len(result["removed"]), "flipped": len(result["flipped"]),
+               "values moved": len(result["changed"])}
+    def counted(value: Any) -> str:
+        return cell({k: count(v) for k, v in value.items()} if isinstance(value, dict) else value)
+
+    summary["rows"] = f"{count(result['before']['rows'])} -> {count(result['after']['rows'])}"
+    for key in ("mean_margin", "mean_confidence", "by_source", "by_split"):
+        summary[key] = f"{counted(result['before'][key])} -> {counted(result['after'][key])}"
+    summary["policy"] = changes_text(result["policy_changes"]) or "unchanged"
+    if result["judge_config"]:
+        summary["judge configuration"] = " -> ".join(result["judge_config"])
+    if result["note"]:
+        summary["note"] = result["note"]
     _print_summary(f"{name} v{old} -> v{new}", summary, False)
 
 
 @app.command()
 @_stoppable("publish")
 def publish(
-    name: str = typer.Argument(...),
-    version: Optional[int] = typer.Argument(None, help="default: the latest version"),
+    name: str = typer.Argument(..., help="the dataset (letters, digits, . _ -)"),
+    version: Optional[int] = typer.Argument(None, min=1, help="the version to publish (default: the latest)"),
     to: str = typer.Option("published", "--to", help="a local folder (Hub layout) or hf://ORG/NAME"),
     private: bool = typer.Option(False, "--private", help="create the Hub repo private"),
     allow_simulated: bool = typer.Option(False, "--allow-simulated", help="push a version judged by the SIMULATED "
                                          "stand-in to the Hub anyway (its card still says so)"),
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
-    as_json: bool = typer.Option(False, "--json"),
+    warehouse: Optional[Path] = _warehouse_option(),
+    as_json: bool = _json_option(),
 ) -> None:
     """Publish a version: Parquet shards per format and split, a dataset card, a tag per version."""
     _settings_env(warehouse)
+    from common.settings import get_settings
+    from curator import refusals
     from curator.noop import publish_noop
+    from schemas.version import check_name, hub_repo
 
-    if to.startswith("hf://"):  # an offline host fails in seconds, not after Prefect's start-up
-        from common.settings import get_settings
+    # arguments (the names), then files (the version and whether it may go where asked), then the Hub
+    _guarded(check_name, name)
+    repo = _guarded(hub_repo, to)
+    _guarded(refusals.version, get_settings(), name, version, to, allow_simulated)
+    if repo is not None:  # an offline host fails in seconds, not after Prefect's start-up
         from tasks.publish.hub import check_reachable
 
-        _guarded(check_reachable, to[len("hf://"):].strip("/"), retries=get_settings().hub_retries,
-                 retry_wait=get_settings().hub_retry_wait)
+        _guarded(check_reachable, repo, retries=get_settings().hub_retries, retry_wait=get_settings().hub_retry_wait)
     summary = _noop_answer(publish_noop, name, version, to)
     if summary is None:
         from flows.publish import publish as publish_flow
@@ -770,16 +911,28 @@ def publish(
 def synth(
     kind: str = typer.Argument(..., help="helpsteer3 | arena | eval"),
     out_path: Path = typer.Argument(..., metavar="OUT", help="JSONL file to write (a .manifest.json goes beside it)"),
-    rows: int = typer.Option(1000, "--rows", "-n", min=1),
-    seed: int = typer.Option(0, "--seed"),
-    pair_bytes: int = typer.Option(6000, "--pair-bytes", help="median text bytes per pair"),
-    exact_dup_rate: float = typer.Option(0.03, "--exact-dup-rate"),
-    near_dup_rate: float = typer.Option(0.03, "--near-dup-rate"),
-    bad_rate: float = typer.Option(0.02, "--bad-rate"),
-    contamination_rate: float = typer.Option(0.0, "--contamination-rate", help="needs --eval-prompts-seed"),
-    eval_prompts: int = typer.Option(200, "--eval-prompts", help="size of the made-up evaluation set"),
+    rows: int = typer.Option(1000, "--rows", "-n", min=1, help="rows to write"),
+    seed: int = typer.Option(0, "--seed", help="the same seed writes the same rows (any integer)"),
+    pair_bytes: int = typer.Option(6000, "--pair-bytes", min=1, help="median text bytes per pair"),
+    exact_dup_rate: float = typer.Option(0.03, "--exact-dup-rate", help="share of rows repeating an earlier pair, A "
+                                                                        "and B maybe swapped (0 .. 1)"),
+    near_dup_rate: float = typer.Option(0.03, "--near-dup-rate", help="share of rows lightly edited from an earlier "
+                                                                      "one (0 .. 1)"),
+    bad_rate: float = typer.Option(0.02, "--bad-rate", help="share of rows broken on purpose, each a quarantine "
+                                                            "reason (0 .. 1)"),
+    contamination_rate: float = typer.Option(0.0, "--contamination-rate", help="share of rows whose prompt is one of "
+                                                                               "the made-up evaluation prompts "
+                                                                               "(0 .. 1)"),
+    eval_prompts: int = typer.Option(200, "--eval-prompts", min=1, help="size of the made-up evaluation set (the "
+                                                                        "`eval` kind writes it)"),
 ) -> None:
     """Write seeded synthetic rows with planted duplicates, near duplicates and bad rows."""
+    if kind not in ("helpsteer3", "arena", "eval"):
+        _fail(f"unknown kind {kind!r}: use helpsteer3, arena or eval")
+    for flag, rate in (("--exact-dup-rate", exact_dup_rate), ("--near-dup-rate", near_dup_rate),
+                       ("--bad-rate", bad_rate), ("--contamination-rate", contamination_rate)):
+        if not 0.0 <= rate <= 1.0:
+            _fail(f"{flag} is a share of the rows: 0 .. 1, not {rate}")
     from tasks.ingest import synth as s
 
     prompts = s.synth_eval_prompts(eval_prompts)
@@ -787,8 +940,6 @@ def synth(
         s.write_eval_set(out_path, prompts)
         err.print(f"wrote {len(prompts)} evaluation prompts to {out_path}")
         return
-    if kind not in ("helpsteer3", "arena"):
-        _fail("kind must be helpsteer3, arena or eval")
     m = s.write_synth(
         out_path, kind, rows, seed, pair_bytes=pair_bytes, exact_dup_rate=exact_dup_rate, near_dup_rate=near_dup_rate,
         bad_rate=bad_rate, contamination_rate=contamination_rate, eval_prompts=prompts,
@@ -804,18 +955,17 @@ def sources() -> None:
     """List the sources and evaluation sets this build knows."""
     from tasks.ingest.sources import SOURCES
 
-    table = Table("name", "kind", "hub dataset", "splits", "license")
-    for s in SOURCES.values():
-        table.add_row(s.name, s.kind, s.hub_id + (f" ({s.config})" if s.config else ""), ", ".join(s.splits), s.license)
-    out.print(table)
+    print_table(out, ["name", "kind", "hub dataset", "splits", "license"],
+                [(s.name, s.kind, s.hub_id + (f" ({s.config})" if s.config else ""), ", ".join(s.splits), s.license)
+                 for s in SOURCES.values()])
 
 
 @app.command()
 def status(
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
-    as_json: bool = typer.Option(False, "--json"),
+    warehouse: Optional[Path] = _warehouse_option(),
+    as_json: bool = _json_option(),
 ) -> None:
-    """Counts of what the warehouse holds, and the latest ingest runs."""
+    """What the warehouse holds: counts, judging per judge configuration, versions with their figures, runs."""
     _settings_env(warehouse)
     from common.settings import get_settings
     from warehouse.store import Warehouse
@@ -827,35 +977,40 @@ def status(
         judging = wh.judging_status()
         found = wh.versions()
     if as_json:
-        sys.stdout.write(json.dumps({"counts": counts, "runs": runs, "interrupted": interrupted, "judging": judging,
-                                     "versions": found}, default=str) + "\n")
+        _print_json({"counts": counts, "runs": runs, "interrupted": interrupted, "judging": judging, "versions": found})
         return
-    _print_summary("warehouse", counts, False)
+    from common.numbers import count, percent
+
+    _print_summary("warehouse", {k: count(v) for k, v in counts.items()}, False)
     if judging:
-        table = Table("judge configuration", "model", "judgments ok", "failed", "pairs judged", "pairs pending",
-                      title="judging")
-        for j in judging:
-            table.add_row(j["judge_config_id"], ("SIMULATED stand-in" if j["simulated"] else j["model"]),
-                          f"{j['ok']:,}", f"{j['failed']:,}", f"{counts['pairs_for_curation'] - j['pairs_pending']:,}",
-                          f"{j['pairs_pending']:,}")
-        out.print(table)
+        print_table(out, ["judge configuration", "model", "judgments ok", "failed", "pairs judged", "pairs pending"],
+                    [(j["judge_config_id"], "SIMULATED stand-in" if j["simulated"] else j["model"], count(j["ok"]),
+                      count(j["failed"]), count(counts["pairs_for_curation"] - j["pairs_pending"]),
+                      count(j["pairs_pending"])) for j in judging], title="judging")
     if found:
-        table = Table("name", "version", "rows", "judge", "content hash", "published", title="versions")
-        for v in found:
-            table.add_row(v["name"], str(v["version"]), f"{v['row_count']:,}", "SIMULATED" if v["simulated"] else "real",
-                          v["content_hash"], v["published_tag"] or "-")
-        out.print(table)
+        def figure(v: dict[str, Any], key: str) -> Any:
+            return (v["figures"] or {}).get(key)
+
+        def agreement(v: dict[str, Any]) -> str:
+            kept = (figure(v, "human_agreement") or {}).get("kept") or {}
+            return f"{percent(kept['rate'])} of {count(kept['comparable'])}" if kept.get("rate") is not None else "-"
+
+        print_table(out, ["name", "version", "pairs judged", "pairs kept", "agreement with humans", "judge",
+                          "content hash", "published"],
+                    [(v["name"], v["version"], count(figure(v, "pairs_judged")), count(v["row_count"]), agreement(v),
+                      "SIMULATED" if v["simulated"] else "real", v["content_hash"], v["published_tag"]) for v in found],
+                    title="versions")
     if interrupted:
-        table = Table("started", "kind", "subject", "run id", "process", "noticed", title="interrupted runs")
-        for r in interrupted:
-            table.add_row(str(r["started_at"])[:19], r["kind"], r["subject"], r["run_id"], f"{r['pid']} on {r['host']}",
-                          str(r["interrupted_at"] or "now (recorded by the next writer)")[:19])
-        out.print(table)
-    table = Table("started", "source", "status", "read", "new pairs", "revision")
+        print_table(out, ["started", "kind", "subject", "run id", "process", "noticed"],
+                    [(str(r["started_at"])[:19], r["kind"], r["subject"], r["run_id"], f"{r['pid']} on {r['host']}",
+                      str(r["interrupted_at"] or "now (recorded by the next writer)")[:19]) for r in interrupted],
+                    title="interrupted runs")
+    rows = []
     for r in runs:
         s = json.loads(r["summary"]) if r["summary"] else {}
-        table.add_row(str(r["started_at"])[:19], r["source"], r["status"], str(s.get("read", "")), str(s.get("new_pairs", "")), r["source_revision"])
-    out.print(table)
+        rows.append((str(r["started_at"])[:19], r["source"], r["status"], count(s.get("read")),
+                     count(s.get("new_pairs")), r["source_revision"]))
+    print_table(out, ["started", "source", "status", "read", "new pairs", "revision"], rows, title="ingest runs")
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -874,9 +1029,10 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 @_stoppable("demo")
 def demo(
     workdir: Path = typer.Option(Path("data/demo"), "--workdir", help="where the demo writes its inputs"),
-    rows: int = typer.Option(2000, "--rows", min=10),
-    publish_to: str = typer.Option("published", "--publish-to"),
-    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    rows: int = typer.Option(2000, "--rows", min=10, help="HelpSteer3 rows to read (arena-shaped rows: half as many)"),
+    publish_to: str = typer.Option("published", "--publish-to", help="the folder the version is published to (Hub "
+                                                                     "layout)"),
+    warehouse: Optional[Path] = _warehouse_option(),
 ) -> None:
     """The main job on embedded defaults: ingest, judge (a SIMULATED stand-in judge), version, publish."""
     _settings_env(warehouse)
@@ -890,24 +1046,29 @@ def demo(
     prompts = s.synth_eval_prompts(200)
     s.write_eval_set(workdir / "eval_prompts.jsonl", prompts)
     if _hub_reachable():
-        sources = ["helpsteer3"]
-        err.print(f"[bold]demo:[/] the Hub is reachable: ingesting the first {rows} rows of HelpSteer3 (pinned revision)")
+        sources, limit, made_from = ["helpsteer3"], rows, "HelpSteer3 rows from the Hub"
+        read_from = f"the first {rows:,} rows of HelpSteer3 from the Hub (pinned revision)"
     else:
         s.write_synth(workdir / "helpsteer3.jsonl", "helpsteer3", rows, seed=1, contamination_rate=0.01,
                       eval_prompts=prompts)
         s.write_synth(workdir / "arena.jsonl", "arena", rows // 2, seed=2, contamination_rate=0.01, eval_prompts=prompts)
-        sources = [f"helpsteer3={workdir / 'helpsteer3.jsonl'}", f"arena={workdir / 'arena.jsonl'}"]
-        err.print(f"[bold]demo:[/] the Hub is not reachable: using a generated sample in {workdir} (synthetic rows)")
+        # whole files, read in full: a rerun reads nothing (the same seed writes the same bytes)
+        sources, limit = [f"helpsteer3={workdir / 'helpsteer3.jsonl'}", f"arena={workdir / 'arena.jsonl'}"], None
+        made_from = "synthetic rows"
+        read_from = f"synthetic rows (the Hub is not reachable): a seeded sample written to {workdir}"
+    out.print(f"[bold]demo:[/] reading {read_from}", highlight=False)
     _run(load_eval_set, "rm-bench", str(workdir / "eval_prompts.jsonl"))
-    err.print("[bold yellow]demo:[/] judging with the GenRM STAND-IN: its verdicts are SIMULATED, not the real judge")
+    out.print("[bold yellow]demo:[/] judging with the GenRM STAND-IN: its verdicts are SIMULATED, not the real judge",
+              highlight=False)
     with StandinProcess(StandinConfig(capacity=64, latency_mean=0.01, position_bias=0.3)) as standin:
         summary = _run(curate_pipeline, sources, [standin.url], None, "swap", "demo-preferences", None, publish_to,
-                       limit=rows)
+                       limit=limit)
     _print_pipeline(summary)
     published = (summary.get("publish") or {}).get("target", "(not published)")
     me = os.path.relpath(sys.argv[0]) if os.path.exists(sys.argv[0]) else "curate"
     out.print(
-        f"\n[bold]made:[/] warehouse {get_settings().warehouse}; dataset demo-preferences published at {published}"
+        f"\n[bold]made:[/] from {made_from}: warehouse {get_settings().warehouse}; "
+        f"dataset demo-preferences published at {published}"
         f"\n[bold]next:[/]\n"
         f"  {me} status\n"
         f"  {me} versions demo-preferences\n"

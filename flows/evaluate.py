@@ -12,20 +12,16 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 
-from common.errors import InvalidInputError
 from common.settings import settings_with
 from flows.runs import current_run_id
-from tasks.evaluate.benchmarks import comparisons
+from tasks.evaluate.benchmarks import comparisons, scoring_plan
 from tasks.evaluate.scoring import score
 from tasks.ingest.revisions import pin_revision, source_batches
 from tasks.ingest.sources import get_source
 from tasks.judge.config import config_record
 from tasks.judge.run import as_states, run_judging, split_pending
-from tasks.judge.strategies import Strategy
 from tasks.judge.targets import checked_targets, judge_config_from, judge_targets
 from warehouse.store import Warehouse
-
-EVAL_STRATEGIES = ("single", "swap", "samples")
 
 
 def _read_rows(src, path, rev, settings, limit) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
@@ -55,12 +51,7 @@ def evaluate_judge(
     log = get_run_logger()
     settings = settings_with(warehouse=warehouse)
     src = get_source(benchmark)
-    if src.name not in ("rm-bench", "judgebench"):
-        raise InvalidInputError(f"{benchmark} is not a judge benchmark: use rm-bench or judgebench")
-    plan = Strategy.parse(strategy or "swap", settings.judge_adaptive_margin)
-    if plan.name not in EVAL_STRATEGIES:
-        raise InvalidInputError(f"evaluate with single, swap or samples:K, not {plan.label}: a benchmark is scored "
-                         "on the same orders for every comparison")
+    plan = scoring_plan(src.name, strategy, settings.judge_adaptive_margin)
     orders = sorted({order for order, _ in plan.initial()})
     config = judge_config_from(settings)
     server, targets = judge_targets(endpoints, launch, port, settings, config)

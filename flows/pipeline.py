@@ -19,20 +19,15 @@ from flows.judge_shards import judge_sharded
 from flows.publish import publish
 from flows.runs import current_run_id
 from flows.versions import EmptyVersionError, build_version
-from schemas.summaries import PipelineSummary
+from schemas.summaries import PIPELINE_STAGES, PipelineSummary
 from tasks.curate.cost import cost_model
+from tasks.ingest.sources import parse_source
 from tasks.judge.endpoints import check_judge
 from warehouse.lock import pipeline_lock
 from warehouse.snapshot import refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
 
-STAGES = ("ingest", "judge", "version", "publish")
-
-
-def parse_source(spec: str) -> tuple[str, str | None]:
-    """'helpsteer3' (the Hub) or 'helpsteer3=path/to/file.jsonl' (a local file)."""
-    name, _, path = spec.partition("=")
-    return name.strip(), (path.strip() or None)
+STAGES = PIPELINE_STAGES
 
 
 @flow(name="curate-pipeline", log_prints=False)

@@ -14,10 +14,9 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from common.errors import UserError
 from common.settings import settings_with
 from schemas.summaries import PublishSummary
-from schemas.version import check_name
+from schemas.version import check_name, hub_repo
 from tasks.ingest.sources import SOURCES
 from tasks.publish.card import LICENSE_FILE, card_markdown, distributions_svg, license_fields, license_markdown
 from tasks.publish.layout import (
@@ -30,20 +29,16 @@ from tasks.publish.layout import (
     write_atomically,
 )
 from tasks.publish.quality_card import RELIABILITY_PLOT, reliability_svg
-from tasks.publish.summary import publish_summary
+from tasks.publish.summary import (  # noqa: F401 - the errors are part of this flow's interface
+    SimulatedVersionError,
+    UnknownVersionError,
+    publish_summary,
+    refuse_simulated,
+    version_to_publish,
+)
 from warehouse.store import Warehouse
 
 HF_PREFIX = "hf://"
-
-
-class UnknownVersionError(UserError, LookupError):
-    """The version asked for does not exist."""
-
-
-class SimulatedVersionError(UserError):
-    """A version judged by the stand-in is not pushed to the Hub unless asked: it would carry false provenance."""
-
-    hint = "pass --allow-simulated to push it anyway (its card says SIMULATED at the top), or judge with the real GenRM"
 
 
 def _licenses(rows: list[dict[str, Any]]) -> list[str]:
@@ -83,13 +78,7 @@ def publish(
     check_name(name)
     settings = settings_with(warehouse=warehouse)
     with Warehouse(settings.warehouse, read_only=True) as wh:
-        meta = wh.version_meta(name, version)
-        if meta is None:
-            known = [v["version"] for v in wh.versions(name)]
-            if not known:
-                raise UnknownVersionError(f"{name!r} has no versions yet: build one with `curate build-version {name}`")
-            raise UnknownVersionError(f"{name!r} has no version {version}: its versions are "
-                               f"{', '.join(f'v{v}' for v in known)} (`curate versions {name}`)")
+        meta = version_to_publish(wh, name, version)
         rows = wh.version_rows(name, meta["version"])
         judge_config = wh.judge_config(meta["judge_config_id"])
     tag = f"v{meta['version']}"
@@ -98,14 +87,10 @@ def publish(
     if to.startswith(HF_PREFIX):
         import tempfile
 
-        if meta.get("simulated") and not allow_simulated:
-            raise SimulatedVersionError(
-                f"{name} {tag} was judged by the GenRM stand-in (SIMULATED verdicts): not pushing it to {to}")
+        repo_id = hub_repo(to)
+        refuse_simulated(meta, to, allow_simulated)
         from tasks.publish.hub import publish_folder_to_hub, resolve_hf_token  # the Hub path only when asked
 
-        repo_id = to[len(HF_PREFIX):].strip("/")
-        org, _, repo = repo_id.partition("/")
-        check_name(org), check_name(repo)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp) / "upload"
             folder.mkdir()

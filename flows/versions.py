@@ -19,14 +19,17 @@ from common.settings import settings_with
 from schemas.summaries import VersionSummary
 from schemas.version import check_name
 from tasks.curate.bias import MARKDOWN_RE2
-from tasks.curate.calibration import calibrate
 from tasks.curate.confidence import pool_confidences
 from tasks.curate.cost import cost_model, cost_report
+from tasks.curate.figures import estimated_lengths
 from tasks.curate.policy import FilterPolicy, load_policy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import content_hash, select_rows, version_table
 from tasks.curate.stats import version_stats
 from tasks.curate.unchanged import unchanged_version
+from tasks.review.calibration import calibrate_with_reviews
+from tasks.review.overrides import PoolReviews, under_policy
+from tasks.review.stats import with_reviews
 from warehouse.store import Warehouse
 
 
@@ -37,15 +40,18 @@ class EmptyVersionError(UserError, ValueError):
 @task(cache_policy=NO_CACHE)
 def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> tuple[pa.Table, dict]:
     """The kept rows (without their texts) and the version's statistics: p_correct is fitted on this
-    configuration's verdicts (cross-fitted on the pairs with a clear human label) before the policy filters
-    on it."""
+    configuration's verdicts (cross-fitted on the pairs with a clear human label, reviewers' labels among
+    them) before the policy filters on it; reviewed pairs take their reviewers' side (`review_overrides`)."""
     pool = JudgedPool.from_arrow(*wh.judged_pool(config_id, MARKDOWN_RE2))
     confidences = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree,
                                    pool.human_label)
-    p_correct, calibration = calibrate(pool, confidences)
-    kept, dropped = select_rows(pool, confidences, policy, p_correct)
-    table = version_table(pool, confidences, p_correct, kept, policy)
-    return table, version_stats(pool, confidences, table, kept, dropped, calibration)
+    reviews = PoolReviews.align(pool.pair_id, wh.review_outcomes(), wh.review_selections())
+    p_correct, calibration = calibrate_with_reviews(pool, confidences, reviews)
+    decided, overriding = under_policy(reviews, confidences, policy.review_overrides)
+    kept, dropped = select_rows(pool, decided, policy, p_correct, overriding)
+    table = version_table(pool, decided, p_correct, kept, policy)
+    stats = version_stats(pool, confidences, table, kept, dropped, calibration)
+    return table, with_reviews(stats, pool, confidences, decided, reviews, kept, policy.review_overrides)
 
 
 def source_revisions(rows: pa.Table) -> dict[str, list[str]]:
@@ -83,14 +89,15 @@ def build_version(
         rows, stats = select_version_rows(wh, config_id, policy)
         if not rows.num_rows:
             raise EmptyVersionError(
-                f"the policy keeps none of {stats['considered']} pairs (dropped: {stats['dropped']}); "
+                f"the policy keeps none of {stats['pairs_judged']} pairs judged (dropped: {stats['dropped']}); "
                 "loosen it rather than publish an empty dataset")
+        lengths = estimated_lengths(wh.text_sizes(rows))
         digest = content_hash(wh.row_digests(rows), {k: True for k in ("rm_margin_column",) if getattr(policy, k)})
         totals = wh.judging_totals(config_id)
         cost = cost_report(requests=totals["requests"], tokens_in=totals["tokens_in"], tokens_out=totals["tokens_out"],
                            judge_seconds=totals["request_seconds"], kept=rows.num_rows, model=cost_model(settings))
         simulated = wh.config_is_simulated(config_id)
-        stats = {**stats, "inputs": inputs, "cost": cost, "simulated": simulated}
+        stats = {**stats, "lengths": lengths, "inputs": inputs, "cost": cost, "simulated": simulated}
         same = wh.version_with_content(name, digest, config_id)
         if same is not None:  # the latest, or an older one (a policy changed and changed back): no copy
             summary = {"name": name, "version": same["version"], "rows": same["row_count"], "content_hash": digest,
@@ -116,7 +123,7 @@ def build_version(
                           description=f"{name} v{version}: {rows.num_rows} rows, content {digest}")
     create_markdown_artifact(
         key=f"version-{name}-summary".lower().replace("_", "-").replace(".", "-"),
-        markdown=(f"# {name} v{version}\n\n{rows.num_rows} rows kept of {stats['considered']} judged pairs "
+        markdown=(f"# {name} v{version}\n\n{rows.num_rows} rows kept of {stats['pairs_judged']} pairs judged "
                   f"(judge configuration `{config_id}`).\n\nDropped: {stats['dropped']}\n\n"
                   f"Splits: {stats['splits']}\n\nContent hash: `{digest}`\n"),
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+PIPELINE_STAGES = ("ingest", "judge", "version", "publish")  # what `curate run` runs, and may --skip
+
 
 class IngestSummary(TypedDict, total=False):
     read: int  # rows read, readable or not: read = valid + quarantined_rows
@@ -44,6 +46,9 @@ class JudgeSummary(TypedDict, total=False):
     retry_after_waits: int  # retries of a 429 / 503 that waited as the server's Retry-After said
     prompt_tokens: dict[str, Any]  # requests, p50, p90, p99, max, counted_by (server | estimate)
     first_errors: dict[str, str]  # failure reason -> the first error text of this run
+    preflight_seconds: float  # the endpoint check, context and chat-template probe before the first request
+    server_metrics: dict[str, Any]  # what the servers' /metrics measured of the run (tasks/judge/server_metrics.py)
+    prefix_reuse: dict[str, Any]  # what a prefix cache could have served of each pair's later requests
     tokens_in: int
     tokens_out: int
     seconds: float

@@ -143,7 +143,8 @@ def _curate(*args: str, cwd) -> tuple[subprocess.CompletedProcess, float]:
     return proc, time.monotonic() - started
 
 
-@pytest.mark.parametrize("case", ["wrong_source", "run_without_endpoint", "unreachable_endpoint", "publish_missing"])
+@pytest.mark.parametrize("case", ["wrong_source", "run_without_endpoint", "unreachable_endpoint", "judge_no_warehouse",
+                                  "publish_missing"])
 def test_errors_a_user_can_act_on_are_at_most_three_short_lines(tmp_path, case):
     warehouse = tmp_path / "w.duckdb"
     if case == "wrong_source":
@@ -158,8 +159,14 @@ def test_errors_a_user_can_act_on_are_at_most_three_short_lines(tmp_path, case):
         args = ["run", "--source", f"helpsteer3={tmp_path / 'hs.jsonl'}", "--warehouse", str(warehouse)]
         said = "no judge endpoint"
     elif case == "unreachable_endpoint":
+        from warehouse.store import Warehouse
+
+        Warehouse(warehouse).close()
         args = ["judge", "--endpoint", "http://127.0.0.1:9/v1", "--warehouse", str(warehouse)]
         said = "no judge endpoint answers: http://127.0.0.1:9/v1"
+    elif case == "judge_no_warehouse":  # files before endpoints: the missing warehouse is said first
+        args = ["judge", "--endpoint", "http://127.0.0.1:9/v1", "--warehouse", str(warehouse)]
+        said = "no warehouse at"
     else:
         from warehouse.store import Warehouse
 
@@ -171,7 +178,7 @@ def test_errors_a_user_can_act_on_are_at_most_three_short_lines(tmp_path, case):
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and 1 <= len(lines) <= 3, proc.stderr
     assert lines[0].startswith("error: ") and said in proc.stderr.replace("\n", " ")
-    if case in ("run_without_endpoint", "unreachable_endpoint"):
+    if case in ("run_without_endpoint", "judge_no_warehouse"):
         assert seconds < 30 and not warehouse.exists()  # refused before any stage: nothing touched
 
 
@@ -212,3 +219,98 @@ def test_a_command_killed_with_sigkill_leaves_no_server_behind(tmp_path):
     for p in alive:  # never leave it to the next test, whatever happened
         os.kill(p, signal.SIGKILL)
     assert not alive
+
+
+def _commands():
+    """(name, click command) of every command, sub-commands included."""
+    import click
+    import typer
+
+    def walk(group, prefix=""):
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                yield from walk(command, f"{prefix}{name} ")
+            else:
+                yield f"{prefix}{name}", command
+
+    return list(walk(typer.main.get_command(app)))
+
+
+def test_every_flag_has_a_description_and_every_number_a_range():
+    import re
+    import typing
+
+    for name, command in _commands():
+        for p in command.params:
+            if p.hidden or p.name == "help":
+                continue
+            kind = [a for a in typing.get_args(p.type_descriptor.annotation) if a is not type(None)] or \
+                [p.type_descriptor.annotation]
+            assert p.help, f"curate {name} {p.opts[0]}: no description"
+            if kind[0] in (int, float):
+                assert p._get_number_range_help_str() or re.search(r"\.\.|>=|<=| < |any integer", p.help), \
+                    f"curate {name} {p.opts[0]}: no range in {p.help!r}"
+
+
+def test_help_never_cuts_a_flag_name_even_at_80_columns():
+    for name, command in _commands():
+        result = runner.invoke(app, [*name.split(), "--help"], env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        assert "…" not in result.output, f"curate {name} --help:\n{result.output}"
+        for p in command.params:
+            for flag in p.opts + p.secondary_opts:
+                if flag.startswith("--"):
+                    assert flag in result.output, f"curate {name} --help lacks {flag}"
+
+
+def test_commands_are_listed_by_stage():
+    from curator.output import STAGES
+
+    text = runner.invoke(app, ["--help"]).output
+    panels = [stage for stage, _ in STAGES]
+    assert [text.index(f" {p} ") for p in panels] == sorted(text.index(f" {p} ") for p in panels)
+    assert "─ Commands ─" not in text and "─ Other ─" not in text  # every command belongs to a stage
+    staged = {n for _, names in STAGES for n in names}
+    assert {name.split()[0] for name, _ in _commands()} <= staged
+
+
+def test_tables_are_plain_whole_rows_when_piped(dashboard_warehouse):
+    warehouse, _, _ = dashboard_warehouse
+    from warehouse.store import Warehouse
+
+    with Warehouse(warehouse, read_only=True) as wh:
+        versions = wh.versions("dash")
+    for args in (["versions"], ["versions", "dash"], ["status"], ["sources"]):
+        result = runner.invoke(app, [*args, "--warehouse", str(warehouse)] if args[0] != "sources" else args)
+        assert result.exit_code == 0, result.output
+        assert not set(result.output) & set("│┃━─┏┡└╇"), result.output  # no box drawing outside a terminal
+        assert "…" not in result.output
+    listing = runner.invoke(app, ["versions", "--warehouse", str(warehouse)]).output.splitlines()
+    assert listing[0].split() == ["name", "version", "parent", "created", "rows", "judge", "content", "hash", "judge",
+                                  "config", "published"]
+    for v, line in zip(versions, listing[1:]):
+        assert line.startswith("dash ") and v["content_hash"] in line and v["judge_config_id"] in line
+        assert " SIMULATED " in line  # the stand-in judged this warehouse, as --json says
+    assert all(v["simulated"] for v in json.loads(runner.invoke(
+        app, ["versions", "--json", "--warehouse", str(warehouse)]).stdout))
+    # v2 was built under a looser policy: the diff names the keys that changed, old -> new
+    diff = runner.invoke(app, ["diff", "dash", "1", "2", "--warehouse", str(warehouse)]).output
+    policy = next(line for line in diff.splitlines() if line.startswith("policy "))
+    assert "min_abs_margin 1.0 -> 0.5" in policy and "require_order_agreement true -> false" in policy, policy
+
+
+def test_the_demo_says_what_it_read_and_its_rerun_reads_nothing(tmp_path):
+    first, _ = _curate("demo", "--rows", "60", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    lines = first.stdout.splitlines()
+    # offline (the tests set HF_HUB_OFFLINE): the first line on stdout says the rows are synthetic
+    assert lines[0].startswith("demo: reading synthetic rows (the Hub is not reachable)"), lines[:3]
+    assert any(line.startswith("made: from synthetic rows: ") for line in lines)
+    # a log keeps whole lines: the vLLM command is one line, not cut at 80 columns
+    assert any(line.strip().startswith("python3 -m vllm.entrypoints") and line.endswith("0.95") for line in lines)
+    again, _ = _curate("demo", "--rows", "60", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    out = again.stdout
+    assert "ingest helpsteer3: unchanged, nothing read" in out and "ingest arena: unchanged, nothing read" in out
+    assert "judge: nothing to judge, 0 requests" in out and "()" not in out
+    assert "(unchanged: same inputs and policy" in out and "(already there)" in out and "read 60" not in out

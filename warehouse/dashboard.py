@@ -73,8 +73,17 @@ def domains(snap: Snapshot) -> list[str]:
                       "FROM dash_confidence_histogram ORDER BY 1")["domain"].tolist()
 
 
+# Columns of `dash_versions` that a snapshot taken before migration 015 lacks (shown as unknown).
+_VERSION_FIGURES = ("simulated", "pairs_judged", "agreement", "agree", "comparable", "human_ties", "both_bad",
+                    "pool_agreement")
+
+
 def versions(snap: Snapshot) -> pd.DataFrame:
-    return snap.frame("SELECT * FROM dash_versions ORDER BY dataset, version DESC")
+    df = snap.frame("SELECT * FROM dash_versions ORDER BY dataset, version DESC")
+    for column in _VERSION_FIGURES:
+        if column not in df:
+            df[column] = None
+    return df
 
 
 def funnel(snap: Snapshot, f: Filters) -> pd.DataFrame:
@@ -108,7 +117,8 @@ def agreement(snap: Snapshot, f: Filters) -> pd.DataFrame:
     return snap.frame(
         f"SELECT source, domain, CAST(sum(pairs) AS BIGINT) AS pairs, CAST(sum(comparable) AS BIGINT) AS comparable, "
         f"CAST(sum(agree) AS BIGINT) AS agree, "
-        f"round(100.0 * sum(agree) / nullif(sum(comparable), 0), 2) AS agreement_pct FROM dash_agreement "
+        f"round(100.0 * sum(agree) / nullif(sum(comparable), 0), 1) AS agreement_pct, "
+        f"CAST(sum(human_ties) AS BIGINT) AS human_ties, CAST(sum(judge_ties) AS BIGINT) AS judge_ties FROM dash_agreement "
         f"WHERE {w1} AND {w2} GROUP BY ALL ORDER BY source, domain", p1 + p2)
 
 

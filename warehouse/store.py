@@ -6,6 +6,7 @@ and named queries grouped by bounded context, each in its own module:
 - `ingest.py`: a batch's look-ups and writes, the near-duplicate index, evaluation prompts, source pins;
 - `judging.py`: judge configurations, the judgment cache, merging worker results, evaluations, cost;
 - `versions.py`: dataset versions, their rows and their publication;
+- `reviews.py`: human review in Label Studio: projects, tasks, selections, annotations, outcomes;
 - `dashboard.py`: the dashboard's queries over its snapshot (a file of its own, never the warehouse).
 """
 
@@ -20,13 +21,14 @@ from warehouse.connection import (
 )
 from warehouse.ingest import IngestStore
 from warehouse.judging import JudgingStore
+from warehouse.reviews import ReviewStore
 from warehouse.runs import RunRecords
 from warehouse.versions import VersionStore
 
 __all__ = ["JUDGMENT_TABLES", "Warehouse", "WarehouseLockedError", "WarehouseUnreadableError", "migrations"]
 
 
-class Warehouse(RunRecords, IngestStore, JudgingStore, VersionStore, Connection):
+class Warehouse(RunRecords, IngestStore, JudgingStore, VersionStore, ReviewStore, Connection):
     """The warehouse file, open read-write (migrated, interrupted runs marked) or read-only."""
 
     def after_open_for_writing(self) -> None:

@@ -97,7 +97,7 @@ class VersionStore(Connection):
             """,
             [config_id],
         ).fetchall()
-        return f"{config_id}/{row[0][0]}"
+        return f"{config_id}/{row[0][0]}{self.review_inputs()}"  # reviews change versions too (warehouse.reviews)
 
     def latest_version(self, name: str) -> dict[str, Any] | None:
         cur = self.con.execute(
@@ -116,6 +116,19 @@ class VersionStore(Connection):
             return [d for (d,) in self.con.execute(
                 f"SELECT md5(concat_ws(chr(31), {', '.join(_DIGEST_FIELDS)})) FROM ({_ROWS_WITH_TEXTS}) "
                 "ORDER BY pair_id").fetchall()]
+
+    def text_sizes(self, rows: pa.Table) -> pa.Table:
+        """What a token estimate of each row needs, without its texts: UTF-8 bytes and digits of each prompt
+        message (lists), of the chosen and of the rejected answer, in pair id order. `rows`:
+        `tasks.curate.select.version_table`."""
+        digits = "(length({0}) - length(translate({0}, '0123456789', '')))"
+        with self._registered("version_rows", rows):
+            return self.con.sql(
+                f"""SELECT [strlen(m.content) FOR m IN prompt] AS prompt_bytes,
+                           [{digits.format('m.content')} FOR m IN prompt] AS prompt_digits,
+                           strlen(chosen) AS chosen_bytes, {digits.format('chosen')} AS chosen_digits,
+                           strlen(rejected) AS rejected_bytes, {digits.format('rejected')} AS rejected_digits
+                    FROM ({_ROWS_WITH_TEXTS}) ORDER BY pair_id""").to_arrow_table()
 
     def write_version(self, meta: dict[str, Any], rows: pa.Table) -> None:
         """A new version and its rows, in one transaction: a version is there whole or not at all. `rows`:
@@ -142,14 +155,23 @@ class VersionStore(Connection):
         return dict(zip([d[0] for d in cur.description], row)) if row else None
 
     def versions(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Each version's record with `figures`: the counts its card shows (`tasks.curate.figures`), as stored
+        with it (None for a version built before they were recorded)."""
         cur = self.con.execute(
             "SELECT name, version, parent_version, created_at, row_count, content_hash, judge_config_id, "
-            "published_target, published_tag, simulated FROM dataset_versions WHERE (? IS NULL OR name = ?) "
-            "ORDER BY name, version",
+            "published_target, published_tag, simulated, "
+            "json_object('pairs_judged', stats->'$.pairs_judged', 'pairs_kept', row_count, "
+            "            'not_judged', stats->'$.not_judged', 'human_agreement', stats->'$.human_agreement', "
+            "            'max_length_keeping', stats->'$.lengths.max_length_keeping') AS figures "
+            "FROM dataset_versions WHERE (? IS NULL OR name = ?) ORDER BY name, version",
             [name, name],
         )
         cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
+        out = [dict(zip(cols, r)) for r in cur.fetchall()]
+        for v in out:
+            figures = json.loads(v["figures"])
+            v["figures"] = figures if figures.get("pairs_judged") is not None else None
+        return out
 
     def version_meta(self, name: str, version: int | None = None) -> dict[str, Any] | None:
         """One version's record (the latest when `version` is None), JSON fields decoded."""

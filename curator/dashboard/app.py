@@ -1,19 +1,22 @@
 """The data team's dashboard (Streamlit), read-only, over the snapshot the pipeline refreshes.
 
 Run it with `curate dashboard`; the snapshot's path comes from the command line (after `--`) or
-CURATE_DASHBOARD_SNAPSHOT.
+CURATE_DASHBOARD_SNAPSHOT. A version's figures (pairs judged, kept, agreement with human labels) are read from
+its stored statistics, so the page says what its card and `curate status` say.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
-from curator.dashboard import data
+from common.numbers import count, percent, rate
+from curator.dashboard import data, reviews
 from curator.dashboard.data import Filters, NoSnapshotError, Snapshot
 
 
@@ -24,46 +27,101 @@ def _snapshot_path() -> str:
     return os.environ.get("CURATE_DASHBOARD_SNAPSHOT", "data/dashboard.duckdb")
 
 
-def bar_chart(df: pd.DataFrame, x: str, y: str, title: str, color: str | None = None) -> alt.Chart:
+def _pct(value: float) -> str:
+    """A percentage already in 0..100 (accuracy, agreement_pct)."""
+    return "-" if value is None or pd.isna(value) else f"{value:.1f}%"
+
+
+def _text(value: object) -> str:
+    return "-" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+
+
+def _minute(value: object) -> str:
+    return "-" if value is None or pd.isna(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M")
+
+
+def _short(n: int) -> Callable[[object], str]:
+    return lambda value: _text(value)[:n]
+
+
+def _simulated(value: object) -> str:
+    return "SIMULATED" if bool(value) else "real"
+
+
+def _decimals(n: int) -> Callable[[object], str]:
+    return lambda value: "-" if value is None or pd.isna(value) else f"{value:.{n}f}"
+
+
+# Column configuration: a column's label and how its values read, wherever it is shown. Counts are integers
+# with thousands separated, shares percentages with one decimal, rates without exponents.
+COLUMNS: dict[str, tuple[str, Callable[[object], str]]] = {
+    "source": ("source", _text), "domain": ("domain", _text), "reason": ("reason", _text),
+    "dataset": ("dataset", _text), "version": ("version", count), "parent_version": ("parent", count),
+    "created_at": ("created", _minute), "started_at": ("started", _minute), "simulated": ("judge", _simulated),
+    "read": ("read", count), "valid": ("valid", count), "quarantined": ("quarantined", count),
+    "unique_pairs": ("unique pairs", count), "for_curation": ("for curation", count), "judged": ("judged", count),
+    "kept": ("kept", count), "rows": ("rows", count), "pairs": ("pairs", count), "comparable": ("comparable", count),
+    "agree": ("agree", count), "agreement_pct": ("agreement", _pct), "human_ties": ("human ties", count),
+    "judge_ties": ("judge ties", count), "both_bad": ("both bad", count), "failure_reason": ("reason", _text),
+    "judgments": ("judgments", count), "run_id": ("run", _short(8)), "strategy": ("strategy", _text),
+    "shard": ("shard", _text), "status": ("status", _text), "seconds": ("seconds", rate), "ok": ("ok", count),
+    "tokens_in": ("tokens in", count), "tokens_out": ("tokens out", count), "judgments_per_s": ("judgments/s", rate),
+    "tokens_per_s": ("tokens/s", rate), "pairs_judged": ("pairs judged", count), "row_count": ("pairs kept", count),
+    "agreement": ("agreement", percent), "pool_agreement": ("agreement, judged pool", percent),
+    "added": ("added", count), "removed": ("removed", count), "flipped": ("flipped", count),
+    "content_hash": ("content hash", _short(12)), "published_tag": ("published", _text),
+    "judge_runs": ("judge runs", count), "requests": ("requests", count),
+    "tokens_per_kept_pair": ("tokens / kept pair", count), "gpu_hours": ("GPU-hours", _decimals(2)),
+    "gpu_hours_per_1000_kept": ("GPU-hours / 1,000 kept", _decimals(2)), "calibration": ("calibration", _text),
+    "labelled_pairs": ("labelled", count), "ece": ("ECE", _decimals(3)), "brier": ("Brier", _decimals(3)),
+    "kept_mean_p_correct": ("mean p_correct", _decimals(3)), "stage": ("stage", _text), "family": ("family", _text),
+    "wins": ("wins", count), "win_rate": ("win rate", percent), "benchmark": ("benchmark", _text),
+    "accuracy": ("accuracy", _pct), "model_card_accuracy": ("model card", _pct), "scored": ("scored", count),
+    "failed": ("failed", count), "served_models": ("served by", _text), "kind": ("kind", _text),
+    "subject": ("subject", _text), "error": ("error", _text),
+    "chosen_longer": ("chosen longer (pool → version)", _text),
+    "more_markdown": ("more markdown (pool → version)", _text),
+    "chosen_first": ("shown first (pool → version)", _text),
+}
+
+
+def readable(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The chosen columns as text, each as its column configuration says, under its label."""
+    def value(v: object) -> object:
+        return None if pd.api.types.is_scalar(v) and pd.isna(v) else v  # NaN, NaT and pd.NA read as missing
+
+    def cell(c: str, v: object) -> str:
+        text = COLUMNS[c][1](value(v))
+        return "–" if text == "-" else text  # a lone "-" would render as a list bullet
+
+    return pd.DataFrame({COLUMNS[c][0]: [cell(c, v) for v in df[c]] for c in columns}, index=range(len(df)))
+
+
+def show(df: pd.DataFrame, columns: list[str], empty: str) -> None:
+    """A table of the chosen columns that fits the page, or which command fills it when it is empty."""
+    if not len(df):
+        st.info(empty)
+        return
+    st.table(readable(df, columns).style.hide(axis="index"))
+
+
+def bar_chart(df: pd.DataFrame, x: str, y: str, title: str, label_format: str = ",d") -> alt.Chart:
     """Bars with their value written on them: the numbers are readable without hovering."""
     enc = {"x": alt.X(f"{x}:N", sort=None, title=x.replace("_", " ")), "y": alt.Y(f"{y}:Q", title=y.replace("_", " "))}
-    if color:
-        enc["color"] = alt.Color(f"{color}:N")
     bars = alt.Chart(df, title=title).mark_bar().encode(**enc, tooltip=list(df.columns))
-    labels = alt.Chart(df).mark_text(dy=-6).encode(x=enc["x"], y=enc["y"], text=alt.Text(f"{y}:Q"))
-    return bars + labels if not color else bars
+    labels = alt.Chart(df).mark_text(dy=-6).encode(x=enc["x"], y=enc["y"], text=alt.Text(f"{y}:Q", format=label_format))
+    return bars + labels
 
 
-def tidy(df: pd.DataFrame) -> pd.DataFrame:
-    """Counts as integers (DuckDB sums arrive as floats), other numbers rounded for reading."""
-    out = df.copy()
-    for col in out.columns:
-        if pd.api.types.is_float_dtype(out[col]):
-            values = out[col].dropna()
-            if len(values) and (values == values.round()).all() and not col.endswith(("_pct", "accuracy")):
-                out[col] = out[col].round().astype("Int64")
-    return out
-
-
-def show(df: pd.DataFrame) -> None:
-    """A table with integer counts (thousands separated) and one-decimal percentages."""
-    df = tidy(df)
-    formats = {}
-    for col in df.columns:
-        if pd.api.types.is_integer_dtype(df[col]):
-            formats[col] = "{:,}"
-        elif pd.api.types.is_float_dtype(df[col]):
-            formats[col] = "{:.1f}" if col.endswith(("_pct", "accuracy")) else "{:,.4g}"
-    st.table(df.style.format(formats, na_rep="-"))
-
-
-def section(title: str, df: pd.DataFrame, x: str, y: str, chart_title: str, table: bool = True) -> None:
-    """A subheader, a labelled bar chart when there is data, and the table under it."""
+def section(title: str, df: pd.DataFrame, x: str, y: str, chart_title: str) -> None:
+    """A subheader and a labelled bar chart when there is data."""
     st.subheader(title)
     if len(df):
-        st.altair_chart(bar_chart(tidy(df), x, y, chart_title), width="stretch")
-    if table:
-        show(df)
+        st.altair_chart(bar_chart(df, x, y, chart_title), width="stretch")
+
+
+def _pool_to_version(pool: pd.Series, kept: pd.Series) -> list[str]:
+    return [f"{percent(p)} → {percent(k)}" for p, k in zip(pool, kept)]
 
 
 def main() -> None:
@@ -93,81 +151,121 @@ def main() -> None:
     f = Filters(tuple(chosen_sources), tuple(chosen_domains), dataset, version)
 
     funnel = data.funnel(snap, f)
-    agreement = data.agreement(snap, f)
     costs = data.version_costs(snap)
+    this = versions[(versions["dataset"] == dataset) & (versions["version"] == version)] if dataset else versions.iloc[0:0]
     this_cost = costs[(costs["dataset"] == dataset) & (costs["version"] == version)] if dataset else costs.iloc[0:0]
-    c1, c2, c3, c4 = st.columns(4)
     first = funnel.drop_duplicates("source")  # one row per source (the funnel repeats it per dataset)
-    c1.metric("Pairs read", f"{int(first['read'].sum()):,}" if len(funnel) else "0")
-    c2.metric("Pairs judged", f"{int(first['judged'].sum()):,}" if len(funnel) else "0")
-    comparable = int(agreement["comparable"].sum()) if len(agreement) else 0
-    c3.metric("Judge-human agreement" + (" (SIMULATED)" if simulated else ""),
-              f"{100.0 * agreement['agree'].sum() / comparable:.1f}%" if comparable else "n/a")
-    c4.metric(f"GPU-hours / 1,000 kept ({label or '-'})",
-              f"{this_cost['gpu_hours_per_1000_kept'].iloc[0]:.4f}" if len(this_cost) else "n/a")
+    v = this.iloc[0] if len(this) else None
+    this_simulated = v is not None and bool(v["simulated"])
+    # The selected version's figures, as its card states them (tasks/curate/figures.py).
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Pairs read", count(first["read"].sum() if len(first) else 0))
+    c2.metric("Pairs judged", count(v["pairs_judged"]) if v is not None and pd.notna(v["pairs_judged"])
+              else count(first["judged"].sum() if len(first) else 0))
+    c3.metric("Pairs kept", count(v["row_count"]) if v is not None else "n/a")
+    c4, c5, c6 = st.columns(3)
+    c4.metric("Judge-human agreement" + (" (SIMULATED)" if this_simulated or (v is None and simulated) else ""),
+              percent(v["agreement"]) if v is not None and pd.notna(v["agreement"]) else "n/a",
+              help="Of the kept pairs where the human label and the judge both prefer a side, the share where they "
+                   "agree; human ties, both-bad votes and judge ties are counted apart (as on the card).")
+    c5.metric("Agreement, judged pool", percent(v["pool_agreement"]) if v is not None and pd.notna(v["pool_agreement"])
+              else "n/a", help="The same figure over every judged pair the version was drawn from.")
+    c6.metric("GPU-hours / 1,000 kept", f"{this_cost['gpu_hours_per_1000_kept'].iloc[0]:,.2f}" if len(this_cost) else "n/a",
+              help="Estimated from tokens under the configured throughput (see the versions section).")
+    if label:
+        st.caption(f"Figures of **{label}**" + (" (SIMULATED verdicts)" if this_simulated else "")
+                   + " — the same as its dataset card and `curate status`.")
 
     st.header("Yield funnel per source")
     if len(funnel):
-        long = tidy(first).melt(
-            id_vars="source", value_vars=["read", "valid", "unique_pairs", "for_curation", "judged"],
-            var_name="stage", value_name="pairs")
+        long = first.melt(id_vars="source", value_vars=["read", "valid", "unique_pairs", "for_curation", "judged"],
+                          var_name="stage", value_name="pairs")
         kept = funnel[funnel["dataset"] == dataset][["source", "kept"]].rename(columns={"kept": "pairs"})
-        long = pd.concat([long, tidy(kept).assign(stage="kept")])
+        long = pd.concat([long, kept.assign(stage="kept")])
         st.altair_chart(alt.Chart(long, title="read → valid → unique → for curation → judged → kept").mark_bar()
                         .encode(x=alt.X("stage:N", sort=["read", "valid", "unique_pairs", "for_curation", "judged", "kept"]),
                                 y="pairs:Q", color="source:N", xOffset="source:N", tooltip=["source", "stage", "pairs"]),
                         width="stretch")
-    show(funnel)
-    if len(first) and first["re_reads"].sum():
-        st.caption(f"Rows read again by later runs (not counted above): {int(first['re_reads'].sum()):,}")
+        notes = ["Distinct rows per source"]
+        repeats = int(first["repeats"].sum()) if "repeats" in first else 0
+        if repeats:
+            notes.append(f"rows repeated within one file (the same row twice, counted once): {count(repeats)}")
+        if first["re_reads"].sum():
+            notes.append(f"rows read again by later runs (not counted above): {count(first['re_reads'].sum())}")
+        newest = funnel[funnel["dataset"] == dataset]["version"].dropna()
+        if len(newest):
+            notes.append(f"kept: in {dataset} v{int(newest.iloc[0])}, the newest version")
+        st.caption("; ".join(notes) + ".")
+    kept_here = funnel[funnel["dataset"] == dataset].set_index("source")["kept"]
+    show(first.assign(kept=[kept_here.get(s, 0) for s in first["source"]]),
+         ["source", "read", "valid", "quarantined", "unique_pairs", "for_curation", "judged", "kept"],
+         "Nothing ingested yet: `curate ingest --source helpsteer3` (or `curate run`) fills this.")
 
     left, right = st.columns(2)
     with left:
         q = data.quarantine(snap, f)
         st.subheader("Quarantine reasons")
         if len(q):
-            st.altair_chart(bar_chart(tidy(q.groupby("reason", as_index=False)["rows"].sum()), "reason", "rows",
+            st.altair_chart(bar_chart(q.groupby("reason", as_index=False)["rows"].sum(), "reason", "rows",
                                       "quarantined rows by reason"), width="stretch")
-        show(q)
+        show(q, ["source", "reason", "rows"], "No row was quarantined.")
     with right:
-        section("Judge failures by reason", data.failures(snap), "failure_reason", "judgments", "failed judgments")
+        fails = data.failures(snap)
+        section("Judge failures by reason", fails, "failure_reason", "judgments", "failed judgments")
+        show(fails, ["failure_reason", "judgments"], "No judgment failed (`curate judge` records failures here).")
 
     left, right = st.columns(2)
     with left:
         section("Margin distribution", data.margin_histogram(snap, f), "abs_margin_bin", "pairs",
-                "|mean margin| of judged pairs", table=False)
+                "|mean margin| of judged pairs")
     with right:
         section(f"Confidence distribution ({label or 'no version'})",
                 data.confidence_histogram(snap, f) if dataset else pd.DataFrame(), "confidence_bin", "pairs",
-                f"confidence of kept pairs in {label}", table=False)
+                f"confidence of kept pairs in {label}")
 
     st.header("Judge-human agreement by source and domain")
+    agreement = data.agreement(snap, f)
+    st.caption("Every judged pair, by source and domain: of the pairs where both prefer a side, the share where they "
+               "agree. Human ties, both-bad votes and judge ties are counted apart.")
     if len(agreement):
         st.altair_chart(bar_chart(agreement.assign(group=agreement["source"] + " / " + agreement["domain"]),
-                                  "group", "agreement_pct", "agreement % (pairs where both prefer a side)"),
-                        width="stretch")
-    show(agreement)
+                                  "group", "agreement_pct", "agreement % (pairs where both prefer a side)",
+                                  label_format=".1f"), width="stretch")
+    show(agreement, ["source", "domain", "pairs", "comparable", "agree", "agreement_pct", "human_ties", "judge_ties"],
+         "No judged pair carries a human label yet: `curate judge --endpoint URL` fills this.")
 
     st.header("Throughput and tokens")
     tp = data.throughput(snap)
     if len(tp):
-        st.altair_chart(bar_chart(tp.assign(run=tp["run_id"].str[:8]), "run", "judgments_per_s", "judgments/s per judge run"),
-                        width="stretch")
-    show(tp)
+        st.altair_chart(bar_chart(tp.assign(run=tp["run_id"].str[:8]), "run", "judgments_per_s",
+                                  "judgments/s per judge run", label_format=",.1f"), width="stretch")
+    show(tp, ["run_id", "strategy", "status", "started_at", "seconds", "judgments", "ok", "tokens_in", "tokens_out",
+              "judgments_per_s", "tokens_per_s"], "No judge run yet: `curate judge --endpoint URL` fills this.")
 
     st.header("Versions, their diffs and cost")
-    show(versions.assign(simulated=versions["judge_config_id"].isin(simulated)))
+    show(versions, ["dataset", "version", "parent_version", "created_at", "simulated", "pairs_judged", "row_count",
+                    "agreement", "added", "removed", "flipped", "content_hash", "published_tag"],
+         "No version yet: `curate build-version NAME` fills this.")
     model = data.cost_model(snap)
-    st.caption(f"GPU-hours are estimated from tokens at {model.server_tokens_per_second} tokens/s per "
+    st.caption(f"GPU-hours are estimated from tokens at {count(model.server_tokens_per_second)} tokens/s per "
                f"server of {model.gpus_per_server} GPUs (CURATE_COST_SERVER_TOKENS_PER_SECOND).")
-    show(costs)
+    show(costs, ["dataset", "version", "kept", "judgments", "requests", "tokens_in", "tokens_out",
+                 "tokens_per_kept_pair", "gpu_hours", "gpu_hours_per_1000_kept"],
+         "No version yet: `curate build-version NAME` fills this.")
 
     st.header("Calibration and bias, per version")
     st.caption("p_correct: the calibrated probability that the judge's direction matches a clear human preference "
                "(cross-fitted; ECE and Brier on labelled pairs no model saw). Bias shares: of the judged pool "
-               "before the filter, and of the version." + (" SIMULATED verdicts: these say nothing of answer "
-                                                           "quality." if simulated else ""))
-    show(data.version_quality(snap))
+               "before the filter → of the version." + (" SIMULATED verdicts: these say nothing of answer "
+                                                         "quality." if simulated else ""))
+    quality = data.version_quality(snap)
+    quality = quality.assign(
+        chosen_longer=_pool_to_version(quality["pool_chosen_longer"], quality["kept_chosen_longer"]),
+        more_markdown=_pool_to_version(quality["pool_more_markdown"], quality["kept_more_markdown"]),
+        chosen_first=_pool_to_version(quality["pool_chosen_first"], quality["kept_chosen_first"]))
+    show(quality, ["dataset", "version", "calibration", "labelled_pairs", "ece", "brier", "kept_mean_p_correct",
+                   "chosen_longer", "more_markdown", "chosen_first"],
+         "No version yet: `curate build-version NAME` fills this.")
     bins = data.reliability(snap, f) if dataset else None
     if bins is not None and len(bins):
         diagonal = alt.Chart(pd.DataFrame({"predicted": [0.0, 1.0], "observed": [0.0, 1.0]})).mark_line(
@@ -181,13 +279,19 @@ def main() -> None:
     families = data.model_families(snap, f) if dataset else None
     if families is not None and len(families):
         st.subheader(f"Model family win rates, arena rows ({label}): judged pool and version")
-        show(families)
+        show(families, ["stage", "family", "pairs", "wins", "win_rate"], "")
+
+    reviews.render(snap)
 
     st.header("Judge quality checks")
-    show(data.evaluations(snap))
+    show(data.evaluations(snap), ["benchmark", "created_at", "accuracy", "model_card_accuracy", "scored", "failed",
+                                  "strategy", "served_models"],
+         "No judge quality check yet: `curate evaluate-judge --benchmark rm-bench --endpoint URL` (or judgebench) "
+         "fills this.")
 
     st.header("Runs")
-    show(data.runs(snap))
+    show(data.runs(snap), ["kind", "subject", "status", "started_at", "seconds", "error"],
+         "No run yet: `curate demo` or `curate run` fills this.")
 
 
 main()

@@ -85,7 +85,7 @@ def family_win_rates(chosen_model: np.ndarray, rejected_model: np.ndarray) -> di
     wins = np.bincount(chosen[game], minlength=k)
     games = wins + np.bincount(rejected[game], minlength=k)
     top = sorted((f for f in range(k) if games[f]), key=lambda f: (-games[f], fam_names[f]))[:TOP_FAMILIES]
-    return {fam_names[f]: {"pairs": int(games[f]), "wins": int(wins[f]), "win_rate": round(wins[f] / games[f], 4)}
+    return {fam_names[f]: {"pairs": int(games[f]), "wins": int(wins[f]), "win_rate": round(float(wins[f] / games[f]), 4)}
             for f in top}
 
 

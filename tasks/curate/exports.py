@@ -6,7 +6,8 @@
 - `helpsteer3`: HelpSteer3-style rows: `context`, `response1`, `response2` in the pair's own order (so
   position says nothing about the label) and `overall_preference` from the judge (-3..3, negative means
   response1 is better).
-Every format carries `judge_margin` (the judge's mean margin for the chosen answer, 0..2.5), `confidence`
+Every format carries `judge_margin` (the judge's mean margin for the chosen answer, 0..2.5; negative where
+human reviewers overrode the judge), `confidence`
 (the heuristic), `p_correct` (calibrated; null when too few labelled pairs), `pair_id`, `source`, `domain` and `language`. None carries a column named `margin` unless asked: TRL's
 RewardTrainer adds such a column to its loss (`-logsigmoid(r_chosen - r_rejected - margin)`), so the rm
 export writes it only under the policy's `rm_margin_column`.
@@ -40,7 +41,8 @@ def rm_record(row: dict[str, Any], trl_margin: bool = False) -> dict[str, Any]:
     prompt = _messages(row["prompt"])
     return {"chosen": prompt + [{"role": "assistant", "content": row["chosen"]}],
             "rejected": prompt + [{"role": "assistant", "content": row["rejected"]}],
-            **_common(row), **({"margin": row["margin"]} if trl_margin else {})}
+            # a margin TRL subtracts is never negative (a row whose reviewers overrode the judge has a negative one)
+            **_common(row), **({"margin": max(row["margin"], 0.0)} if trl_margin else {})}
 
 
 def helpsteer3_record(row: dict[str, Any]) -> dict[str, Any]:

@@ -44,6 +44,8 @@ class FilterPolicy(BaseModel):
     max_chosen_more_markdown_share: float | None = Field(None, gt=0.0, le=1.0,
                                                           description="of kept pairs, chosen with more markdown")
     exclude_contaminated: bool = True
+    # human review (Label Studio): a pair its reviewers decided takes their side; their tie or both-bad drops it
+    review_overrides: bool = Field(True, description="a reviewer's choice wins over the judge's for that pair")
     validation_share: float = Field(0.05, ge=0.0, lt=1.0, description="share of prompts in the validation split")
     # TRL's RewardTrainer subtracts a `margin` column inside its loss (-logsigmoid(r_c - r_r - margin)): the
     # rm export carries the judge's margin as `judge_margin` unless this asks for TRL's column on purpose.

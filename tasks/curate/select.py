@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,11 +24,14 @@ from tasks.curate.confidence import Confidences
 from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool, prompt_key
 
+if TYPE_CHECKING:
+    from tasks.review.overrides import PoolReviews
+
 # Every reason a judged pair is dropped for, in the order they are checked (a pair counts under the first).
 REASONS = ("not_judged", "contaminated", "both_bad", "human_tie", "judge_tie", "margin_below_min",
            "confidence_below_min", "p_correct_below_min", "one_order_only", "second_order_failed",
            "second_order_missing", "one_order_decisive", "orders_disagree", "scores_disagree", "spread_above_max",
-           "human_disagrees")
+           "human_disagrees", "reviewed_tie", "reviewed_both_bad", "reviewed_split")
 
 # The columns of a version's rows, in the warehouse's order (`prompt`, `chosen`, `rejected` come from the pairs).
 ROW_SCHEMA = pa.schema([
@@ -115,7 +119,7 @@ def _first_within_cap(keys: np.ndarray, cap: int) -> np.ndarray:
 
 
 def select_rows(pool: JudgedPool, c: Confidences, policy: FilterPolicy,
-                p_correct: np.ndarray | None = None) -> tuple[np.ndarray, Counter]:
+                p_correct: np.ndarray | None = None, reviews: PoolReviews | None = None) -> tuple[np.ndarray, Counter]:
     """The pool indices a policy keeps (ascending: pair id order) and the dropped pairs counted by reason.
     `p_correct`: the calibrated probabilities, NaN where there is none (all NaN when none could be fitted)."""
     p_correct = np.full(len(pool), np.nan) if p_correct is None else p_correct
@@ -123,6 +127,7 @@ def select_rows(pool: JudgedPool, c: Confidences, policy: FilterPolicy,
         raise NoCalibrationError("the policy filters on min_p_correct, but no calibrated p_correct exists for "
                                  "this judge configuration (too few pairs with a clear human label)")
     codes = drop_reasons(pool, c, policy, p_correct)
+    codes = codes if reviews is None else reviews.drop_codes(codes, REASONS)  # reviewers decide what they reviewed
     dropped = Counter({REASONS[k - 1]: int(n) for k, n in zip(*np.unique(codes[codes > 0], return_counts=True))})
     kept = np.flatnonzero(codes == 0)
     # Caps keep the most confident pairs first; ties broken by pair id, so the choice is reproducible.
@@ -170,7 +175,8 @@ def version_table(pool: JudgedPool, c: Confidences, p_correct: np.ndarray, kept:
                      "validation", "train")
     return pa.table({
         "pair_id": pa.array(pool.pair_id[kept], pa.string()), "chosen_side": pa.array(np.where(a, "a", "b")),
-        "margin": np.abs(c.margin[kept]), "confidence": c.confidence[kept],
+        # from the chosen side: negative where reviewers overrode the judge (+ 0.0: no -0.0 in a digest)
+        "margin": c.margin[kept] * c.direction[kept] + 0.0, "confidence": c.confidence[kept],
         "p_correct": _nullable(np.nan_to_num(p), ~np.isnan(p), pa.float64()),
         "orders_agree": _nullable(orders == 1, orders >= 0, pa.bool_()), "scores_agree": c.scores_agree[kept],
         "spread": c.spread[kept], "verdicts": pa.array(c.verdicts[kept], pa.int32()),

@@ -1,5 +1,5 @@
-"""A version's statistics: what was kept and dropped, by split, source, domain and language; agreement with
-human labels; the calibration report; and the bias audit of the pool beside the version's own."""
+"""A version's statistics: what was judged, kept and dropped, by split, source, domain and language; agreement
+with human labels; the calibration report; and the bias audit of the pool beside the version's own."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from tasks.curate.bias import audit
 from tasks.curate.confidence import Confidences
+from tasks.curate.figures import version_figures
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import pool_index, preferences
 
@@ -26,20 +27,15 @@ def _counts(column: pa.ChunkedArray) -> dict[str, int]:
 
 def version_stats(pool: JudgedPool, c: Confidences, table: pa.Table, kept: np.ndarray, dropped: Counter,
                   calibration: dict[str, Any]) -> dict[str, Any]:
-    """`table`: the kept rows (`select.version_table`); `kept`: their pool indices."""
-    agreements = table.column("human_agrees").drop_null()
-    agreed = int(pc.sum(agreements).as_py() or 0)
+    """`table`: the kept rows (`select.version_table`); `kept`: their pool indices. The counts every surface
+    shows come from `tasks.curate.figures`."""
     probabilities = table.column("p_correct").drop_null()
     return {
-        "considered": len(pool),
-        "kept": table.num_rows,
-        "dropped": dict(dropped.most_common()),
+        **version_figures(c.verdicts, c.direction, pool.contaminated, pool.human_label, pool.both_bad, kept, dropped),
         "splits": _counts(table.column("split")),
         "by_source": _counts(table.column("source")),
         "by_domain": _counts(table.column("domain")),
         "by_language": _counts(table.column("language")),
-        "judge_human_agreement": round(agreed / len(agreements), 4) if len(agreements) else None,
-        "human_labelled": len(agreements),
         "calibration": {**calibration, "kept_mean_p_correct":
                         round(pc.mean(probabilities).as_py(), 4) if len(probabilities) else None},
         "bias": {"pool": audit(preferences(pool, c, pool_index(c))), "kept": audit(preferences(pool, c, kept))},

@@ -42,6 +42,23 @@ class Comparison:
         return [{"role": "user", "content": self.prompt}]
 
 
+BENCHMARKS = ("rm-bench", "judgebench")
+
+
+def scoring_plan(benchmark: str, strategy: str | None, borderline_margin: float):
+    """The benchmark and the judge strategy it is scored with, refused when either cannot be: a benchmark is scored
+    on the same orders for every comparison (single, swap or samples:K; never adaptive)."""
+    from tasks.judge.strategies import Strategy
+
+    if benchmark not in BENCHMARKS:
+        raise InvalidInputError(f"{benchmark} is not a judge benchmark: use rm-bench or judgebench")
+    plan = Strategy.parse(strategy or "swap", borderline_margin)
+    if plan.name not in ("single", "swap", "samples"):
+        raise InvalidInputError(f"evaluate with single, swap or samples:K, not {plan.label}: a benchmark is scored "
+                                "on the same orders for every comparison")
+    return plan
+
+
 def _item_id(*parts: Any) -> str:
     return hashlib.blake2b("\0".join(map(str, parts)).encode(), digest_size=16).hexdigest()
 

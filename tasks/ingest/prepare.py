@@ -64,6 +64,16 @@ def _safe_source_id(source: Source, row: dict[str, Any]) -> str | None:
     return nz.printable(sid) if isinstance(sid, str) else None
 
 
+def check_first_batch(batch: RawBatch, source: Source, where: str) -> None:
+    """A column absent from every row of the first batch means the file is not this source at all: stop with
+    its name, before anything is written (`curate ingest` asks this before Prefect starts). In a handful of
+    rows, or in a later batch (earlier batches are committed), it is just bad rows, quarantined as
+    `<column>:missing`."""
+    missing = missing_columns(batch.rows, source.raw_schema)
+    if missing and len(batch.rows) >= _WHOLE_FILE_ROWS:
+        raise MissingColumnsError(missing, where)
+
+
 def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: str, *, first: bool = True) -> PreparedBatch:
     """Validate and normalize one batch. `first`: the batch that decides whether the file is of this
     source at all (later batches never stop a run: their rows are quarantined one by one)."""
@@ -73,12 +83,8 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
     if not batch.rows:
         return out
 
-    # A column absent from every row of the first batch means the file is not this source at all: stop
-    # with its name, before anything is written. In a handful of rows, or in a later batch (earlier
-    # batches are committed), it is just bad rows, quarantined as `<column>:missing`.
-    missing = missing_columns(batch.rows, source.raw_schema)
-    if missing and first and len(batch.rows) >= _WHOLE_FILE_ROWS:
-        raise MissingColumnsError(missing, where)
+    if first:
+        check_first_batch(batch, source, where)
 
     # Values no column check can see, anywhere in the row: lone surrogates, NaN, absurd nesting.
     faults = {i: f for i, row in enumerate(batch.rows) if (f := value_faults(row, deep=i in batch.deep_check))}

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from common.numbers import count, percent, rate
+from tasks.curate.figures import size_category
 from tasks.publish.quality_card import bias_markdown, calibration_markdown
+from tasks.publish.review_card import review_markdown
 
 BINS = 10
 
@@ -49,7 +52,8 @@ def _quantiles(values: list[float]) -> str:
 
 def _table(counts: dict[str, Any], header: str = "rows") -> str:
     align = "---:" if header == "rows" else "---"
-    lines = [f"| | {header} |", f"|---|{align}|"] + [f"| {k} | {v} |" for k, v in counts.items()]
+    lines = [f"| | {header} |", f"|---|{align}|"] + [
+        f"| {k} | {count(v) if header == 'rows' else v} |" for k, v in counts.items()]
     return "\n".join(lines)
 
 
@@ -86,12 +90,81 @@ def _rm_margin_note(policy: dict[str, Any]) -> str:
 def _cost_section(cost: dict[str, Any] | None) -> str:
     if not cost:
         return "not recorded for this version"
-    return (f"Every judgment of this judge configuration up to this version: {cost['requests']} requests, "
-            f"{cost['tokens_in']} prompt and {cost['tokens_out']} generated tokens, {cost['judge_seconds']} "
-            f"request-seconds; {cost['tokens_per_kept_pair']} tokens per kept pair. Estimated "
-            f"{cost['gpu_hours']} GPU-hours, {cost['gpu_hours_per_1000_kept']} per 1,000 kept pairs, assuming "
-            f"{cost['assumed_server_tokens_per_second']} tokens/s per server of {cost['assumed_gpus_per_server']} GPUs "
-            "(an estimate from a configured throughput, not a measurement).")
+    return (f"Every judgment of this judge configuration up to this version: {count(cost['requests'])} requests, "
+            f"{count(cost['tokens_in'])} prompt and {count(cost['tokens_out'])} generated tokens, "
+            f"{rate(cost['judge_seconds'])} request-seconds; {count(cost['tokens_per_kept_pair'])} tokens per kept pair. "
+            f"Estimated {rate(cost['gpu_hours'])} GPU-hours, {rate(cost['gpu_hours_per_1000_kept'])} per 1,000 kept pairs, "
+            f"assuming {count(cost['assumed_server_tokens_per_second'])} tokens/s per server of "
+            f"{cost['assumed_gpus_per_server']} GPUs (an estimate from a configured throughput, not a measurement).")
+
+
+STANDIN = "GenRM stand-in (SIMULATED verdicts, testing/genrm_standin.py)"
+
+
+def judge_block(judge_config: dict[str, Any], simulated: bool) -> dict[str, Any]:
+    """The judge configuration as the card shows it: a SIMULATED one names the stand-in that answered, and
+    the model it stood in for apart, so no reader takes the model for the judge."""
+    if not simulated:
+        return judge_config
+    return {**judge_config, "model": STANDIN, "stands_in_for": judge_config.get("model"), "simulated": True}
+
+
+def _counts_section(stats: dict[str, Any], rows: int) -> str:
+    """Pairs judged and kept, what was not judged, and the splits (`tasks.curate.figures`)."""
+    judged = stats.get("pairs_judged")
+    if judged is None:  # a version built before these figures were recorded
+        return f"{count(rows)} rows kept. Splits: {json.dumps(stats.get('splits'))} (by prompt: no prompt is in both)."
+    not_judged = stats.get("not_judged") or {}
+    dropped = sum((stats.get("dropped") or {}).values())
+    lines = [f"{count(rows)} pairs kept of {count(judged)} pairs judged (the judged pool); {count(dropped)} dropped, "
+             "by reason below."]
+    if not_judged.get("pairs"):
+        lines.append(f"{count(not_judged['pairs'])} pairs of the warehouse were not judged "
+                     f"({count(not_judged.get('contaminated', 0))} of them contaminated: evaluation prompts are kept out "
+                     "of judging) and are not in the pool.")
+    splits = ", ".join(f"{k} {count(v)}" for k, v in (stats.get("splits") or {}).items())
+    lines.append(f"Splits: {splits} (by prompt: no prompt is in both).")
+    return "\n".join(lines)
+
+
+def agreement_markdown(agreement: dict[str, Any] | None) -> str:
+    """Agreement with human labels, in the judged pool and in the version (`tasks.curate.figures`)."""
+    if not agreement:
+        return "Not recorded for this version."
+    pool, kept = agreement.get("pool") or {}, agreement.get("kept") or {}
+    rows = [("agreement", percent(pool.get("rate")), percent(kept.get("rate"))),
+            ("pairs where both prefer a side (agree / all)", f"{count(pool.get('agree'))} / {count(pool.get('comparable'))}",
+             f"{count(kept.get('agree'))} / {count(kept.get('comparable'))}"),
+            ("human ties (not counted)", count(pool.get("human_ties")), count(kept.get("human_ties"))),
+            ("both-bad votes (not counted)", count(pool.get("both_bad")), count(kept.get("both_bad"))),
+            ("judge ties (not counted)", count(pool.get("judge_ties")), count(kept.get("judge_ties"))),
+            ("pairs with a human label", count(pool.get("labelled")), count(kept.get("labelled")))]
+    return ("Of the pairs where the human label and the judge both prefer a side, the share where they prefer the "
+            "same one. Ties and both-bad votes are reported apart, never counted as disagreement.\n\n"
+            "| | judged pool | this version |\n|---|---:|---:|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows))
+
+
+def lengths_markdown(lengths: dict[str, Any] | None) -> str:
+    """Token lengths of the kept rows and the max_length that keeps 95% / 99% of them whole."""
+    if not lengths or not lengths.get("rows"):
+        return "Not recorded for this version."
+    how = ("Estimated, not counted with the judge's tokenizer: one token per 3 UTF-8 bytes and one per digit "
+           "(conservative for Qwen-family tokenizers), plus 8 per message for the chat template."
+           if lengths.get("counted_by") == "estimate" else f"Counted by {lengths.get('counted_by')}.")
+    keep = lengths.get("max_length_keeping") or {}
+    table = ["| tokens | p50 | p90 | p99 | max |", "|---|---:|---:|---:|---:|"] + [
+        f"| {label} | " + " | ".join(count(lengths[key][q]) for q in ("p50", "p90", "p99", "max")) + " |"
+        for key, label in (("prompt", "prompt"), ("chosen", "chosen"), ("rejected", "rejected"),
+                           ("prompt_and_longer_answer", "prompt + the longer answer"))]
+    return (f"{how}\n\n" + "\n".join(table) + "\n\n"
+            f"TRL's `max_length` counts a prompt with its answer: `max_length={keep.get('95%')}` keeps 95% of the rows "
+            f"whole, `max_length={keep.get('99%')}` keeps 99%. A shorter one drops or cuts the longer rows "
+            "(RewardTrainer drops them).")
+
+
+def hub_languages(by_language: dict[str, int]) -> list[str]:
+    """The Hub's `language` field: each primary language subtag of the rows' BCP-47 codes (`zh-Hant` -> `zh`)."""
+    return sorted({code.split("-")[0].lower() for code in by_language if code and code != "unknown"})
 
 
 def card_markdown(
@@ -105,6 +178,8 @@ def card_markdown(
     front = DatasetCardData(
         **license_fields(licenses),
         task_categories=["text-generation"],
+        language=hub_languages(stats.get("by_language") or {}) or None,
+        size_categories=[size_category(len(rows))],
         tags=["dpo", "reward-modeling", "preference", "llm-judge"] + (["simulated"] if simulated else []),
         pretty_name=f"{name} v{version}" + (" (SIMULATED verdicts)" if simulated else ""),
         configs=[
@@ -116,7 +191,6 @@ def card_markdown(
     margins = [r["margin"] for r in rows]
     confidences = [r["confidence"] for r in rows]
     dropped = stats.get("dropped", {})
-    agreement = stats.get("judge_human_agreement")
     judged_with = (f"judging with the GenRM stand-in (SIMULATED verdicts, standing in for `{judge_config.get('model')}`)"
                    if simulated else f"judging with `{judge_config.get('model')}`")
     body = f"""# {name} v{version}{' (SIMULATED verdicts)' if simulated else ''}
@@ -136,8 +210,7 @@ hs3 = load_dataset("<this repo or folder>", "helpsteer3")   # HelpSteer3-style r
 
 ## Counts
 
-{len(rows)} rows kept of {stats.get('considered')} judged pairs. Splits: {json.dumps(stats.get('splits'))}
-(by prompt: no prompt is in both).
+{_counts_section(stats, len(rows))}
 
 By source:
 
@@ -164,7 +237,13 @@ Dropped, by reason:
 | margin (0 .. 2.5) | {_quantiles(margins)} |
 | confidence (0 .. 1) | {_quantiles(confidences)} |
 
-Judge-human agreement: {'n/a' if agreement is None else f'{agreement:.1%} of {stats.get("human_labelled")} human-labelled pairs'}.
+## Agreement with human labels
+
+{agreement_markdown(stats.get('human_agreement'))}
+
+## Token lengths
+
+{lengths_markdown(stats.get('lengths'))}
 
 ## Calibrated confidence (p_correct)
 
@@ -172,7 +251,11 @@ Judge-human agreement: {'n/a' if agreement is None else f'{agreement:.1%} of {st
 
 ## Bias audit
 
-{bias_markdown(stats.get('bias'))}
+{bias_markdown(stats.get('bias'), stats.get('pairs_judged'), stats.get('pairs_kept'))}
+
+## Human review
+
+{review_markdown(stats.get('review'), stats.get('calibration'))}
 
 ## Cost of judging
 
@@ -187,7 +270,7 @@ Judge-human agreement: {'n/a' if agreement is None else f'{agreement:.1%} of {st
 ## Judge configuration
 
 ```json
-{json.dumps(judge_config, indent=2, sort_keys=True, default=str)}
+{json.dumps(judge_block(judge_config, simulated), indent=2, sort_keys=True, default=str)}
 ```
 
 ## Sources

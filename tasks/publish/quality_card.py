@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.numbers import count, percent
+
 RELIABILITY_PLOT = "reliability.svg"
 
 
@@ -54,7 +56,7 @@ def calibration_markdown(calibration: dict[str, Any] | None) -> str:
                 "`p_correct` column is empty; `confidence` (the heuristic) is the only confidence here.")
     lines = [
         f"`p_correct` is the probability that the judge's direction matches a clear human preference, fitted by "
-        f"{calibration['method']} on {calibration['labelled']} pairs with a clear human label (HelpSteer3 "
+        f"{calibration['method']} on {count(calibration['labelled'])} pairs with a clear human label (HelpSteer3 "
         "|overall_preference| >= 2; arena votes that are neither ties nor both-bad). Each labelled pair's "
         "probability comes from a model that never saw its label; the figures below are measured on those.",
         "",
@@ -62,23 +64,24 @@ def calibration_markdown(calibration: dict[str, Any] | None) -> str:
         "",
         "| | labelled pairs | ECE | Brier |",
         "|---|---:|---:|---:|",
-        f"| all | {calibration['labelled']} | {_num(calibration.get('ece'))} | {_num(calibration.get('brier'))} |",
+        f"| all | {count(calibration['labelled'])} | {_num(calibration.get('ece'))} | {_num(calibration.get('brier'))} |",
     ]
     for domain, d in (calibration.get("by_domain") or {}).items():
         if d.get("ece") is None:
-            lines.append(f"| {domain} | {d['labelled']} | {d.get('note', 'too few')} | - |")
+            lines.append(f"| {domain} | {count(d['labelled'])} | {d.get('note', 'too few')} | - |")
         else:
-            lines.append(f"| {domain} | {d['labelled']} | {_num(d['ece'])} | {_num(d['brier'])} |")
+            lines.append(f"| {domain} | {count(d['labelled'])} | {_num(d['ece'])} | {_num(d['brier'])} |")
     if calibration.get("kept_mean_p_correct") is not None:
         lines += ["", f"Mean p_correct of the kept pairs: {calibration['kept_mean_p_correct']:.3f}."]
     return "\n".join(lines)
 
 
-def _share(v: float | None) -> str:
-    return "-" if v is None else f"{v:.1%}"
+_share = percent
 
 
-def bias_markdown(bias: dict[str, Any] | None) -> str:
+def bias_markdown(bias: dict[str, Any] | None, pairs_judged: int | None = None, pairs_kept: int | None = None) -> str:
+    """The bias table of the judged pool beside the version's; its shares are of the pairs with a chosen side
+    (a judge tie has none)."""
     if not bias:
         return "No bias audit was computed for this version."
     pool, kept = bias.get("pool", {}), bias.get("kept", {})
@@ -90,7 +93,9 @@ def bias_markdown(bias: dict[str, Any] | None) -> str:
     lines = [
         "| | judged pool (before the filter) | this version |",
         "|---|---:|---:|",
-        f"| pairs | {pool.get('pairs', 0)} | {kept.get('pairs', 0)} |",
+        *([f"| pairs judged / kept | {count(pairs_judged)} | {count(pairs_kept)} |"] if pairs_judged is not None else []),
+        f"| pairs with a chosen side (judge ties have none; the shares below are of these) | "
+        f"{count(pool.get('pairs', 0))} | {count(kept.get('pairs', 0))} |",
         f"| chosen answer is the longer | {_share(pool.get('chosen_longer_share'))} | "
         f"{_share(kept.get('chosen_longer_share'))} |",
         f"| length ratio chosen / rejected (p10 / p50 / p90) | {ratio(pool)} | {ratio(kept)} |",
@@ -107,6 +112,6 @@ def bias_markdown(bias: dict[str, Any] | None) -> str:
             cells = []
             for b in (pool, kept):
                 m = b.get("model_families", {}).get(f)
-                cells.append("-" if m is None else f"{m['win_rate']:.1%} ({m['pairs']})")
+                cells.append("-" if m is None else f"{percent(m['win_rate'])} ({count(m['pairs'])})")
             lines.append(f"| {f} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)

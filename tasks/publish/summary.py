@@ -1,12 +1,43 @@
-"""A publish's summary, and the answer for a version already in its local folder (which writes nothing)."""
+"""A publish's summary, the answer for a version already in its local folder (which writes nothing), and what
+a publish refuses (a version that does not exist; SIMULATED verdicts on their way to the Hub)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from common.errors import UserError
 from schemas.summaries import PublishSummary
 from tasks.publish.layout import already_there, list_files, version_folder
 from warehouse.store import Warehouse
+
+
+class UnknownVersionError(UserError, LookupError):
+    """The version asked for does not exist."""
+
+
+class SimulatedVersionError(UserError):
+    """A version judged by the stand-in is not pushed to the Hub unless asked: it would carry false provenance."""
+
+    hint = "pass --allow-simulated to push it anyway (its card says SIMULATED at the top), or judge with the real GenRM"
+
+
+def version_to_publish(wh: Warehouse, name: str, version: int | None) -> dict[str, Any]:
+    """The version's record (the latest when `version` is None), or the error naming the versions there are."""
+    meta = wh.version_meta(name, version)
+    if meta is None:
+        known = [v["version"] for v in wh.versions(name)]
+        if not known:
+            raise UnknownVersionError(f"{name!r} has no versions yet: build one with `curate build-version {name}`")
+        raise UnknownVersionError(f"{name!r} has no version {version}: its versions are "
+                                  f"{', '.join(f'v{v}' for v in known)} (`curate versions {name}`)")
+    return meta
+
+
+def refuse_simulated(meta: dict[str, Any], to: str, allow_simulated: bool) -> None:
+    """The Hub path refuses a version built on the stand-in's SIMULATED verdicts unless allowed."""
+    if meta.get("simulated") and not allow_simulated:
+        raise SimulatedVersionError(f"{meta['name']} v{meta['version']} was judged by the GenRM stand-in (SIMULATED "
+                                    f"verdicts): not pushing it to {to}")
 
 
 def publish_summary(meta: dict[str, Any], target: str, tag: str, commit: str | None, files: list[str],

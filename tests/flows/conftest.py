@@ -1,8 +1,10 @@
-"""Flow-test helpers: a warehouse with clean synthetic pairs already ingested."""
+"""Flow-test helpers: a warehouse with clean synthetic pairs already ingested; a real Label Studio server."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from flows.ingest import ingest
 from tasks.ingest.synth import write_synth
@@ -17,3 +19,98 @@ def ingest_clean_pairs(folder: Path, warehouse: Path, rows: int, seed: int, pair
     ingest("helpsteer3", str(data), warehouse=str(warehouse))
     with Warehouse(warehouse, read_only=True) as wh:
         return wh.counts()["pairs_for_curation"]
+
+
+# -- a real Label Studio server -----------------------------------------------------------------------
+LABEL_STUDIO_ENV = "CURATE_TEST_LABEL_STUDIO"  # the python of a venv with label-studio (.ci/run installs one)
+
+
+class LabelStudioServer:
+    """A Label Studio started for the test session: its URL, the admin's token, and reviewers who join it."""
+
+    def __init__(self, url: str, token: str):
+        self.url, self.token = url, token
+
+    def admin(self):
+        import httpx2
+
+        return httpx2.Client(base_url=self.url, headers={"Authorization": f"Token {self.token}"}, timeout=60)
+
+    def reviewer(self, email: str, password: str = "reviewer-password-1"):
+        """A reviewer who joins through the organization's invite link, as a person would, and reads their token
+        from their account: an HTTP client that acts as them."""
+        import re
+
+        import httpx2
+
+        with self.admin() as admin:
+            invite = admin.get("/api/invite").json()
+        token = re.search(r"token=([^&]+)", invite["invite_url"]).group(1)
+        with httpx2.Client(base_url=self.url, timeout=60) as browser:
+            browser.get(f"/user/signup/?token={token}")
+            csrf = browser.cookies.get("csrftoken")
+            signed = browser.post(f"/user/signup/?token={token}", headers={"Referer": f"{self.url}/user/signup/",
+                                                                            "X-CSRFToken": csrf},
+                                  data={"email": email, "password": password, "csrfmiddlewaretoken": csrf})
+            assert signed.status_code in (200, 302), signed.text[:300]
+            key = browser.get("/api/current-user/token").json()["token"]
+        return httpx2.Client(base_url=self.url, headers={"Authorization": f"Token {key}"}, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def label_studio(tmp_path_factory):
+    """A real Label Studio (Django + SQLite) on 127.0.0.1, in a data directory of its own, its admin user and
+    API token made non-interactively; started once per session from the python in CURATE_TEST_LABEL_STUDIO
+    (skipped when that is not set), stopped by its process id."""
+    import os
+    import secrets
+    import signal
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    python = os.environ.get(LABEL_STUDIO_ENV)
+    if not python or not Path(python).is_file():
+        pytest.skip(f"no Label Studio to test against: set {LABEL_STUDIO_ENV} to the python of a venv with "
+                    "label-studio installed (.ci/run does)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    folder = tmp_path_factory.mktemp("label-studio")
+    token = secrets.token_hex(20)
+    env = {**os.environ, "LABEL_STUDIO_USERNAME": "curator@example.com", "LABEL_STUDIO_PASSWORD": secrets.token_hex(12),
+           "LABEL_STUDIO_USER_TOKEN": token, "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
+           "LABEL_STUDIO_BASE_DATA_DIR": str(folder / "base"),
+           # nothing leaves 127.0.0.1: no version check, no analytics, no error reporting
+           "LABEL_STUDIO_LATEST_VERSION_CHECK": "false", "LABEL_STUDIO_COLLECT_ANALYTICS": "false",
+           "LABEL_STUDIO_SENTRY_DSN": "", "LABEL_STUDIO_FRONTEND_SENTRY_DSN": ""}
+    log = open(folder / "server.log", "wb")
+    proc = subprocess.Popen([python, "-m", "label_studio.server", "start", "--no-browser", "--host", "127.0.0.1",
+                             "--port", str(port), "--data-dir", str(folder / "data")],
+                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 300
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                    if b"UP" in r.read():
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"Label Studio did not start (exit {proc.poll()}); see {folder / 'server.log'}")
+            time.sleep(0.5)
+        yield LabelStudioServer(url, token)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # its session: the server and anything it started
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        log.close()

@@ -98,6 +98,7 @@ def test_dashboard_shows_each_versions_calibration_and_reliability(biased, tmp_p
 
     from streamlit.testing.v1 import AppTest
 
+    from common.numbers import percent
     from warehouse.snapshot import refresh_snapshot
 
     v = build_version("cal-dash", warehouse=str(biased))
@@ -109,10 +110,11 @@ def test_dashboard_shows_each_versions_calibration_and_reliability(biased, tmp_p
     at.session_state["version"] = f"cal-dash v{v['version']}"
     at.run()
     assert not at.exception, at.exception
-    quality = next(t.value for t in at.table if "kept_chosen_longer" in t.value.columns)
+    quality = next(t.value for t in at.table if "chosen longer (pool → version)" in t.value.columns)
     row = quality[quality["dataset"] == "cal-dash"].iloc[0]
-    calibration = v["stats"]["calibration"]
-    assert row["calibration"] == "fitted" and row["ece"] == pytest.approx(calibration["ece"])
-    assert row["kept_chosen_longer"] == pytest.approx(v["stats"]["bias"]["kept"]["chosen_longer_share"])
+    calibration, bias = v["stats"]["calibration"], v["stats"]["bias"]
+    assert row["calibration"] == "fitted" and row["ECE"] == f"{calibration['ece']:.3f}"
+    assert row["chosen longer (pool → version)"] == \
+        f"{percent(bias['pool']['chosen_longer_share'])} → {percent(bias['kept']['chosen_longer_share'])}"
     titles = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
     assert any("reliability of p_correct, cal-dash" in str(spec) for spec in titles)

@@ -7,6 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from common.numbers import rate
 from curator.cli import app
 from flows.ingest import ingest
 from flows.judge import judge
@@ -121,7 +122,7 @@ def test_publish_locally_in_hub_layout_then_again_is_a_no_op(judged, tmp_path):
         tokens = wh.query("SELECT sum(tokens_in), sum(tokens_out) FROM judgments")[0]
     assert (cost["tokens_in"], cost["tokens_out"]) == tokens and cost["gpu_hours_per_1000_kept"] > 0
     assert cost["tokens_per_kept_pair"] == round((tokens[0] + tokens[1]) / made["rows"], 1)
-    assert "## Cost of judging" in card and f"{cost['gpu_hours_per_1000_kept']} per 1,000 kept pairs" in card
+    assert "## Cost of judging" in card and f"{rate(cost['gpu_hours_per_1000_kept'])} per 1,000 kept pairs" in card
     dpo = datasets.load_dataset(str(folder), "dpo")
     total = sum(len(dpo[s]) for s in dpo)
     assert total == made["rows"]

@@ -25,4 +25,10 @@ def get_source(name: str, kind: str | None = None) -> Source:
     return source
 
 
-__all__ = ["SOURCES", "AdapterContext", "EvalPrompt", "Source", "get_source"]
+def parse_source(spec: str) -> tuple[str, str | None]:
+    """'helpsteer3' (the Hub) or 'helpsteer3=path/to/file.jsonl' (a local file), as `curate run --source` takes it."""
+    name, _, path = spec.partition("=")
+    return name.strip(), (path.strip() or None)
+
+
+__all__ = ["SOURCES", "AdapterContext", "EvalPrompt", "Source", "get_source", "parse_source"]

@@ -42,3 +42,18 @@ def test_diff_added_removed_flipped():
     d = diff_versions(old, new)
     assert (d["added"], d["removed"], d["flipped"]) == (["p4"], ["p2"], ["p1"])
     assert d["before"]["rows"] == d["after"]["rows"] == 3 and d["after"]["mean_margin"] < d["before"]["mean_margin"]
+
+
+def test_diff_names_the_policy_keys_that_changed_and_why_equal_rows_differ():
+    rows = [dict(ROW), {**ROW, "pair_id": "p2"}]
+    old = {"policy": {"min_abs_margin": 1.0, "rm_margin_column": False}, "judge_config_id": "jc-1", "content_hash": "a"}
+    new = {"policy": {"min_abs_margin": 1.0, "rm_margin_column": True}, "judge_config_id": "jc-1", "content_hash": "b"}
+    d = diff_versions(rows, rows, old, new)
+    assert (d["added"], d["removed"], d["flipped"], d["changed"]) == ([], [], [], [])
+    assert d["policy_changes"] == {"rm_margin_column": [False, True]}
+    assert d["note"] == "same pairs on the same sides; the exports differ: rm_margin_column false -> true"
+    looser = {**new, "policy": {"min_abs_margin": 0.5, "rm_margin_column": False}}
+    moved = diff_versions(rows, [rows[0], {**rows[1], "margin": 0.7}], old, looser)
+    assert moved["policy_changes"] == {"min_abs_margin": [1.0, 0.5]} and moved["changed"] == ["p2"]
+    assert "1 rows' values moved" in moved["note"]
+    assert diff_versions(rows, rows[:1], old, looser)["note"] is None  # pairs differ: the counts say it

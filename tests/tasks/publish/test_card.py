@@ -41,3 +41,50 @@ def test_mixed_licenses_use_the_hubs_other_fields_and_sources_show_revisions():
     front = yaml.safe_load(card.split("---\n")[1])
     assert (front["license"], front["license_link"]) == ("other", "LICENSE.md") and "license_details" not in front
     assert "| | revisions read |" in card and "| helpsteer3 | file:aaa, file:bbb |" in card
+
+
+STATS = {
+    "pairs_judged": 2705, "pairs_kept": 2059, "not_judged": {"pairs": 31, "contaminated": 31},
+    "dropped": {"margin_below_min": 400, "judge_tie": 246}, "splits": {"train": 1950, "validation": 109},
+    "by_language": {"en": 2000, "zh-Hant": 50, "unknown": 9},
+    "human_agreement": {
+        "pool": {"labelled": 2705, "comparable": 2300, "agree": 2054, "disagree": 246, "human_ties": 250,
+                 "both_bad": 60, "judge_ties": 95, "rate": 0.893},
+        "kept": {"labelled": 2059, "comparable": 1892, "agree": 1763, "disagree": 129, "human_ties": 167,
+                 "both_bad": 0, "judge_ties": 0, "rate": 0.9318}},
+    "lengths": {"rows": 2059, "counted_by": "estimate",
+                **{k: {"p50": 700, "p90": 1200, "p99": 1800, "max": 3000}
+                   for k in ("prompt", "chosen", "rejected", "prompt_and_longer_answer")},
+                "max_length_keeping": {"95%": 2917, "99%": 3679}},
+}
+
+
+def test_the_card_states_the_versions_figures_once_each():
+    card = _card(stats=STATS, rows=ROWS * 2059)
+    assert "2,059 pairs kept of 2,705 pairs judged (the judged pool); 646 dropped" in card
+    assert "31 pairs of the warehouse were not judged (31 of them contaminated" in card
+    assert "| agreement | 89.3% | 93.2% |" in card  # ties and both-bad apart: 1,763 of 1,892, not of 2,059
+    assert "| human ties (not counted) | 250 | 167 |" in card and "1,763 / 1,892" in card
+    assert "2736" not in card and "85.6%" not in card
+
+
+def test_the_card_gives_token_lengths_and_the_max_length_for_trl():
+    card = _card(stats=STATS, rows=ROWS * 2059)
+    section = card.split("## Token lengths", 1)[1].split("##", 1)[0]
+    assert "Estimated, not counted with the judge's tokenizer" in section
+    assert "| prompt | 700 | 1,200 | 1,800 | 3,000 |" in section
+    assert "`max_length=2917` keeps 95% of the rows" in section and "`max_length=3679` keeps 99%" in section
+
+
+def test_hub_fields_language_and_size_categories():
+    front = yaml.safe_load(_card(stats=STATS, rows=ROWS * 2059).split("---\n")[1])
+    assert front["language"] == ["en", "zh"] and front["size_categories"] == ["1K<n<10K"]
+
+
+def test_a_simulated_cards_judge_block_names_the_stand_in_not_the_model():
+    card = _card(simulated=True, judge_config={"model": "nvidia/Qwen3-Nemotron-235B-A22B-GenRM", "simulated": True})
+    block = yaml.safe_load(card.split("## Judge configuration", 1)[1].split("```json", 1)[1].split("```", 1)[0])
+    assert "stand-in" in block["model"] and "SIMULATED" in block["model"]
+    assert block["stands_in_for"] == "nvidia/Qwen3-Nemotron-235B-A22B-GenRM" and block["simulated"] is True
+    real = _card(judge_config={"model": "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"})
+    assert '"model": "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"' in real and "stands_in_for" not in real

@@ -343,6 +343,14 @@ def test_curate_publish_to_an_unreachable_hub_fails_within_30_s_in_one_line_and_
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CURATE_", "HF_", "HUGGING_FACE_"))}
     env.update(HF_ENDPOINT="http://hub.invalid", HF_HOME=str(tmp_path / "hf-home"))  # online mode, no token
     curate = str(Path(sys.executable).with_name("curate"))
+    # a version to publish: the warehouse and the version are checked before the Hub is asked
+    from tasks.curate.select import ROW_SCHEMA
+    from warehouse.store import Warehouse
+
+    with Warehouse(tmp_path / "warehouse.duckdb") as wh:
+        wh.write_version({"name": "helpful", "version": 1, "parent_version": None, "judge_config_id": "jc-test",
+                          "policy": {}, "source_revisions": {}, "row_count": 0, "content_hash": "0" * 32, "stats": {},
+                          "simulated": False}, ROW_SCHEMA.empty_table())
     started = time.monotonic()
 
     proc = subprocess.run([curate, "publish", "helpful", "--to", "hf://curators/helpful", "--warehouse",

@@ -1,0 +1,126 @@
+"""What a command refuses before Prefect starts or the network is asked, in the order a person fixes things:
+its arguments first, then its files (an input file, the warehouse and what it holds), and only then the judge's
+endpoints and the Hub (which `curator.cli` checks after these). Each check raises the error the flow would raise
+for the same cause, so the line a user reads is the same, only seconds sooner.
+
+Nothing here imports Prefect: a refusal costs what `curate status` costs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from common.errors import InvalidInputError, NotFoundError, UserError
+from common.settings import Settings
+
+
+class NothingJudgedError(UserError):
+    """A version needs judged pairs (the build-version flow says the same)."""
+
+
+def strategy(text: str | None, settings: Settings) -> None:
+    """A judge strategy the planner understands."""
+    from tasks.judge.strategies import Strategy
+
+    Strategy.parse(text or settings.judge_strategy, settings.judge_adaptive_margin)
+
+
+def benchmark(name: str, text: str | None, settings: Settings) -> None:
+    """A judge benchmark and a strategy it can be scored with."""
+    from tasks.evaluate.benchmarks import scoring_plan
+    from tasks.ingest.sources import get_source
+
+    scoring_plan(get_source(name).name, text, settings.judge_adaptive_margin)
+
+
+def endpoint_given(urls: list[str] | None, launch: str | None, settings: Settings) -> None:
+    """A judge to ask: an --endpoint, CURATE_JUDGE_ENDPOINTS, or a server the command starts itself."""
+    if not (urls or launch or settings.judge_endpoints or settings.judge_launch):
+        from tasks.judge.endpoints import NoEndpointError
+
+        raise NoEndpointError("no judge endpoint")
+
+
+def shard(text: str | None) -> None:
+    if text is not None:
+        from tasks.judge.shards import parse_shard
+
+        parse_shard(text)
+
+
+def skipped_stages(skip: list[str] | None) -> None:
+    from schemas.summaries import PIPELINE_STAGES
+
+    unknown = set(skip or []) - set(PIPELINE_STAGES)
+    if unknown:
+        raise InvalidInputError(f"unknown stage(s) to skip: {sorted(unknown)}; stages: {', '.join(PIPELINE_STAGES)}")
+
+
+def source_specs(specs: list[str] | None) -> list[tuple[Any, Path | None]]:
+    """`NAME` (the Hub) or `NAME=FILE` of `curate run`: the sources, each file not yet looked at."""
+    from tasks.ingest.sources import get_source, parse_source
+
+    out = []
+    for spec in specs or []:
+        name, path = parse_source(spec)
+        out.append((get_source(name, kind="pairs"), Path(path) if path else None))
+    return out
+
+
+def input_file(source: Any, path: Path | None, batch_size: int, limit: int | None = None) -> None:
+    """A local file that exists, in a format and encoding the reader takes, whose first batch has the source's
+    columns (a file of another source is refused here, not after Prefect's start-up). Damage further in is
+    left to the ingest, which lands what is whole and says where the file is damaged."""
+    from tasks.ingest.prepare import check_first_batch
+    from tasks.ingest.read import SourceDamagedError, read_local
+
+    if path is None:
+        return
+    if not path.is_file():
+        raise NotFoundError(f"{path}: no such file")
+    batches = read_local(path, batch_size)
+    try:
+        first = next(iter(batches), None)
+    except SourceDamagedError:
+        return
+    finally:
+        batches.close()
+    if first is not None and first.rows:
+        first.rows = first.rows[:limit]  # what the ingest's first batch holds under --limit
+        check_first_batch(first, source, str(path.resolve()))
+
+
+def warehouse(settings: Settings, creates: bool = False) -> None:
+    """The warehouse opens (and migrates), or the line says why: missing, locked, damaged, not writable. A command
+    that `creates` it (an ingest, a run) is not refused a missing one, and none is made here."""
+    from warehouse.store import Warehouse
+
+    if not Path(settings.warehouse).exists():
+        if creates:
+            return
+        Warehouse(settings.warehouse, read_only=True).close()  # says there is none and what makes one
+    Warehouse(settings.warehouse).close()
+
+
+def judged(settings: Settings, judge_config: str | None) -> None:
+    """A version can be built: the warehouse holds verdicts (of the configuration asked for)."""
+    from warehouse.store import Warehouse
+
+    with Warehouse(settings.warehouse, read_only=True) as wh:
+        latest = wh.latest_judge_config_id()
+        if latest is None:
+            raise NothingJudgedError("no judged pairs yet: run `curate judge` first")
+        if judge_config is not None and "model" not in wh.judge_config(judge_config):  # not a recorded one
+            raise InvalidInputError(f"unknown judge configuration {judge_config!r}; `curate status` lists them")
+
+
+def version(settings: Settings, name: str, number: int | None, to: str, allow_simulated: bool) -> None:
+    """The version to publish exists; a SIMULATED one is refused on its way to the Hub unless allowed."""
+    from tasks.publish.summary import refuse_simulated, version_to_publish
+    from warehouse.store import Warehouse
+
+    with Warehouse(settings.warehouse, read_only=True) as wh:
+        meta = version_to_publish(wh, name, number)
+    if to.startswith("hf://"):
+        refuse_simulated(meta, to, allow_simulated)

@@ -1,0 +1,93 @@
+"""`curate review push|pull`: pairs to human reviewers in Label Studio, their annotations back.
+
+Thin like the rest of the CLI: the server, the token and the project are checked in seconds before any flow
+(or Prefect's temporary API) starts, so an unreachable server, a refused token or a project whose interface
+was edited by hand is one line and nothing is written; then the flow runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+review_app = typer.Typer(no_args_is_help=True, help="Human review in Label Studio: push pairs to reviewers, pull "
+                         "their labels back (token: LABEL_STUDIO_API_KEY or a Prefect Secret block).")
+
+
+def _preflight(url: str, title: Optional[str], must_exist: bool) -> None:
+    """With the token in the environment, check the server, the token and the project before Prefect starts
+    (a token in a Prefect Secret block is read by the flow, which makes the same checks)."""
+    import os
+
+    from curator.cli import _guarded
+    from tasks.review.label_studio import TOKEN_ENV, LabelStudio
+    from tasks.review.sync import preflight
+
+    if not os.environ.get(TOKEN_ENV):
+        return
+
+    def check() -> None:
+        with LabelStudio(url, os.environ[TOKEN_ENV]) as ls:
+            preflight(ls, title, must_exist)
+
+    _guarded(check)
+
+
+@review_app.command("push")
+def push(
+    name: str = typer.Argument(..., help="dataset name"),
+    version: Optional[int] = typer.Argument(None, help="default: the latest version"),
+    to: str = typer.Option(..., "--to", help="Label Studio URL, e.g. http://127.0.0.1:8080"),
+    project: Optional[str] = typer.Option(None, "--project", help="project title (default: 'NAME review'); "
+                                          "made when missing"),
+    select: str = typer.Option("borderline", "--select", help="borderline | disagreement | audit"),
+    limit: int = typer.Option(100, "--limit", help="the first N pairs of the selection (again: nothing new; "
+                              "larger: more)"),
+    seed: int = typer.Option(0, "--seed", help="audit: the sample's seed (the same seed extends the same sample)"),
+    annotators_per_task: int = typer.Option(1, "--annotators-per-task", help="reviewers asked per task, for a "
+                                            "new project (several resolve by majority)"),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Push pairs of a version to a Label Studio project, sides drawn per task, the judge's verdict hidden."""
+    from curator.cli import _fail, _print_summary, _run, _settings_env, _stoppable
+
+    _settings_env(warehouse)
+    from tasks.review.select import SELECTIONS
+    from tasks.review.sync import default_title
+
+    if select not in SELECTIONS:
+        _fail(f"--select must be one of {', '.join(SELECTIONS)}, not {select!r}")
+    if limit < 1 or annotators_per_task < 1:
+        _fail("--limit and --annotators-per-task must be at least 1")
+    _preflight(to, project or default_title(name), must_exist=False)
+    from flows.review import review_push
+
+    summary = _stoppable("review push")(_run)(review_push, name, version, to, project, select, limit, seed,
+                                               annotators_per_task)
+    _print_summary(f"review push {name}", summary, as_json)
+
+
+@review_app.command("pull")
+def pull(
+    from_: str = typer.Option(..., "--from", help="Label Studio URL"),
+    project: Optional[str] = typer.Option(None, "--project", help="project title (default: every project this "
+                                          "warehouse pushed to on that server)"),
+    warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Land every submitted annotation (choice, annotator, time, lead time) in the warehouse; nothing twice."""
+    from curator.cli import _print_summary, _run, _settings_env, _stoppable
+
+    _settings_env(warehouse)
+    _preflight(from_, project, must_exist=True)
+    from flows.review import review_pull
+
+    summary = _stoppable("review pull")(_run)(review_pull, from_, project)
+    if not as_json:
+        summary = {k: v for k, v in summary.items() if k != "progress"}
+        summary["projects"] = ", ".join(f"{p['project']}: {p['new']} new, {p['updated']} updated"
+                                        for p in summary["projects"])
+    _print_summary("review pull", summary, as_json)

@@ -1,0 +1,139 @@
+"""Human review in Label Studio: push the pairs the judge is least sure of (or a disagreement set, or a seeded
+audit sample) to reviewers, pull their annotations back, and, on a schedule, both.
+
+Reads like the process: reach Label Studio with the token (from the environment or a Prefect Secret block,
+never a parameter: parameters are stored), find or make the project, choose the pairs, plan their tasks in the
+warehouse, create them in Label Studio; later, read every annotation and land what is new.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from common.errors import InvalidInputError
+from common.settings import settings_with
+from flows.pipeline import snapshot_dashboard
+from tasks.review.label_studio import LabelStudio, resolve_token
+from tasks.review.select import DEFAULT_SEED, SELECTIONS
+from tasks.review.sync import (
+    default_title,
+    open_project,
+    plan,
+    projects_to_pull,
+    pull,
+    push_planned,
+    reconcile,
+    version_of,
+)
+from warehouse.store import Warehouse
+
+URL_ENV = "CURATE_LABEL_STUDIO_URL"  # where the scheduled deployment finds Label Studio
+
+
+def _url(url: str | None) -> str:
+    url = url or os.environ.get(URL_ENV)
+    if not url:
+        raise InvalidInputError(f"no Label Studio URL: pass one, or set {URL_ENV} on the worker")
+    return url
+
+
+@task(cache_policy=NO_CACHE)
+def choose_and_plan(wh: Warehouse, key: str, name: str, version: int, selection: str, limit: int,
+                    seed: int) -> dict[str, Any]:
+    return plan(wh, key, name, version, selection, limit, seed)
+
+
+@task(cache_policy=NO_CACHE)
+def finish_earlier_push(wh: Warehouse, ls: LabelStudio, project: Any, key: str) -> dict[str, int]:
+    """What a push cut short left: tasks Label Studio holds but the warehouse did not record, then tasks planned
+    but never created."""
+    adopted = reconcile(wh, ls, project, key)
+    return {"tasks_adopted": adopted, "tasks_pushed": push_planned(wh, ls, project, key)}
+
+
+@task(cache_policy=NO_CACHE)
+def create_tasks(wh: Warehouse, ls: LabelStudio, project: Any, key: str) -> int:
+    return push_planned(wh, ls, project, key)
+
+
+@task(cache_policy=NO_CACHE)
+def land_annotations(wh: Warehouse, ls: LabelStudio, projects: list[Any]) -> dict[str, Any]:
+    return pull(wh, ls, projects)
+
+
+def _push(wh: Warehouse, ls: LabelStudio, name: str, version: int | None, project: str | None, selection: str,
+          limit: int, seed: int, annotators_per_task: int) -> dict[str, Any]:
+    if selection not in SELECTIONS:
+        raise InvalidInputError(f"unknown selection {selection!r}: one of {', '.join(SELECTIONS)}")
+    if limit < 1:
+        raise InvalidInputError("--limit must be at least 1")
+    version = version_of(wh, name, version)
+    title = project or default_title(name)
+    ls.whoami()
+    target, key, created = open_project(wh, ls, title, annotators_per_task)
+    leftover = finish_earlier_push(wh, ls, target, key)
+    chosen = choose_and_plan(wh, key, name, version, selection, limit, seed)
+    pushed = create_tasks(wh, ls, target, key)
+    tasks, planned = wh.review_task_counts(key)
+    return {"url": ls.url, "project": target.title, "project_id": target.id, "project_created": created,
+            "name": name, "version": version, "selection": selection, "limit": limit,
+            **({"seed": seed} if selection == "audit" else {}), **chosen,
+            "tasks_pushed": leftover["tasks_pushed"] + pushed, "tasks_adopted": leftover["tasks_adopted"],
+            "project_tasks": tasks, "not_yet_pushed": planned}
+
+
+@flow(name="review-push", log_prints=False)
+def review_push(name: str, version: int | None = None, url: str | None = None, project: str | None = None,
+                selection: str = "borderline", limit: int = 100, seed: int = DEFAULT_SEED,
+                annotators_per_task: int = 1, warehouse: str | None = None) -> dict[str, Any]:
+    """Push up to `limit` pairs of a version to a Label Studio project (made when missing); never a task twice."""
+    settings = settings_with(warehouse=warehouse)
+    with LabelStudio(_url(url), resolve_token()) as ls, Warehouse(settings.warehouse) as wh:
+        summary = _push(wh, ls, name, version, project, selection, limit, seed, annotators_per_task)
+    get_run_logger().info("pushed %d new tasks of %s v%d (%s) to %r", summary["tasks_pushed"], name,
+                          summary["version"], selection, summary["project"])
+    snapshot_dashboard(str(settings.warehouse), "review")
+    return summary
+
+
+@flow(name="review-pull", log_prints=False)
+def review_pull(url: str | None = None, project: str | None = None, warehouse: str | None = None) -> dict[str, Any]:
+    """Land every submitted annotation of a project (or of every project this warehouse pushed to there)."""
+    settings = settings_with(warehouse=warehouse)
+    with LabelStudio(_url(url), resolve_token()) as ls, Warehouse(settings.warehouse) as wh:
+        ls.whoami()
+        summary = land_annotations(wh, ls, projects_to_pull(wh, ls, project))
+    get_run_logger().info("pulled %d new and %d updated annotations", summary["new"], summary["updated"])
+    snapshot_dashboard(str(settings.warehouse), "review")
+    return summary
+
+
+@flow(name="review-sync", log_prints=False)
+def review_sync(datasets: list[str] | None = None, url: str | None = None, limit: int = 100,
+                audit_limit: int = 0, warehouse: str | None = None) -> dict[str, Any]:
+    """On a schedule: pull what reviewers did, then push the borderline pairs (and, when asked, an audit
+    sample) of each dataset's newest version that has not been pushed yet, to the project "<dataset> review"."""
+    settings = settings_with(warehouse=warehouse)
+    log = get_run_logger()
+    out: dict[str, Any] = {"pulled": None, "pushed": []}
+    with LabelStudio(_url(url), resolve_token()) as ls, Warehouse(settings.warehouse) as wh:
+        ls.whoami()
+        if wh.review_projects_at(ls.url):
+            out["pulled"] = land_annotations(wh, ls, projects_to_pull(wh, ls, None))
+        names = datasets if datasets is not None else sorted({v["name"] for v in wh.versions()})
+        for name in names:
+            if wh.version_meta(name) is None:
+                continue  # no version of it yet: the next run looks again
+            latest = version_of(wh, name, None)
+            if wh.review_version_pushed(name, latest):
+                continue
+            for selection, n in (("borderline", limit), ("audit", audit_limit)):
+                if n > 0:
+                    out["pushed"].append(_push(wh, ls, name, latest, None, selection, n, DEFAULT_SEED, 1))
+                    log.info("pushed %s pairs of %s v%d", selection, name, latest)
+    snapshot_dashboard(str(settings.warehouse), "review")
+    return out

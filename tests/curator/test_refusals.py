@@ -1,0 +1,125 @@
+"""Every refusal a user can cause by arguments or files comes before Prefect starts or the network is asked, in
+the order a person fixes things (arguments, then files, then endpoints and the Hub), in one line with exit 2.
+
+Each case runs `curate` in a fresh interpreter that records whether a Prefect flow module was ever imported (a
+flow's start-up is what made these refusals take 12-19 s) and how long the command took after its imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tasks.ingest.synth import write_synth
+from warehouse.store import Warehouse
+
+# Runs the CLI like the console script does and reports on stderr's last line; a flow module imported means
+# Prefect would have started.
+_PROBE = textwrap.dedent("""
+    import json, sys, time
+    started = time.monotonic()
+    from curator.cli import app
+    code = 0
+    try:
+        app(sys.argv[1:], prog_name="curate")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "seconds": time.monotonic() - started,
+                                               "flows": sorted(m for m in sys.modules if m.startswith("flows."))})
+                     + "\\n")
+""")
+
+
+def _probe(*args: str, cwd) -> tuple[list[str], dict]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CURATE_")}
+    proc = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, cwd=cwd, timeout=120,
+                          env=env)
+    *said, probe = proc.stderr.rstrip("\n").split("\n")
+    return [line for line in said if line.strip()], json.loads(probe.removeprefix("PROBE "))
+
+
+@pytest.fixture(scope="module")
+def floor(tmp_path_factory) -> float:
+    """What `curate status` takes here and now (Python, the imports, the warehouse): the machine's floor, which
+    a loaded machine raises for every command alike."""
+    place = tmp_path_factory.mktemp("floor")
+    Warehouse(place / "w.duckdb").close()
+    _, report = _probe("status", "--warehouse", "w.duckdb", cwd=place)
+    assert report["code"] == 0
+    return report["seconds"]
+
+
+def _refusal(*args: str, cwd, floor: float) -> tuple[str, dict]:
+    lines, report = _probe(*args, cwd=cwd)
+    assert report["code"] == 2 and lines and lines[0].startswith("error: "), lines
+    assert len(lines) <= 2 and not any("Traceback" in line for line in lines), lines
+    assert report["flows"] == [], f"a flow was imported before refusing: {report['flows']}"
+    # within 3 s where `status` takes its usual second or so; a flow's start-up alone took 10 s and more
+    assert report["seconds"] < max(3.0, 2.5 * floor), (report, floor)
+    return lines[0], report
+
+
+@pytest.fixture
+def place(tmp_path):
+    """A warehouse with pairs but no verdicts, and files of both sources."""
+    hs, arena = tmp_path / "hs.jsonl", tmp_path / "arena.jsonl"
+    write_synth(hs, "helpsteer3", 30, seed=3, pair_bytes=300)
+    write_synth(arena, "arena", 30, seed=4, pair_bytes=300)
+    Warehouse(tmp_path / "w.duckdb").close()
+    return tmp_path
+
+
+DEAD = "http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize("args, said", [
+    # a file of another source: refused from its first batch, not after Prefect's start-up
+    (["ingest", "--source", "arena", "--path", "hs.jsonl"], "required column(s) missing from every row"),
+    (["ingest", "--source", "arena", "--path", "missing.jsonl"], "missing.jsonl: no such file"),
+    (["ingest", "--source", "nope", "--path", "missing.jsonl"], "unknown source 'nope'"),  # argument before file
+    (["run", "--source", "arena=hs.jsonl", "--endpoint", DEAD], "required column(s) missing"),  # file before endpoint
+    (["run", "--source", "helpsteer3=hs.jsonl", "--strategy", "swapp", "--endpoint", DEAD], "unknown strategy 'swapp'"),
+    (["run", "--skip", "nothing"], "unknown stage(s) to skip"),
+    (["judge", "--endpoint", DEAD, "--strategy", "swapp"], "unknown strategy 'swapp'"),  # argument before endpoint
+    (["judge", "--endpoint", DEAD, "--shard", "4/2"], "shard '4/2'"),
+    (["judge", "--endpoint", DEAD, "--warehouse", "none.duckdb"], "no warehouse at"),  # file before endpoint
+    (["build-version", "prefs"], "no judged pairs yet"),
+    (["build-version", "prefs", "--judge-config", "jc-nope"], "no judged pairs yet"),
+    (["build-version", "bad name", "--policy", "missing.toml"], "invalid dataset name 'bad name'"),
+    (["build-version", "prefs", "--min-abs-margin", "7", "--policy", "missing.toml"], "min_abs_margin"),
+    (["build-version", "prefs", "--policy", "missing.toml"], "missing.toml: cannot read the policy"),
+    (["publish", "prefs", "3"], "'prefs' has no versions yet"),
+    (["publish", "prefs", "--to", "hf://justname"], "a Hub target is hf://ORG/NAME"),
+    (["publish", "prefs", "--to", "hf://org/bad name"], "invalid Hub dataset name 'bad name'"),  # before the version
+    (["versions", "no-such-dataset"], "no dataset named 'no-such-dataset'"),
+    (["evaluate-judge", "--benchmark", "arena", "--endpoint", DEAD], "arena is not a judge benchmark"),
+    (["evaluate-judge", "--benchmark", "rm-bench", "--strategy", "adaptive", "--endpoint", DEAD], "not adaptive:1"),
+])
+def test_refusals_come_first_fast_and_in_order(place, floor, args, said):
+    line, _ = _refusal(*args, *(["--warehouse", "w.duckdb"] if "--warehouse" not in args else []), cwd=place,
+                       floor=floor)
+    assert said in line, line
+
+
+def test_run_refuses_a_bad_hub_target_before_reading_its_sources(place, floor):
+    line, _ = _refusal("run", "--source", "helpsteer3=missing.jsonl", "--publish-to", "hf://justname", "--endpoint",
+                       DEAD, "--warehouse", "w.duckdb", cwd=place, floor=floor)
+    assert "a Hub target is hf://ORG/NAME" in line
+
+
+@pytest.mark.prefect
+def test_a_simulated_version_is_refused_after_the_hub_name_is_checked(dashboard_warehouse, tmp_path, floor):
+    warehouse, _, _ = dashboard_warehouse
+    bad, _ = _refusal("publish", "dash", "--to", "hf://justname", "--warehouse", str(warehouse), cwd=tmp_path,
+                      floor=floor)
+    assert "a Hub target is hf://ORG/NAME" in bad  # the name is an argument: said before the version's problem
+    simulated, _ = _refusal("publish", "dash", "--to", "hf://org/dash", "--warehouse", str(warehouse), cwd=tmp_path,
+                            floor=floor)
+    assert "SIMULATED" in simulated and "not pushing it to hf://org/dash" in simulated
+    missing, _ = _refusal("publish", "dash", "9", "--to", "hf://org/dash", "--warehouse", str(warehouse),
+                          cwd=tmp_path, floor=floor)
+    assert "'dash' has no version 9: its versions are v1, v2" in missing

@@ -1,0 +1,224 @@
+"""Human review: Label Studio projects, the tasks pushed to them (with how each task's sides were shown), why
+each pair was selected, the annotations pulled back and each reviewed pair's outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from warehouse.connection import Connection, _now
+
+_REVIEW_COLUMNS = ("project_key", "annotation_id", "server", "ls_task_id", "pair_id", "choice", "side", "annotator_id",
+                   "annotator", "created_at", "updated_at", "lead_time_s", "revision", "pulled_at")
+
+
+_REVIEW_SCHEMA = pa.schema([
+    ("project_key", pa.string()), ("annotation_id", pa.int64()), ("server", pa.string()), ("ls_task_id", pa.int64()),
+    ("pair_id", pa.string()), ("choice", pa.string()), ("side", pa.string()), ("annotator_id", pa.int64()),
+    ("annotator", pa.string()), ("created_at", pa.timestamp("us")), ("updated_at", pa.timestamp("us")),
+    ("lead_time_s", pa.float64()), ("revision", pa.int64()), ("pulled_at", pa.timestamp("us"))])
+
+
+def _review_table(rows: list[dict[str, Any]], pulled_at: Any) -> pa.Table:
+    return pa.Table.from_pylist([{**{c: r.get(c) for c in _REVIEW_COLUMNS}, "pulled_at": pulled_at} for r in rows],
+                                schema=_REVIEW_SCHEMA)
+
+
+def _dicts(cur) -> list[dict[str, Any]]:  # noqa: ANN001 - a DuckDB cursor
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+class ReviewStore(Connection):
+    """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
+
+    # -- projects ---------------------------------------------------------------------------------
+    def review_project(self, project_key: str) -> dict[str, Any] | None:
+        rows = _dicts(self.con.execute("SELECT * FROM review_projects WHERE project_key = ?", [project_key]))
+        return rows[0] if rows else None
+
+    def review_projects_at(self, url: str) -> list[dict[str, Any]]:
+        return _dicts(self.con.execute("SELECT * FROM review_projects WHERE url = ? ORDER BY created_at", [url]))
+
+    def save_review_project(self, project_key: str, url: str, ls_project_id: int, title: str, interface: str) -> None:
+        self.con.execute(
+            "INSERT INTO review_projects VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (project_key) DO UPDATE SET title = "
+            "excluded.title", [project_key, url, ls_project_id, title, interface, _now()])
+
+    # -- what can be pushed -----------------------------------------------------------------------
+    def review_candidates(self, name: str, version: int) -> pa.Table:
+        """A version's rows as selection sees them, in pair id order: the stored p_correct, and from the version's
+        judge configuration the mean margin on A's side (all verdicts, and per order), with the pair's own
+        human label (A's side) and both-bad flag. Texts stay here."""
+        return self.con.sql(
+            """
+            WITH v AS (SELECT judge_config_id FROM dataset_versions WHERE name = $name AND version = $version),
+            j AS (SELECT pair_id, avg(margin_a) AS margin,
+                         avg(margin_a) FILTER (WHERE "order" = 'ab') AS margin_ab,
+                         avg(margin_a) FILTER (WHERE "order" = 'ba') AS margin_ba
+                  FROM judgments WHERE status = 'ok' AND judge_config_id = (SELECT judge_config_id FROM v)
+                  GROUP BY pair_id)
+            SELECT r.pair_id, r.p_correct, j.margin, j.margin_ab, j.margin_ba, p.human_label, p.both_bad,
+                   (SELECT judge_config_id FROM v) AS judge_config_id
+            FROM dataset_rows r JOIN candidate_pairs p USING (pair_id) LEFT JOIN j USING (pair_id)
+            WHERE r.name = $name AND r.version = $version
+            ORDER BY r.pair_id
+            """, params={"name": name, "version": version}).to_arrow_table()
+
+    def review_state(self, project_key: str) -> dict[str, set[str]]:
+        """Pair ids: with a task in this project (`tasks`), reviewed anywhere (`reviewed`), and already selected
+        here by each selection (`selected:<selection>`)."""
+        state: dict[str, set[str]] = {
+            "tasks": {p for (p,) in self.con.execute("SELECT pair_id FROM review_tasks WHERE project_key = ?",
+                                                     [project_key]).fetchall()},
+            "reviewed": {p for (p,) in self.con.execute("SELECT DISTINCT pair_id FROM human_reviews").fetchall()},
+        }
+        for selection, pair in self.con.execute(
+                "SELECT selection, pair_id FROM review_selections WHERE project_key = ?", [project_key]).fetchall():
+            state.setdefault(f"selected:{selection}", set()).add(pair)
+        return state
+
+    def review_version_pushed(self, name: str, version: int) -> bool:
+        """Whether this version was pushed for review (to any project, any selection)."""
+        return self.con.execute("SELECT count(*) FROM review_pushes WHERE name = ? AND version = ?",
+                                [name, version]).fetchone()[0] > 0
+
+    def review_pair_texts(self, pair_ids: list[str]) -> list[dict[str, Any]]:
+        """(pair_id, history, response_a, response_b) of the given pairs, in the order given."""
+        if not pair_ids:
+            return []
+        keys = pa.table({"pair_id": pa.array(pair_ids, pa.string()), "k": pa.array(range(len(pair_ids)), pa.int64())})
+        with self._registered("lookup_keys", keys):
+            return _dicts(self.con.execute(
+                "SELECT p.pair_id, p.history, p.response_a, p.response_b FROM lookup_keys k "
+                "JOIN candidate_pairs p USING (pair_id) ORDER BY k.k"))
+
+    # -- tasks ------------------------------------------------------------------------------------
+    def plan_review(self, project_key: str, tasks: pa.Table, selections: pa.Table, push: dict[str, Any]) -> None:
+        """New tasks (planned: no Label Studio id yet), selection memberships and the push itself, in one
+        transaction. `tasks`: pair_id, answer_1; `selections`: the review_selections columns but project_key and
+        selected_at; `push`: name, version, selection, limit, seed, selected, new_tasks."""
+        now = _now()
+        with self.transaction():
+            self.con.execute(
+                'INSERT INTO review_pushes (project_key, name, version, selection, "limit", seed, selected, new_tasks, '
+                "pushed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [project_key, push["name"], push["version"], push["selection"], push["limit"], push.get("seed"),
+                 push["selected"], push["new_tasks"], now])
+            if tasks.num_rows:
+                with self._registered("planned", tasks):
+                    self.con.execute(
+                        "INSERT INTO review_tasks (project_key, pair_id, answer_1, planned_at) "
+                        "SELECT ?, pair_id, answer_1, ? FROM planned", [project_key, now])
+            if selections.num_rows:
+                cols = ", ".join(selections.column_names)
+                with self._registered("chosen", selections):
+                    self.con.execute(
+                        f"INSERT INTO review_selections (project_key, selected_at, {cols}) SELECT ?, ?, {cols} "
+                        "FROM chosen ON CONFLICT DO NOTHING", [project_key, now])
+
+    def planned_review_tasks(self, project_key: str) -> list[dict[str, Any]]:
+        """Tasks planned but not yet known to be in Label Studio: (pair_id, answer_1), by pair id."""
+        return _dicts(self.con.execute(
+            "SELECT pair_id, answer_1 FROM review_tasks WHERE project_key = ? AND ls_task_id IS NULL ORDER BY pair_id",
+            [project_key]))
+
+    def record_pushed_tasks(self, project_key: str, pushed: list[tuple[str, int, str]]) -> None:
+        """(pair_id, Label Studio task id, answer_1) of tasks Label Studio holds: a planned task gets its id; a
+        task found there that this warehouse did not know (an earlier push's lost answer) is adopted."""
+        if not pushed:
+            return
+        rows = pa.table({"pair_id": [p for p, _, _ in pushed],
+                         "ls_task_id": pa.array([t for _, t, _ in pushed], pa.int64()),
+                         "answer_1": [s for _, _, s in pushed]})
+        now = _now()
+        with self.transaction(), self._registered("pushed", rows):
+            self.con.execute(
+                "INSERT INTO review_tasks (project_key, pair_id, ls_task_id, answer_1, planned_at, pushed_at) "
+                "SELECT ?, pair_id, ls_task_id, answer_1, ?, ? FROM pushed ON CONFLICT (project_key, pair_id) DO "
+                "UPDATE SET ls_task_id = excluded.ls_task_id, answer_1 = excluded.answer_1, "
+                "pushed_at = excluded.pushed_at "
+                "WHERE review_tasks.ls_task_id IS NULL", [project_key, now, now])
+
+    def review_task_map(self, project_key: str) -> dict[int, tuple[str, str]]:
+        """Label Studio task id -> (pair_id, answer_1) for the tasks of a project."""
+        return {t: (p, s) for t, p, s in self.con.execute(
+            "SELECT ls_task_id, pair_id, answer_1 FROM review_tasks WHERE project_key = ? AND ls_task_id IS NOT NULL",
+            [project_key]).fetchall()}
+
+    def review_task_counts(self, project_key: str) -> tuple[int, int]:
+        """(tasks known to be in Label Studio, tasks planned only) for a project."""
+        row = self.con.execute(
+            "SELECT count(ls_task_id), count(*) - count(ls_task_id) FROM review_tasks WHERE project_key = ?",
+            [project_key]).fetchone()
+        return int(row[0]), int(row[1])
+
+    # -- annotations ------------------------------------------------------------------------------
+    def human_reviews_of(self, project_key: str) -> dict[int, dict[str, Any]]:
+        """annotation id -> its row as last pulled, for one project."""
+        return {r["annotation_id"]: r for r in _dicts(self.con.execute(
+            "SELECT * FROM human_reviews WHERE project_key = ?", [project_key]))}
+
+    def land_reviews(self, new: list[dict[str, Any]], changed: list[dict[str, Any]],
+                     resolve: Callable[[pa.Table], pa.Table]) -> None:
+        """New annotations and changed ones (each changed row's earlier state goes to the history), then every
+        pair's outcome again (`resolve`: every current vote, as pair_id, reviewer, side, updated_at -> the
+        review_outcomes columns but resolved_at), all in one transaction."""
+        now = _now()
+        with self.transaction():
+            if changed:
+                table = _review_table(changed, now)
+                with self._registered("changed_reviews", table):
+                    self.con.execute(
+                        "INSERT INTO human_review_history SELECT h.*, ? FROM human_reviews h JOIN changed_reviews c "
+                        "USING (project_key, annotation_id)", [now])
+                    sets = ", ".join(f"{c} = c.{c}" for c in _REVIEW_COLUMNS[2:])
+                    self.con.execute(
+                        f"UPDATE human_reviews SET {sets} FROM changed_reviews c WHERE human_reviews.project_key = "
+                        "c.project_key AND human_reviews.annotation_id = c.annotation_id")
+            if new:
+                self._insert("human_reviews", _review_table(new, now))
+            votes = self.con.sql(
+                "SELECT pair_id, server || '#' || annotator_id AS reviewer, side, updated_at FROM human_reviews "
+                "ORDER BY pair_id, reviewer, updated_at").to_arrow_table()
+            outcomes = resolve(votes)
+            self.con.execute("DELETE FROM review_outcomes")
+            if outcomes.num_rows:
+                cols = ", ".join(outcomes.column_names)
+                with self._registered("resolved", outcomes):
+                    self.con.execute(
+                        f"INSERT INTO review_outcomes ({cols}, resolved_at) SELECT {cols}, ? FROM resolved", [now])
+
+    def review_history_count(self, project_key: str | None = None) -> int:
+        return self.con.execute("SELECT count(*) FROM human_review_history WHERE ? IS NULL OR project_key = ?",
+                                [project_key, project_key]).fetchone()[0]
+
+    # -- what versions use ------------------------------------------------------------------------
+    def review_outcomes(self) -> pa.Table:
+        """Every reviewed pair's outcome (pair_id, outcome, reviewers), by pair id."""
+        return self.con.sql("SELECT pair_id, outcome, reviewers FROM review_outcomes ORDER BY pair_id").to_arrow_table()
+
+    def review_selections(self) -> pa.Table:
+        """(pair_id, selection) of every pair selected for review in any project, once per selection."""
+        return self.con.sql("SELECT DISTINCT pair_id, selection FROM review_selections ORDER BY pair_id, selection"
+                            ).to_arrow_table()
+
+    def review_inputs(self) -> str:
+        """What a version reads of the reviews, fingerprinted ("" while there are none): any pull that changes an
+        outcome changes it. A warehouse opened read-only before its migration to reviews has none."""
+        if not self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'review_outcomes' "
+                                "AND schema_name = 'main'").fetchone()[0]:
+            return ""
+        n, last = self.con.execute("SELECT count(*), max(resolved_at) FROM review_outcomes").fetchone()
+        return f"/reviews:{n}:{last}" if n else ""
+
+    def review_progress(self) -> list[dict[str, Any]]:
+        """The dashboard view's rows, from the warehouse itself (`curate review pull --json`)."""
+        return _dicts(self.con.execute("SELECT * FROM dash_review_progress"))
+
+
+def review_progress_frame(snap: Any) -> Any:
+    """The dashboard's review progress per project, over its snapshot (`warehouse.dashboard.Snapshot`)."""
+    return snap.frame("SELECT * FROM dash_review_progress")
