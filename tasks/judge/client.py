@@ -36,7 +36,7 @@ from common.settings import JUDGE_MAX_REPLY_BYTES
 from tasks.judge.concurrency import Concurrency, parse_vllm_gauges
 from tasks.judge.config import JudgeConfig
 from tasks.judge.genrm import ParseFailure, SideVerdict, Verdict, parse_completion, split_trace, to_a_side
-from tasks.judge.preflight import count_prompt_tokens, is_context_error
+from tasks.judge.preflight import count_prompt_tokens, is_context_error, server_root
 from tasks.judge.server_metrics import DEFAULT_BLOCK, PrefixCacheModel
 from tasks.judge.replies import BadResponse, cap_text, read_completion, retry_after_seconds
 
@@ -186,7 +186,7 @@ class _Endpoint:
         self.in_flight = 0
         fixed = options.max_in_flight is not None and not options.adapt
         self.concurrency = Concurrency(options.max_in_flight, mode="fixed" if fixed else "metrics")
-        self.metrics_url = (url[: -len("/v1")] if url.endswith("/v1") else url) + "/metrics"
+        self.metrics_url = server_root(url) + "/metrics"
         self.failures = 0
         self.available_at = 0.0
         self.cooldown = options.cooldown

@@ -313,15 +313,19 @@ def _start(argv: list[str]) -> subprocess.Popen:
     return proc
 
 
-def test_a_second_ctrl_c_exits_at_once_even_while_the_first_is_still_unwinding():
-    # The body's cleanup takes a minute: the first Ctrl-C would wait for it (up to the grace), the second does not.
-    proc = _start(_stoppable_script("""
+# A body whose cleanup takes a minute: what a stuck unwind looks like to the stop handlers.
+HANGING_UNWIND = """
         try:
             print("ready", flush=True)
             time.sleep(60)
         finally:
             time.sleep(60)
-    """))
+    """
+
+
+def test_a_second_ctrl_c_exits_at_once_even_while_the_first_is_still_unwinding():
+    # The body's cleanup takes a minute: the first Ctrl-C would wait for it (up to the grace), the second does not.
+    proc = _start(_stoppable_script(HANGING_UNWIND))
     try:
         os.killpg(proc.pid, signal.SIGINT)
         time.sleep(0.3)
@@ -341,13 +345,7 @@ def test_a_second_ctrl_c_exits_at_once_even_while_the_first_is_still_unwinding()
 
 
 def test_an_unwinding_that_hangs_is_cut_short_after_the_grace():
-    proc = _start(_stoppable_script("""
-        try:
-            print("ready", flush=True)
-            time.sleep(60)
-        finally:
-            time.sleep(60)
-    """))
+    proc = _start(_stoppable_script(HANGING_UNWIND))
     try:
         sent = time.monotonic()
         os.kill(proc.pid, signal.SIGTERM)
