@@ -88,9 +88,12 @@ def _run(fn, *args: Any, **kwargs: Any) -> Any:
     _start_prefect_api()
     if _api is None:
         return _guarded(fn, *args, **kwargs)
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    with temporary_settings({PREFECT_API_URL: _guarded(_api.wait_ready, _api_timeout())}):
+    # No heartbeats to a server that ends with this command: nothing would read them, and a flow's end waits up
+    # to a second for the heartbeat thread.
+    with temporary_settings({PREFECT_API_URL: _guarded(_api.wait_ready, _api_timeout()),
+                             PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         return _guarded(fn, *args, **kwargs)
 
 
@@ -117,6 +120,12 @@ def _start_prefect_api() -> None:
 
     _watchdog = _watchdog or start_watchdog()
     _api = TemporaryApi().start()
+
+
+def _warehouse_exists() -> bool:
+    from common.settings import get_settings
+
+    return Path(get_settings().warehouse).exists()
 
 
 def _stop_in_order(since: datetime) -> int | None:
@@ -326,13 +335,18 @@ def ingest(
 ) -> None:
     """Read a source, validate, deduplicate, decontaminate, and land new pairs in the warehouse."""
     _settings_env(warehouse)
+    if force or limit is not None or not _warehouse_exists():
+        _start_prefect_api()  # no answer without a flow is possible: boot the API while the inputs are checked
     _preflight(source, path, "pairs", batch_size, limit)
     from curator.noop import ingest_noop
 
     summary = _noop_answer(ingest_noop, source, path, revision, limit, force)
     if summary is None:
         from flows.ingest import ingest as ingest_flow
+        from tasks.ingest.read import file_revision
 
+        if path is not None:
+            file_revision(path)  # hashed while Prefect's API boots; the flow finds the hash remembered
         with _Bar(enabled=not as_json and sys.stderr.isatty()):
             summary = _run(ingest_flow, source, str(path) if path else None, revision, limit, None, batch_size, force)
     _print_summary(f"ingest {source}", summary, as_json)

@@ -141,39 +141,35 @@ def ingest(
             log.info(unchanged["note"])
             _artifact(unchanged)
             return unchanged
-        wh.start_ingest_run(run_id, src.name, location, rev, {**settings.model_dump(mode="json"), "limit": limit})
-        index, decontaminator = open_indexes(wh, settings)
-        total = count_rows(Path(path)) if path else None
-        if limit is not None:
-            total = min(total, limit) if total is not None else limit
         counts = BatchCounts()
         writer = BackgroundWriter()
-        try:
-            # The writer is left first, error or not: its last write ends before anything else uses the connection
-            # (the checkpoint settings restored, the run recorded), and is committed before the run says it completed.
-            with wh.checkpoints_per_row_group(), _fewer_collections(), writer:
-                for n, batch in enumerate(limit_rows(source_batches(src, path, rev, settings), limit)):
-                    # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
-                    # futures, twice per task: about a second per 5,000-row batch, measured.
-                    counts.add(ingest_batch(wh, quote(batch), src, settings, rev, run_id, quote(index),
-                                            quote(decontaminator), location, quote(writer), n == 0))
-                    progress.report(len(batch), total, src.name)
-        except BaseException as err:
-            wh.finish_ingest_run(run_id, "failed", summarize(counts), error=f"{type(err).__name__}: {err}")
-            if isinstance(err, SourceDamagedError) and writer.failed is None:
-                err.hint = landed_before_damage(counts)
-            raise
-        summary = summarize(
-            counts,
-            source=src.name,
-            location=location,
-            source_revision=rev,
-            run_id=run_id,
-            warehouse=str(settings.warehouse),
-            decontaminated_against=wh.eval_prompt_counts(),
-            seconds=round(time.perf_counter() - started, 3),
-        )
-        wh.finish_ingest_run(run_id, "completed", summary)
+        with wh.recorded_run("ingest", run_id, source=src.name, location=location, revision=rev,
+                             settings={**settings.model_dump(mode="json"), "limit": limit}) as run:
+            run.so_far = lambda: summarize(counts)
+            index, decontaminator = open_indexes(wh, settings)
+            total = count_rows(Path(path)) if path else None
+            if limit is not None:
+                total = min(total, limit) if total is not None else limit
+            try:
+                # The writer is left first, error or not: its last write ends before anything else uses the
+                # connection (the checkpoint settings restored, the run recorded), and is committed before the run
+                # says it completed.
+                with wh.checkpoints_per_row_group(), _fewer_collections(), writer:
+                    for n, batch in enumerate(limit_rows(source_batches(src, path, rev, settings), limit)):
+                        # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
+                        # futures, twice per task: about a second per 5,000-row batch, measured.
+                        counts.add(ingest_batch(wh, quote(batch), src, settings, rev, run_id, quote(index),
+                                                quote(decontaminator), location, quote(writer), n == 0))
+                        progress.report(len(batch), total, src.name)
+            except SourceDamagedError as err:
+                if writer.failed is None:
+                    err.hint = landed_before_damage(counts)
+                raise
+            run.summary = summary = summarize(
+                counts, source=src.name, location=location, source_revision=rev, run_id=run_id,
+                warehouse=str(settings.warehouse), decontaminated_against=wh.eval_prompt_counts(),
+                seconds=round(time.perf_counter() - started, 3),
+            )
     log.info(
         "ingest %s: read %d, valid %d, quarantined %d, exact dups %d, near dups %d, contaminated %d, new pairs %d",
         src.name, summary["read"], summary["valid"], summary["quarantined_rows"], summary["exact_duplicates"],

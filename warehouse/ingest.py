@@ -49,6 +49,7 @@ class IngestStore(Connection):
         (rows,) = self.con.execute("SELECT count(*) FROM candidate_pairs").fetchone()
         (limit,) = self.con.execute("SELECT current_setting('memory_limit')").fetchone()
         self.con.execute("SET checkpoint_threshold = '1TB'")
+        self.con.execute("SET force_compression = 'zstd'")
         self._pairs_since_checkpoint = rows % ROW_GROUP_ROWS
         try:
             budget = _bytes(limit) // 3
@@ -61,6 +62,7 @@ class IngestStore(Connection):
         finally:
             self._pairs_since_checkpoint = None
             self.con.execute("RESET checkpoint_threshold")
+            self.con.execute("RESET force_compression")
 
     def _checkpoint_if_due(self, pairs: pa.Table | None) -> None:
         """Inside `checkpoints_per_row_group`, after a batch's commit: checkpoint if a row group filled up or the

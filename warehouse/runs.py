@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from common.processes import process_alive, stop_requested, this_process
 from warehouse.connection import Connection, _now
@@ -20,8 +23,31 @@ def _closing(status: str, error: str | None) -> tuple[str, str | None, datetime 
     return status, error, None
 
 
+@dataclass
+class RunOutcome:
+    """What a recorded run ends with: its `summary` once complete; `so_far()` says what a failing run had done."""
+
+    summary: dict[str, Any] = field(default_factory=dict)
+    so_far: Callable[[], dict[str, Any]] = dict
+
+
 class RunRecords(Connection):
     """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
+
+    @contextmanager
+    def recorded_run(self, kind: Literal["ingest", "judge"], run_id: str, **start: Any) -> Iterator[RunOutcome]:
+        """A run of `kind` recorded around the block: started now (`start` holds the start method's arguments),
+        completed with the summary the block leaves in the outcome, or failed (interrupted after a stop signal)
+        with what it had done and the error, which is raised on."""
+        {"ingest": self.start_ingest_run, "judge": self.start_judge_run}[kind](run_id, **start)
+        finish = {"ingest": self.finish_ingest_run, "judge": self.finish_judge_run}[kind]
+        outcome = RunOutcome()
+        try:
+            yield outcome
+        except BaseException as err:
+            finish(run_id, "failed", outcome.so_far(), error=f"{type(err).__name__}: {err}")
+            raise
+        finish(run_id, "completed", outcome.summary)
 
     def start_ingest_run(self, run_id: str, source: str, location: str, revision: str, settings: dict) -> None:
         self.con.execute(
@@ -107,6 +133,13 @@ class RunRecords(Connection):
             [source, revision],
         ).fetchone()
         return row[0] if row else None
+
+    def any_completed_full_ingest(self, source: str) -> bool:
+        """Whether any revision of `source` was read in full (else no ingest of it can be a no-op)."""
+        return self.con.execute(
+            "SELECT count(*) > 0 FROM ingest_runs WHERE source = ? AND status = 'completed' "
+            "AND json_extract_string(settings, '$.limit') IS NULL", [source],
+        ).fetchone()[0]
 
     def start_judge_run(self, run_id: str, config_id: str, strategy: str, endpoints: list[str], shard: str | None) -> None:
         self.con.execute(

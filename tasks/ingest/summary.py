@@ -46,11 +46,12 @@ def record_if_unchanged(wh: Warehouse, source: Source, revision: str, location: 
     earlier = wh.completed_full_ingest(source.name, revision)
     if earlier is None:
         return None
-    wh.start_ingest_run(run_id, source.name, location, revision, {**settings.model_dump(mode="json"), "limit": None})
-    summary = summarize(BatchCounts(), source=source.name, location=location, source_revision=revision, run_id=run_id,
-                        warehouse=str(settings.warehouse), decontaminated_against=wh.eval_prompt_counts(),
-                        seconds=round(time.perf_counter() - started, 3))
-    summary["note"] = (f"unchanged: {source.name} at {revision} was read in full by run {earlier}; nothing read "
-                       "(force to read it again)")
-    wh.finish_ingest_run(run_id, "completed", summary)
-    return summary
+    with wh.recorded_run("ingest", run_id, source=source.name, location=location, revision=revision,
+                         settings={**settings.model_dump(mode="json"), "limit": None}) as run:
+        run.summary = summarize(BatchCounts(), source=source.name, location=location, source_revision=revision,
+                                run_id=run_id, warehouse=str(settings.warehouse),
+                                decontaminated_against=wh.eval_prompt_counts(),
+                                seconds=round(time.perf_counter() - started, 3))
+        run.summary["note"] = (f"unchanged: {source.name} at {revision} was read in full by run {earlier}; nothing "
+                               "read (force to read it again)")
+    return run.summary

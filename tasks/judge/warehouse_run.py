@@ -37,15 +37,12 @@ def judge_and_record(wh: Warehouse, work: JudgeWork, targets: list[str], config:
     """Judge the pending pairs (their texts read only now: a rerun with nothing left reads none) as run
     `run_id`, recorded in the warehouse whether it completes or fails."""
     wh.register_judge_config(config_record(config))
-    wh.start_judge_run(run_id, config.id, strategy.label, targets, shard)
-    try:
+    with wh.recorded_run("judge", run_id, config_id=config.id, strategy=strategy.label, endpoints=targets,
+                         shard=shard) as run:
         summary = run_judging(wh.pair_texts(work.pending), work.states, work.done, targets, config, strategy,
                               settings, wh.write_judgments, run_id)
-    except BaseException as err:
-        wh.finish_judge_run(run_id, "failed", {}, f"{type(err).__name__}: {err}")
-        raise
-    summary.update(pairs=len(work.ids), judge_config_id=config.id, strategy=strategy.label, shard=shard,
-                   endpoints=targets, run_id=run_id, served_models=wh.served_models(run_id),
-                   simulated=config.simulated)
-    wh.finish_judge_run(run_id, "completed", summary)
+        summary.update(pairs=len(work.ids), judge_config_id=config.id, strategy=strategy.label, shard=shard,
+                       endpoints=targets, run_id=run_id, served_models=wh.served_models(run_id),
+                       simulated=config.simulated)
+        run.summary = summary
     return summary
