@@ -1,11 +1,14 @@
 """Which process does a thing, whether a process of this host still runs, and whether this one was asked to
 stop: how work left behind by a killed or interrupted process (a run row, a staging folder) is told from
-work still going on, or from work that failed."""
+work still going on, or from work that failed. And how a child process is stopped: SIGTERM, a wait, then
+SIGKILL (`stop_process`), to it alone or to the process group it leads."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
 from pathlib import Path
 
 
@@ -42,3 +45,37 @@ def request_stop(signum: int) -> None:
 def stop_requested() -> int | None:
     """The signal this process was asked to stop by, or None."""
     return _stopping[0] if _stopping else None
+
+
+def signal_process(pid: int, signum: int = signal.SIGTERM, *, group: bool = False) -> bool:
+    """Send `signum` to the process `pid`, or with `group` to the process group it leads (a child started with
+    `start_new_session=True`, and whatever it spawned). False when there is no such process or group any more,
+    or it is not this user's to signal."""
+    try:
+        if group:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+    except OSError:
+        return False
+    return True
+
+
+def stop_process(proc: subprocess.Popen, wait: float, *, group: bool = False,
+                 kill_wait: float | None = None) -> int | None:
+    """Stop a child process: SIGTERM, up to `wait` seconds for it to exit, then SIGKILL and up to `kill_wait`
+    seconds more (None: as long as it takes). With `group` both signals go to the process group it leads.
+    Returns its exit code (negative: the signal that ended it), or None when it still runs after the SIGKILL
+    wait. A process that has already exited is not signalled: its exit code is returned."""
+    if proc.poll() is not None:
+        return proc.returncode
+    signal_process(proc.pid, signal.SIGTERM, group=group)  # not reaped yet, so the pid is still this child's
+    try:
+        return proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        pass
+    signal_process(proc.pid, signal.SIGKILL, group=group)
+    try:
+        return proc.wait(kill_wait)
+    except subprocess.TimeoutExpired:
+        return None

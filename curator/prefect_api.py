@@ -25,6 +25,8 @@ from pathlib import Path
 
 import httpx
 
+from common.processes import signal_process, stop_process
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -83,19 +85,11 @@ class TemporaryApi:
         return self.url
 
     def stop(self, wait: float = 10) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(wait)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            stop_process(self.process, wait)
         self.process = None
 
     def kill_now(self) -> None:
         """Stop the server without waiting (a second Ctrl-C: the command is leaving at once)."""
         if self.process is not None and self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGTERM)
-            except OSError:
-                pass
+            signal_process(self.process.pid, signal.SIGTERM, group=True)

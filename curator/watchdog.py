@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from common.processes import signal_process
+
 
 def _stat(pid: int) -> list[str] | None:
     try:
@@ -44,13 +46,8 @@ def watch(parent: int, interval: float = 0.5) -> None:
         fields = _stat(pid)
         if fields is None or fields[19] != started:
             continue  # gone already, or the pid now belongs to another process
-        try:
-            if group == pid:  # it leads its own group (a server started with its workers): stop them all
-                os.killpg(pid, signal.SIGTERM)
-            else:
-                os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass
+        # one that leads its own group (a server started with its workers) is stopped with all of them
+        signal_process(pid, signal.SIGTERM, group=group == pid)
 
 
 def start_watchdog() -> subprocess.Popen | None:
