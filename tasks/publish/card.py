@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from common.numbers import count, percent, rate
+from tasks.curate.exports import EXPORTS, Export
 from tasks.curate.figures import size_category
 from tasks.publish.quality_card import bias_markdown, calibration_markdown
 from tasks.publish.review_card import review_markdown
@@ -77,14 +78,15 @@ def license_markdown(licenses: list[str]) -> str:
     return "# Licenses\n\nThis dataset carries each source's terms:\n\n" + "".join(f"- {e}\n" for e in licenses)
 
 
-def _rm_margin_note(policy: dict[str, Any]) -> str:
-    if policy.get("rm_margin_column"):
-        return ("The `rm` config has a `margin` column on purpose (policy `rm_margin_column`): TRL's RewardTrainer "
-                "adds it to its loss, `-logsigmoid(r_chosen - r_rejected - margin)`, so the reward model is asked to "
-                "separate pairs by at least the judge's margin.")
-    return ("No config has a column named `margin`: TRL's RewardTrainer would add it to its loss "
-            "(`-logsigmoid(r_chosen - r_rejected - margin)`). The judge's margin is `judge_margin`; the `rm` "
-            "config trains with the plain Bradley-Terry loss.")
+def exports_section(exports: list[Export], policy: dict[str, Any]) -> str:
+    """Each published export's load_dataset example (comments aligned) in one code block, then the notes the
+    exports give under the version's policy."""
+    calls = [(f'{e.card_variable} = load_dataset("<this repo or folder>", "{e.name}")', e.card_summary)
+             for e in exports]
+    width = max((len(call) for call, _ in calls), default=0) + 3
+    block = "\n".join(f"{call:<{width}}# {summary}" for call, summary in calls)
+    notes = [note for e in exports if (note := e.card_note(policy))]
+    return "\n\n".join([f"```python\nfrom datasets import load_dataset\n{block}\n```", *notes])
 
 
 def _cost_section(cost: dict[str, Any] | None) -> str:
@@ -172,20 +174,23 @@ def card_markdown(
     policy: dict[str, Any], judge_config: dict[str, Any], source_revisions: dict[str, list[str]],
     licenses: list[str], configs: dict[str, list[str]], plot_file: str, simulated: bool = False,
 ) -> str:
-    """README.md: YAML front matter (configs and splits, licenses, task categories), then the card."""
+    """README.md: YAML front matter (configs and splits, licenses, task categories), then the card. `configs`
+    are the exports written ({name: splits}, registry order, as `layout.export_files` returns them)."""
     from huggingface_hub import DatasetCardData
 
+    exports = [EXPORTS[config] for config in configs]
     front = DatasetCardData(
         **license_fields(licenses),
         task_categories=["text-generation"],
         language=hub_languages(stats.get("by_language") or {}) or None,
         size_categories=[size_category(len(rows))],
-        tags=["dpo", "reward-modeling", "preference", "llm-judge"] + (["simulated"] if simulated else []),
+        tags=[t for e in exports for t in e.hub_tags] + ["preference", "llm-judge"]
+        + (["simulated"] if simulated else []),
         pretty_name=f"{name} v{version}" + (" (SIMULATED verdicts)" if simulated else ""),
-        configs=[
-            {"config_name": config, **({"default": True} if config == "dpo" else {}),
+        configs=[  # the first export published is the Hub's default config
+            {"config_name": config, **({"default": True} if i == 0 else {}),
              "data_files": [{"split": split, "path": f"data/{config}/{split}-*.parquet"} for split in splits]}
-            for config, splits in configs.items()
+            for i, (config, splits) in enumerate(configs.items())
         ],
     )
     margins = [r["margin"] for r in rows]
@@ -199,14 +204,7 @@ def card_markdown(
 human-preference sources after {judged_with} and filtering by how confident
 its ranking is. Content hash `{content_hash}`.
 
-```python
-from datasets import load_dataset
-dpo = load_dataset("<this repo or folder>", "dpo")          # TRL conversational DPO format
-rm = load_dataset("<this repo or folder>", "rm")            # reward-model pairs
-hs3 = load_dataset("<this repo or folder>", "helpsteer3")   # HelpSteer3-style rows
-```
-
-{_rm_margin_note(policy)}
+{exports_section(exports, policy)}
 
 ## Counts
 

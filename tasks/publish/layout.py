@@ -13,37 +13,45 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common.errors import InvalidInputError, UserError
 from common.processes import process_alive
-from tasks.curate.exports import EXPORTS, export_record
+from tasks.curate.exports import missing_columns, selected_exports
 
 MARKER = ".curate-version.json"
 PLOT = "margin_confidence.svg"
 SHARD_ROWS = 50_000
+SPLITS = ("train", "validation")
+
+
+class MissingColumnsError(InvalidInputError):
+    """The version's rows lack a column an export reads."""
 
 
 def export_files(folder: Path, rows: list[dict[str, Any]], policy: dict[str, Any] | None = None) -> dict[str, list[str]]:
-    """Write data/<config>/<split>-NNNNN-of-NNNNN.parquet; return {config: [splits written]}."""
+    """Write data/<config>/<split>-NNNNN-of-NNNNN.parquet for each export the policy selects (its declared
+    schema, so a column null in every row keeps its type); return {config: [splits written]}."""
+    policy = policy or {}
+    exports = selected_exports(policy)
+    for export in exports if rows else []:  # every export checked before anything is written
+        missing = missing_columns(export, rows[0].keys())
+        if missing:
+            raise MissingColumnsError(f"export {export.name!r} needs the column(s) {', '.join(missing)}, "
+                                      "which this version's rows lack")
     configs: dict[str, list[str]] = {}
-    for config in EXPORTS:
-        for split in ("train", "validation"):
-            records = [export_record(config, r, policy) for r in rows if r["split"] == split]
+    for export in exports:
+        for split in SPLITS:
+            records = export.records([r for r in rows if r["split"] == split], policy)
             if not records:
                 continue  # an empty split would give the Hub's loader a pattern with no files
             shards = max(1, -(-len(records) // SHARD_ROWS))
-            out = folder / "data" / config
+            out = folder / "data" / export.name
             out.mkdir(parents=True, exist_ok=True)
             for i in range(shards):
-                chunk = records[i * SHARD_ROWS : (i + 1) * SHARD_ROWS]
-                table = pa.Table.from_pylist(chunk)
-                if table.schema.field("p_correct").type == pa.null():  # no calibration: still a float column
-                    table = table.set_column(table.schema.get_field_index("p_correct"), "p_correct",
-                                             pa.nulls(len(table), pa.float64()))
+                table = export.table(records[i * SHARD_ROWS : (i + 1) * SHARD_ROWS], policy)
                 pq.write_table(table, out / f"{split}-{i:05d}-of-{shards:05d}.parquet")
-            configs.setdefault(config, []).append(split)
+            configs.setdefault(export.name, []).append(split)
     return configs
 
 

@@ -1,5 +1,5 @@
 from tasks.curate.diff import diff_versions
-from tasks.curate.exports import dpo_record, export_record, helpsteer3_record, rm_record
+from tasks.curate.exports import EXPORTS, dpo_record, export_record, helpsteer3_record, rm_record
 
 ROW = {"pair_id": "p1", "prompt": [{"role": "user", "content": "q?"}], "chosen": "good", "rejected": "bad",
        "chosen_side": "b", "margin": 2.5, "confidence": 0.9, "source": "arena", "domain": "general",
@@ -57,3 +57,12 @@ def test_diff_names_the_policy_keys_that_changed_and_why_equal_rows_differ():
     assert moved["policy_changes"] == {"min_abs_margin": [1.0, 0.5]} and moved["changed"] == ["p2"]
     assert "1 rows' values moved" in moved["note"]
     assert diff_versions(rows, rows[:1], old, looser)["note"] is None  # pairs differ: the counts say it
+
+
+def test_kto_gives_each_pair_one_desirable_and_one_undesirable_row():
+    chosen, rejected = EXPORTS["kto"].records([ROW])
+    assert chosen["prompt"] == rejected["prompt"] == [{"role": "user", "content": "q?"}]
+    assert (chosen["completion"], chosen["label"]) == ([{"role": "assistant", "content": "good"}], True)
+    assert (rejected["completion"], rejected["label"]) == ([{"role": "assistant", "content": "bad"}], False)
+    assert chosen["pair_id"] == rejected["pair_id"] == "p1" and chosen["judge_margin"] == 2.5
+    assert not EXPORTS["kto"].default  # a new config in the published layout only when a policy asks

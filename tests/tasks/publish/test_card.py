@@ -1,4 +1,5 @@
-"""The dataset card: the Hub's license fields, the sources' revisions, and SIMULATED said at the top."""
+"""The dataset card: the Hub's license fields, the sources' revisions, SIMULATED said at the top, and each
+published export's own section (its load_dataset line, its note, its tags)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,40 @@ def test_a_simulated_cards_judge_block_names_the_stand_in_not_the_model():
     assert block["stands_in_for"] == "nvidia/Qwen3-Nemotron-235B-A22B-GenRM" and block["simulated"] is True
     real = _card(judge_config={"model": "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"})
     assert '"model": "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"' in real and "stands_in_for" not in real
+
+
+DEFAULT_CONFIGS = {"dpo": ["train", "validation"], "rm": ["train", "validation"], "helpsteer3": ["train", "validation"]}
+# The card's usage block for the default exports, as every published card has carried it.
+USAGE = '''```python
+from datasets import load_dataset
+dpo = load_dataset("<this repo or folder>", "dpo")          # TRL conversational DPO format
+rm = load_dataset("<this repo or folder>", "rm")            # reward-model pairs
+hs3 = load_dataset("<this repo or folder>", "helpsteer3")   # HelpSteer3-style rows
+```
+
+No config has a column named `margin`: TRL's RewardTrainer would add it to its loss (`-logsigmoid(r_chosen - r_rejected - margin)`). The judge's margin is `judge_margin`; the `rm` config trains with the plain Bradley-Terry loss.
+
+## Counts'''
+
+
+def test_the_usage_block_is_the_published_exports_own_sections():
+    card = _card(configs=DEFAULT_CONFIGS)
+    assert USAGE in card
+    on_purpose = _card(configs=DEFAULT_CONFIGS, policy={"rm_margin_column": True})
+    assert "The `rm` config has a `margin` column on purpose (policy `rm_margin_column`)" in on_purpose
+    front = yaml.safe_load(card.split("---\n")[1])
+    assert front["tags"] == ["dpo", "reward-modeling", "preference", "llm-judge"]
+    assert [(c["config_name"], c.get("default")) for c in front["configs"]] == [
+        ("dpo", True), ("rm", None), ("helpsteer3", None)]
+    assert front["configs"][2]["data_files"] == [{"split": s, "path": f"data/helpsteer3/{s}-*.parquet"}
+                                                 for s in ("train", "validation")]
+
+
+def test_a_card_shows_only_the_exports_published():
+    card = _card(configs={"helpsteer3": ["train"]})
+    usage = card.split("```python", 1)[1].split("```", 1)[0]
+    assert usage.strip().splitlines()[1:] == [
+        'hs3 = load_dataset("<this repo or folder>", "helpsteer3")   # HelpSteer3-style rows']
+    assert "RewardTrainer" not in card  # rm's note comes with rm
+    front = yaml.safe_load(card.split("---\n")[1])
+    assert front["tags"] == ["preference", "llm-judge"] and front["configs"][0]["default"] is True

@@ -1,5 +1,6 @@
-"""Publishing to a folder: a publish killed half-way leaves nothing the next one does not clean up, and a
-target that runs through a file is refused before anything is written."""
+"""Publishing to a folder: a publish killed half-way leaves nothing the next one does not clean up, a
+target that runs through a file is refused before anything is written, and each export the policy selects
+is written under the schema it declares."""
 
 from __future__ import annotations
 
@@ -11,9 +12,19 @@ import textwrap
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from tasks.publish.layout import PublishTargetError, check_folder_target, remove_stale_staging, write_atomically
+from tasks.curate.exports import EXPORTS, selected_exports
+from tasks.publish.layout import (
+    MissingColumnsError,
+    PublishTargetError,
+    check_folder_target,
+    export_files,
+    remove_stale_staging,
+    write_atomically,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -63,3 +74,48 @@ def test_a_target_inside_a_regular_file_is_refused(tmp_path):
     with pytest.raises(PublishTargetError, match="notes.txt is a file, not a folder"):
         check_folder_target(regular / "prefs" / "v1-abc")
     check_folder_target(tmp_path / "new" / "prefs" / "v1-abc")  # a folder still to be made is fine
+
+
+ROW = {"pair_id": "p1", "prompt": [{"role": "user", "content": "q?"}], "chosen": "good", "rejected": "bad",
+       "chosen_side": "b", "margin": 2.0, "confidence": 0.9, "p_correct": None, "source": "arena",
+       "domain": "general", "language": "en", "split": "train"}
+
+
+def test_each_default_export_is_written_per_split_under_its_declared_schema(tmp_path):
+    rows = [ROW, {**ROW, "pair_id": "p2"}, {**ROW, "pair_id": "p3", "split": "validation"}]
+    configs = export_files(tmp_path, rows, {})
+    assert configs == {e.name: ["train", "validation"] for e in selected_exports({})}
+    for name in configs:
+        table = pq.read_table(tmp_path / "data" / name / "train-00000-of-00001.parquet")
+        assert table.num_rows == 2 and table.schema.remove_metadata() == EXPORTS[name].schema({})
+        assert table.schema.field("p_correct").type == pa.float64()  # no calibration: still a float column
+
+
+def test_the_policy_picks_the_exports_and_a_missing_column_is_refused_before_anything_is_written(tmp_path):
+    assert export_files(tmp_path / "one", [ROW], {"exports": ["helpsteer3"]}) == {"helpsteer3": ["train"]}
+    assert [p.name for p in (tmp_path / "one" / "data").iterdir()] == ["helpsteer3"]
+    no_side = {k: v for k, v in ROW.items() if k != "chosen_side"}
+    with pytest.raises(MissingColumnsError, match="export 'helpsteer3' needs the column\\(s\\) chosen_side"):
+        export_files(tmp_path / "two", [no_side], {})  # dpo and rm could be written: none is
+    assert not (tmp_path / "two").exists()
+
+
+def test_every_export_in_the_registry_loads_with_datasets_from_a_published_folder(tmp_path):
+    import datasets
+
+    from tasks.publish.card import card_markdown
+
+    rows = [ROW, {**ROW, "pair_id": "p2", "chosen_side": "a", "p_correct": 0.8},
+            {**ROW, "pair_id": "p3", "split": "validation"}]
+    policy = {"exports": list(EXPORTS)}
+    folder = tmp_path / "every-export"
+    configs = export_files(folder, rows, policy)
+    assert list(configs) == list(EXPORTS)
+    (folder / "README.md").write_text(card_markdown(
+        name="prefs", version=1, content_hash="abc", rows=rows, stats={}, policy=policy, judge_config={},
+        source_revisions={}, licenses=["arena: cc-by-4.0"], configs=configs, plot_file="plot.svg"))
+    for name, export in EXPORTS.items():
+        loaded = datasets.load_dataset(str(folder), name)
+        assert set(loaded) == {"train", "validation"}
+        assert loaded["train"].column_names == export.schema(policy).names
+        assert len(loaded["train"]) == len(export.records(rows[:2], policy))
