@@ -11,6 +11,17 @@ import pyarrow as pa
 HUMAN_LABEL_MIN = -3.0
 HUMAN_LABEL_MAX = 3.0
 
+# The metadata keys naming the models that wrote response A and response B: every source that knows them puts
+# them here (and says so, `Source.names_models`), and the bias audit's model-family win rates read them.
+MODEL_A = "model_a"
+MODEL_B = "model_b"
+
+
+def model_names(model_a: Any, model_b: Any) -> dict[str, str | None]:
+    """The metadata entries naming the two answers' models (a name that is not text is unknown)."""
+    return {MODEL_A: model_a if isinstance(model_a, str) else None,
+            MODEL_B: model_b if isinstance(model_b, str) else None}
+
 
 @dataclass(slots=True)
 class CandidatePair:

@@ -1,7 +1,7 @@
 """Calibrated confidence: the probability that the judge's direction matches a clear human preference.
 
 Fitted per judge configuration (a version is built from one) on the pairs that carry a clear human label
-(HelpSteer3 |overall_preference| >= 2; arena-style votes that are neither ties nor both-bad), from the
+(|human_label| at least the clear label its source declares, neither a tie nor both-bad), from the
 judge's own signals: |mean margin| (a spline: the relation is not linear), the margin in each order toward
 the chosen side, order and score agreement, the spread across samples, how many verdicts, and the domain.
 The model is scikit-learn's logistic regression, cross-fitted: a labelled pair's probability comes from a
@@ -25,6 +25,7 @@ import pandas as pd
 
 from tasks.curate.confidence import Confidences
 from tasks.curate.pool import JudgedPool
+from tasks.ingest.sources import clear_label_of
 
 MIN_LABELLED = 200  # labelled pairs (with at least MIN_PER_CLASS right and wrong) needed to fit at all
 MIN_PER_CLASS = 10
@@ -33,14 +34,13 @@ FOLDS = 5
 BINS = 10
 MAX_FIT = 100_000  # labelled pairs one model is fitted on (a sample by pair id beyond that): enough for a
 # dozen coefficients, and a million-pair version fits in seconds
-CLEAR_LABEL = {"helpsteer3": 2.0}  # |human_label| a preference must reach to count as clear; others: 1
 
 
 def clear_human_direction(source: str, human_label: float | None, both_bad: bool) -> str | None:
     """ "a" or "b" when the human preference is clear, else None."""
     if human_label is None or both_bad or (isinstance(human_label, float) and math.isnan(human_label)):
         return None
-    if abs(human_label) < CLEAR_LABEL.get(source, 1.0):
+    if abs(human_label) < clear_label_of(source):
         return None
     return "a" if human_label > 0 else "b"
 
@@ -48,7 +48,7 @@ def clear_human_direction(source: str, human_label: float | None, both_bad: bool
 def clear_human_directions(source: np.ndarray, human_label: np.ndarray, both_bad: np.ndarray) -> np.ndarray:
     """`clear_human_direction` for every pair: int8, 1 A, -1 B, 0 not clear."""
     codes, names = pd.factorize(source)
-    threshold = np.array([CLEAR_LABEL.get(s, 1.0) for s in names] or [1.0])[codes]
+    threshold = np.array([clear_label_of(s) for s in names] or [1.0])[codes]
     label = np.nan_to_num(human_label)
     clear = ~np.isnan(human_label) & ~both_bad & (np.abs(label) >= threshold)
     return np.where(clear, np.sign(label), 0).astype(np.int8)

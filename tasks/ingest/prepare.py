@@ -4,6 +4,10 @@ Stages, each of which may quarantine a row with reasons: `read` (not JSON, not a
 source's pandera schema), `adapter` (the source's mapping: images, multi-turn rule), `pair` (the
 canonical pandera schema: history shape, roles, empty or identical responses, judge context, label
 range, UTF-8).
+
+A source's adapter may make any number of pairs of one raw row, and reject parts of it (an unusable
+completion): each pair is checked on its own, and every part of a row that failed goes into the row's one
+quarantine record, so quarantine stays keyed by raw row while the row's good pairs land.
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ class PreparedBatch:
     prompts: list[EvalPrompt] = field(default_factory=list)
     quarantined: list[QuarantineRecord] = field(default_factory=list)
     multi_turn: Counter = field(default_factory=Counter)
-    flags: Counter = field(default_factory=Counter)  # kept pairs worth knowing of (see tasks.ingest.summary)
+    # kept pairs worth knowing of, and how many rows made pairs (see tasks.ingest.summary)
+    flags: Counter = field(default_factory=Counter)
 
 
 _WHOLE_FILE_ROWS = 5
@@ -94,7 +99,8 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
     sound = [i for i in range(len(batch.rows)) if i not in faults]
     frame = frame_of([batch.rows[i] for i in sound], list(source.raw_schema.columns))
     raw_fail = {sound[k]: r for k, r in row_failures(frame, source.raw_schema).items()}
-    adapted: list[tuple[int, Any]] = []
+    adapted: list[tuple[int, Any]] = []  # (row, a pair or prompt it made): a row may make any number
+    rejected: dict[int, QuarantineRecord] = {}  # row -> its one quarantine record, whatever parts of it failed
     for i in sound:
         row = batch.rows[i]
         if i in raw_fail:
@@ -104,22 +110,23 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
             continue
         ctx = AdapterContext(settings, batch.split, batch.positions[i])
         try:
-            result = source.adapt(row, ctx)
-            if isinstance(result, CandidatePair):
-                result = nz.normalize_pair(result)
+            results = [nz.normalize_pair(r) if isinstance(r, CandidatePair) else r for r in source.adapt(row, ctx)]
         except Exception as err:  # noqa: BLE001 - an adapter bug must not lose the row or crash the run
-            result = Rejection([f"adapter_error:{type(err).__name__}"], nz.printable(str(err))[:500])
-        if isinstance(result, Rejection):
-            out.quarantined.append(
-                QuarantineRecord("adapter", result.reasons, batch.positions[i], row, _safe_source_id(source, row), result.detail)
-            )
+            # what it made before failing is dropped too: a failing adapter is trusted with none of the row
+            results = [Rejection([f"adapter_error:{type(err).__name__}"], nz.printable(str(err))[:500])]
+        if not results:  # a row that vanished without a word would break the count of rows read
+            results = [Rejection(["adapter_made_nothing"])]
+        for result in results:
+            if not isinstance(result, Rejection):
+                adapted.append((i, result))
+                continue
+            _reject(rejected, i, "adapter", result.reasons, result.detail, batch, _safe_source_id(source, row))
             if "multi_turn_divergent_history" in result.reasons:
                 out.multi_turn["quarantined_divergent"] += 1
-            continue
-        adapted.append((i, result))
 
     if source.kind == "eval_prompts":
         out.prompts = [p for _, p in adapted]
+        out.quarantined += [rejected[i] for i in sorted(rejected)]
         return out
 
     pairs = [p for _, p in adapted]
@@ -145,12 +152,15 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
     frame["utf8_bytes"] = frame["utf8_bytes"].astype("int64")
     frame["text"] = frame["text"].astype(bool)
     pair_fail = row_failures(frame, _pair_schema(settings.judge_input_budget))
+    made = Counter(i for i, _ in adapted)
+    paired: set[int] = set()
     for k, ((i, _), pair) in enumerate(zip(adapted, pairs)):
         if k in pair_fail:
-            out.quarantined.append(
-                QuarantineRecord("pair", pair_fail[k], batch.positions[i], batch.rows[i], pair.source_id,
-                                 f"{sizes[k]} bytes of text" if any("fits_judge" in r for r in pair_fail[k]) else "")
-            )
+            detail = f"{sizes[k]} bytes of text" if any("fits_judge" in r for r in pair_fail[k]) else ""
+            if made[i] > 1:  # the row's record says which of its pairs failed; its source id is the row's
+                detail = f"{pair.source_id}: {detail}" if detail else pair.source_id
+            _reject(rejected, i, "pair", pair_fail[k], detail, batch,
+                    _safe_source_id(source, batch.rows[i]) if made[i] > 1 else pair.source_id)
             continue
         if sum(m["role"] == "user" for m in pair.history) > 1:
             out.multi_turn["kept_shared_history"] += 1
@@ -160,7 +170,25 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
             out.flags["reasoning_trace_stripped"] += 1
         if tokens[k] > settings.judge_input_budget:
             out.flags["estimate_over_budget"] += 1
+        paired.add(i)
         out.pairs.append(pair)
         out.pair_ids.append(nz.pair_id(pair.history, pair.response_a, pair.response_b))
         out.est_tokens.append(tokens[k])
+    out.quarantined += [rejected[i] for i in sorted(rejected)]
+    # rows, not pairs: read = rows_paired + quarantined rows - rows_partly_quarantined (see tasks.ingest.summary)
+    out.flags["rows_paired"] += len(paired)
+    out.flags["rows_partly_quarantined"] += len(paired & rejected.keys())
     return out
+
+
+def _reject(rejected: dict[int, QuarantineRecord], i: int, stage: str, reasons: list[str], detail: str,
+            batch: RawBatch, source_id: str | None) -> None:
+    """Record why part or all of row `i` failed, in the row's one quarantine record (its key is the raw row's
+    hash and position): a row whose parts fail at two stages keeps the first stage and every reason."""
+    record = rejected.get(i)
+    if record is None:
+        rejected[i] = QuarantineRecord(stage, list(reasons), batch.positions[i], batch.rows[i], source_id, detail)
+        return
+    record.reasons += [r for r in reasons if r not in record.reasons]
+    if detail:
+        record.detail = f"{record.detail}; {detail}" if record.detail else detail

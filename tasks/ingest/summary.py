@@ -11,13 +11,19 @@ from tasks.ingest.land import BatchCounts
 from tasks.ingest.sources import Source
 from warehouse.store import Warehouse
 
-SUMMARY_KEYS = ("read", "valid", "quarantined", "exact_duplicates", "near_duplicates", "contaminated", "new_pairs")
+SUMMARY_KEYS = ("read", "valid", "rows_paired", "rows_partly_quarantined", "quarantined", "exact_duplicates",
+                "near_duplicates", "contaminated", "new_pairs")
 
 
 def summarize(counts: BatchCounts, **extra: Any) -> IngestSummary:
     summary = {
         "read": counts.read,
         "valid": counts.valid,
+        # `valid` counts pairs, these count rows: those that made at least one valid pair, and of them those with a
+        # part quarantined too (an unusable completion). read = rows_paired + quarantined_rows - rows_partly_
+        # quarantined; a source making one pair a row has rows_paired = valid and none partly quarantined.
+        "rows_paired": counts.flags.get("rows_paired", 0),
+        "rows_partly_quarantined": counts.flags.get("rows_partly_quarantined", 0),
         "quarantined": dict(counts.quarantined.most_common()),
         "quarantined_rows": counts.quarantined_rows,
         "new_quarantined": counts.new_quarantined,

@@ -1,5 +1,6 @@
-"""Seeded synthetic HelpSteer3- and arena-shaped rows with planted duplicates, near duplicates,
-contamination and bad rows. Tests and benchmarks use it; the manifest is the ground truth.
+"""Seeded synthetic HelpSteer3-, arena- and UltraFeedback-shaped rows with planted duplicates, near
+duplicates, contamination and bad rows (and, for UltraFeedback, rows whose completions all tie). Tests and
+benchmarks use it; the manifest is the ground truth.
 
 Rows are generated in a stream (no 100k-row list in memory); a duplicate copies one of the last
 `_WINDOW` good rows.
@@ -20,7 +21,7 @@ import numpy as np
 
 from tasks.ingest.latent import human_label, latent_quality
 
-Kind = Literal["helpsteer3", "arena"]
+Kind = Literal["helpsteer3", "arena", "ultrafeedback"]
 
 _WINDOW = 500
 _VOCAB_SIZE = 6000
@@ -70,6 +71,30 @@ BAD_KINDS: dict[Kind, dict[str, str]] = {
         "bad_row_with_surrogate_id": "invalid_utf8:id",
         "language_not_text": "language:is_text",
     },
+    # `partly`: the row still makes its pairs; one completion is quarantined (see `_UltraFeedback.bad`)
+    "ultrafeedback": {
+        "malformed_json": "malformed_json",
+        "not_an_object": "not_an_object",
+        "too_deep_for_parsers": "json_too_deep",
+        "too_deep_for_storage": "json_too_deep",
+        "lone_surrogate": "invalid_utf8:completions",
+        "surrogate_in_source": "invalid_utf8:source",
+        "nan_score": "not_finite:completions",
+        "too_long": "utf8_bytes:fits_judge_context",
+        "empty_last_user_turn": "history:last_user_turn_not_empty",
+        "missing_instruction": "instruction:missing",
+        "instruction_not_text": "instruction:is_text",
+        "completions_not_list": "completions:is_list",
+        "one_completion": "fewer_than_two_completions",
+        "identical_responses": "responses_differ",
+        "partly_empty_completion": "completion_response_empty",
+        "partly_invisible_completion": "completion_response_empty",
+        "partly_score_missing": "completion_score_invalid:fine-grained_score",
+        "partly_score_not_numeric": "completion_score_invalid:fine-grained_score",
+        "partly_score_out_of_range": "completion_score_out_of_range:fine-grained_score",
+        "partly_overall_not_numeric": "completion_score_invalid:overall_score",
+        "partly_completion_not_object": "completion_not_an_object",
+    },
 }
 
 
@@ -99,10 +124,15 @@ class SynthManifest:
     contaminated: list[tuple[int, int]] = field(default_factory=list)  # (row, eval prompt index)
     bad_rows: dict[int, tuple[str, str]] = field(default_factory=dict)  # row -> (kind, expected reason)
     valid_multi_turn: list[int] = field(default_factory=list)
+    # kinds that make several pairs of a row (ultrafeedback): row -> the valid pairs it makes (bad rows that still
+    # make some included), and the rows whose completions all tie (quarantined as `no_clear_preference`)
+    pairs: dict[int, int] = field(default_factory=dict)
+    no_clear_preference: list[int] = field(default_factory=list)
 
     def to_json(self) -> str:
         d = asdict(self)
         d["bad_rows"] = {str(k): list(v) for k, v in self.bad_rows.items()}
+        d["pairs"] = {str(k): v for k, v in self.pairs.items()}
         return json.dumps(d)
 
     @classmethod
@@ -112,6 +142,7 @@ class SynthManifest:
         d["near_duplicates"] = [tuple(x) for x in d["near_duplicates"]]
         d["contaminated"] = [tuple(x) for x in d["contaminated"]]
         d["bad_rows"] = {int(k): tuple(v) for k, v in d["bad_rows"].items()}
+        d["pairs"] = {int(k): v for k, v in d.get("pairs", {}).items()}
         return cls(**d)
 
 
@@ -320,6 +351,135 @@ class _Generator:
         return row
 
 
+class _UltraFeedback(_Generator):
+    """UltraFeedback-shaped rows: one instruction, four rated completions. A good row's best completion leads
+    one or two others by at least the pairing threshold (1.0) and the rest by less, never tying it, so the
+    pairs each row makes are known by construction; a tie row's completions all lie within the threshold."""
+
+    ASPECTS = ("helpfulness", "honesty", "instruction_following", "truthfulness")
+    PROMPT_SOURCES = ("evol_instruct", "false_qa", "flan_v2_cot", "sharegpt", "ultrachat", "truthful_qa")
+    TIE_RATE = 0.05  # of the good rows
+
+    def __init__(self, kind: Kind, seed: int, pair_bytes: int, eval_prompts: list[str]):
+        super().__init__(kind, seed, pair_bytes, eval_prompts)
+        self.last_pairs = 0  # the pairs the last bad row still makes
+
+    def good(self, contaminate: int | None = None, tie: bool | None = None) -> dict[str, Any]:
+        h, r1, r2 = _sizes(self.rng, self.pair_bytes)
+        prompt = self.tm.text(max(40, h))
+        if contaminate is not None:
+            prompt += "\n\n" + self.eval_prompts[contaminate]
+        # the better-rated answers are the truly better ones: the stand-in judges by the same latent quality
+        texts = sorted((self.tm.text(n) for n in (r1, r2, (r1 + r2) // 2, self.rng.choice([r1, r2]))),
+                       key=latent_quality, reverse=True)
+        if tie is None:
+            tie = contaminate is None and self.rng.random() < self.TIE_RATE
+        best = self.rng.choice([3.0, 3.5, 4.0, 4.25, 4.5, 4.75, 5.0])
+        pairs = 0 if tie else self.rng.choice([1, 2])
+        below = ([self.rng.choice([0.0, 0.25, 0.5, 0.75]) for _ in range(3)] if tie else
+                 [self.rng.choice([0.25, 0.5, 0.75]) for _ in range(3 - pairs)]
+                 + [self.rng.choice([1.0, 1.25, 1.5, 2.0]) for _ in range(pairs)])
+        ranks = ["best"] + ["worse" if d >= 1.0 else "close" for d in sorted(below)]
+        scores = [best] + [best - d for d in sorted(below)]
+        completions = [
+            {"response": text, "fine": fine, "rank": rank, "model": model, "principle": self.rng.choice(self.ASPECTS),
+             "overall": min(10.0, max(1.0, 2 * fine + self.rng.choice([-1.0, -0.5, 0.0, 0.5])))}
+            for text, fine, rank, model in zip(texts, scores, ranks, self.rng.sample(self.models, 4))
+        ]
+        self.rng.shuffle(completions)  # the best is anywhere in the row
+        return {"history": [{"role": "user", "content": prompt}], "completions": completions, "pairs": pairs}
+
+    def _completion(self, c: dict[str, Any]) -> dict[str, Any]:
+        total = round(4 * c["fine"])  # four integer aspect ratings whose mean is the fine-grained score
+        ratings = [total // 4 + (k < total % 4) for k in range(4)]
+        return {
+            "annotations": {a: {"Rating": str(r), "Rationale": f"Rated {r} for {a.replace('_', ' ')}."}
+                            for a, r in zip(self.ASPECTS, ratings)},
+            "critique": "The answer addresses the question; some points could be clearer.",
+            "custom_system_prompt": f"You are an AI assistant. Answer with {c['principle'].replace('_', ' ')}.",
+            "fine-grained_score": c["fine"],
+            "model": c["model"],
+            "overall_score": c["overall"],
+            "principle": c["principle"],
+            "response": c["response"],
+        }
+
+    def render(self, g: dict[str, Any], swap: bool = False) -> dict[str, Any]:
+        completions = g["completions"][::-1] if swap else g["completions"]  # the same comparisons, reordered
+        return {
+            "source": self.rng.choice(self.PROMPT_SOURCES),
+            "instruction": g["history"][0]["content"],
+            "models": [c["model"] for c in completions],
+            "completions": [self._completion(c) for c in completions],
+            "correct_answers": ["None"],
+            "incorrect_answers": ["None"],
+        }
+
+    def near(self, g: dict[str, Any], rate: float) -> dict[str, Any]:
+        return {"history": [dict(m, content=self.tm.edit(m["content"], rate)) for m in g["history"]],
+                "completions": [dict(c, response=self.tm.edit(c["response"], rate)) for c in g["completions"]],
+                "pairs": g["pairs"]}
+
+    def bad(self, kind: str) -> dict[str, Any] | str:
+        """One bad row of `kind`; `last_pairs` is how many valid pairs it still makes."""
+        self.last_pairs = 0
+        if kind in ("malformed_json", "not_an_object", "too_deep_for_parsers"):
+            return super().bad(kind)
+        g = self.good(tie=False)
+        at = {c["rank"]: k for k, c in enumerate(g["completions"])}  # a position of each rank
+        if kind == "too_long":  # every pair is too long for the judge
+            g["history"][0]["content"] = self.tm.text(230_000)
+        elif kind == "empty_last_user_turn":
+            g["history"][0]["content"] = " "
+        elif kind == "identical_responses":  # one clearly worse completion says what the best says
+            g["completions"][at["worse"]]["response"] = g["completions"][at["best"]]["response"]
+            self.last_pairs = g["pairs"] - 1
+        row = self.render(g)
+        close = row["completions"][at["close"]]  # a completion that makes no pair: the row's pairs survive it
+        if kind.startswith("partly_"):
+            self.last_pairs = g["pairs"]
+        if kind == "too_deep_for_storage":
+            deep: Any = "leaf"
+            for _ in range(200):
+                deep = [deep]
+            row["extra"] = deep
+        elif kind == "lone_surrogate":
+            close["response"] = close["response"][:40] + "\ud800" + close["response"][40:]
+        elif kind == "surrogate_in_source":
+            row["source"] = "sharegpt\ud800"
+        elif kind == "nan_score":
+            close["fine-grained_score"] = float("nan")
+        elif kind == "missing_instruction":
+            del row["instruction"]
+        elif kind == "instruction_not_text":
+            row["instruction"] = 5
+        elif kind == "completions_not_list":
+            row["completions"] = "four answers"
+        elif kind == "one_completion":
+            row["completions"] = row["completions"][:1]
+        elif kind == "partly_empty_completion":
+            close["response"] = "   \n "
+        elif kind == "partly_invisible_completion":
+            close["response"] = "\u200b\u200b\ufeff"
+        elif kind == "partly_score_missing":
+            del close["fine-grained_score"]
+        elif kind == "partly_score_not_numeric":
+            close["fine-grained_score"] = "N/A"
+        elif kind == "partly_score_out_of_range":
+            close["fine-grained_score"] = 7.5
+        elif kind == "partly_overall_not_numeric":
+            close["overall_score"] = "ten"
+        elif kind == "partly_completion_not_object":
+            row["completions"][at["close"]] = "an answer without its ratings"
+        return row
+
+
+# The kinds `curate synth` writes, each with its generator.
+GENERATORS: dict[str, type[_Generator]] = {"helpsteer3": _Generator, "arena": _Generator,
+                                           "ultrafeedback": _UltraFeedback}
+KINDS: tuple[str, ...] = tuple(GENERATORS)
+
+
 def synth_lines(
     kind: Kind,
     n: int,
@@ -335,7 +495,7 @@ def synth_lines(
     manifest: SynthManifest | None = None,
 ) -> Iterator[str]:
     """Yield `n` JSONL lines; fill `manifest` (if given) with what was planted where."""
-    gen = _Generator(kind, seed, pair_bytes, eval_prompts or [])
+    gen = GENERATORS[kind](kind, seed, pair_bytes, eval_prompts or [])
     m = manifest if manifest is not None else SynthManifest(kind, seed)
     m.kind, m.seed = kind, seed
     recent: deque[tuple[int, dict[str, Any]]] = deque(maxlen=_WINDOW)
@@ -348,12 +508,15 @@ def synth_lines(
             n_bad += 1
             row = gen.bad(bad_kind)
             m.bad_rows[i] = (bad_kind, BAD_KINDS[kind][bad_kind])
+            if isinstance(gen, _UltraFeedback) and gen.last_pairs:
+                m.pairs[i] = gen.last_pairs
             yield row if isinstance(row, str) else json.dumps(row)
             continue
         roll -= bad_rate
         if recent and roll < exact_dup_rate:
             j, g = gen.rng.choice(recent)
             m.exact_duplicates.append((i, j))
+            _count_pairs(m, i, g)
             yield json.dumps(gen.render(g, swap=gen.rng.random() < 0.5))
             continue
         roll -= exact_dup_rate
@@ -361,6 +524,7 @@ def synth_lines(
             j, g = gen.rng.choice(recent)
             rate = gen.rng.uniform(*near_edit_range)
             m.near_duplicates.append((i, j, rate))
+            _count_pairs(m, i, g)
             yield json.dumps(gen.render(gen.near(g, rate), swap=gen.rng.random() < 0.5))
             continue
         roll -= near_dup_rate
@@ -371,9 +535,19 @@ def synth_lines(
         g = gen.good(contaminate)
         if len(g["history"]) > 1:
             m.valid_multi_turn.append(i)
-        recent.append((i, g))
+        if g.get("pairs") == 0:  # every completion ties: no pair, and nothing a duplicate should copy
+            m.no_clear_preference.append(i)
+        else:
+            _count_pairs(m, i, g)
+            recent.append((i, g))
         yield json.dumps(gen.render(g))
     m.rows = n
+
+
+def _count_pairs(m: SynthManifest, i: int, g: dict[str, Any]) -> None:
+    """Row `i` makes the pairs of the neutral row `g` (recorded for the kinds that make several a row)."""
+    if "pairs" in g:
+        m.pairs[i] = g["pairs"]
 
 
 def synth_eval_prompts(n: int, seed: int = 1) -> list[str]:

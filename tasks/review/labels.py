@@ -5,8 +5,8 @@ response was shown first) turns it into the pair's sides: "a", "b", "tie" or "bo
 annotations count: a skipped task (Label Studio's `was_cancelled`) or one without a choice is not a review.
 
 On the human-label scale (from response A's side) a reviewer's pick is a clear preference without a strength:
-it counts as the weakest clear label of the pair's source (HelpSteer3: 2, "better"; arena-style votes: 1),
-a tie as 0, both-bad as a tie flagged both-bad (as arena's own both_bad votes are).
+it counts as the weakest clear label of the pair's source (the clear label the source declares), a tie as 0,
+both-bad as a tie flagged both-bad (as a source's own both-bad votes are).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any
 from tasks.review.interface import ANSWER_1, ANSWER_2, BOTH_BAD, CHOICE_VALUES, PREFERENCE, TIE
 
 OUTCOMES = ("a", "b", TIE, BOTH_BAD)
-CLEAR = {"helpsteer3": 2.0}  # the weakest clear label of a source's scale (as the calibration counts clear)
 
 
 def choice_of(result: list[dict[str, Any]] | None) -> str | None:
@@ -45,10 +44,12 @@ def side_of(choice: str, answer_1: str) -> str:
 
 def human_label_of(outcome: str, source: str) -> tuple[float | None, bool]:
     """(label on A's side, both-bad) for a reviewed outcome; (None, False) for a split."""
-    if outcome == "a":
-        return CLEAR.get(source, 1.0), False
-    if outcome == "b":
-        return -CLEAR.get(source, 1.0), False
+    if outcome in ("a", "b"):
+        # the registry loads every source's schema: only when a label is made, not when the review CLI starts
+        from tasks.ingest.sources import clear_label_of
+
+        clear = clear_label_of(source)  # the weakest clear label of the source's scale, as the calibration counts
+        return (clear if outcome == "a" else -clear), False
     if outcome in (TIE, BOTH_BAD):
         return 0.0, outcome == BOTH_BAD
     return None, False

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas import raw
-from schemas.pair import CandidatePair, Rejection
-from tasks.ingest.sources.arena_common import arena_pair
-from tasks.ingest.sources.base import AdapterContext, Source
+from schemas import checks as c
+from schemas.pair import CandidatePair, Rejection, model_names
+from tasks.ingest.sources.arena_common import arena_pair, arena_raw_schema
+from tasks.ingest.sources.base import AdapterContext, Source, one_per_row
+
+# message contents are lists of typed parts
+RAW_SCHEMA = arena_raw_schema("id", ("model_a", "model_b", "tie", "both_bad"), c.is_part_message_list)
 
 
 def flatten_message(message: dict[str, Any] | None) -> dict[str, str] | str:
@@ -84,8 +87,7 @@ def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair | Rejecti
         # `und` is also used on plainly Chinese rows: unknown is more honest than a wrong code.
         language=language,
         metadata={
-            "model_a": row.get("model_a"),
-            "model_b": row.get("model_b"),
+            **model_names(row.get("model_a"), row.get("model_b")),
             "evaluation_session_id": row.get("evaluation_session_id"),
             "evaluation_order": row.get("evaluation_order"),
             "timestamp": row.get("timestamp"),
@@ -100,9 +102,10 @@ SOURCE = Source(
     config=None,
     splits=("train",),
     license="cc-by-4.0 (prompts); model outputs under their providers' terms",
-    raw_schema=raw.ARENA_140K,
+    raw_schema=RAW_SCHEMA,
     kind="pairs",
-    adapt=to_pair,
+    adapt=one_per_row(to_pair),
     source_id=source_id,
     description="LMArena human votes between two anonymous models, 2025",
+    names_models=True,
 )

@@ -8,10 +8,14 @@ kept as the history and the pair is flagged `context_dropped`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import pandera.pandas as pa
 
 from common.settings import MultiTurnPolicy
 from schemas.pair import CandidatePair, Rejection
+from schemas.raw import element_check, text_column
 from tasks.ingest.normalize import last_turn_only, split_shared_history
 
 # winner -> (human label from response A's side, both_bad)
@@ -22,6 +26,22 @@ WINNER_LABELS = {
     "both_bad": (0.0, True),
     "tie (bothbad)": (0.0, True),
 }
+
+
+def arena_raw_schema(id_column: str, winners: tuple[str, ...],
+                     is_conversation: Callable[[Any], bool]) -> pa.DataFrameSchema:
+    """An arena-style vote's raw row: an id, two model names, a winner among `winners`, two conversations."""
+    return pa.DataFrameSchema(
+        {
+            id_column: text_column(),
+            "model_a": text_column(nullable=True),
+            "model_b": text_column(nullable=True),
+            "winner": pa.Column(None, element_check(lambda v: v in winners, f"in({'|'.join(winners)})")),
+            "conversation_a": pa.Column(None, element_check(is_conversation, "is_message_list")),
+            "conversation_b": pa.Column(None, element_check(is_conversation, "is_message_list")),
+        },
+        strict=False,
+    )
 
 
 def pair_turns(

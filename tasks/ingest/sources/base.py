@@ -1,17 +1,24 @@
-"""What a source is: where its rows live, the pandera schema of a raw row, and its adapter.
+"""What a source is: where its rows live, the pandera schema of a raw row, its adapter, and the facts the
+rest of the pipeline reads from it (its license, what counts as a clear human label on its scale, whether
+its pairs name the models that wrote them).
 
-A new arena-style source is one small module that builds a `Source` and registers it.
+A new source is one module that builds a `Source` and registers it in `tasks.ingest.sources`: nothing
+outside that package knows a source by name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandera.pandas as pa
 
 from common.settings import Settings
+
+# |human_label| from which a preference counts as clear on a source that declares nothing else (one step of
+# the scale: an arena vote, a "slightly better").
+DEFAULT_CLEAR_LABEL = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +37,11 @@ class EvalPrompt:
     prompt: str
 
 
+# A raw row -> everything it makes: any number of pairs (pairs sources) or prompts (evaluation sets), and a
+# rejection for each part of the row that makes nothing (the reasons become quarantine reasons).
+Adapter = Callable[[dict[str, Any], AdapterContext], Iterable[Any]]
+
+
 @dataclass(frozen=True)
 class Source:
     name: str
@@ -39,9 +51,21 @@ class Source:
     license: str
     raw_schema: pa.DataFrameSchema
     kind: Literal["pairs", "eval_prompts"]
-    # pairs: raw row -> pair or rejection; eval_prompts: raw row -> prompt or rejection
-    adapt: Callable[[dict[str, Any], AdapterContext], Any]
-    source_id: Callable[[dict[str, Any]], str]
+    adapt: Adapter
+    source_id: Callable[[dict[str, Any]], str]  # the raw row's id (a pair made from it may add which parts it pairs)
     description: str = ""
+    # |human_label| from which this source's preference is clear (the calibration's evidence, a reviewer's pick)
+    clear_label: float = DEFAULT_CLEAR_LABEL
+    # its pairs name the models that wrote each answer, under `schemas.pair.MODEL_A` / `MODEL_B` in the metadata
+    names_models: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
+
+def one_per_row(make: Callable[[dict[str, Any], AdapterContext], Any]) -> Adapter:
+    """The adapter of a source whose every row makes exactly one pair (or prompt) or one rejection."""
+
+    def adapt(row: dict[str, Any], ctx: AdapterContext) -> tuple[Any]:
+        return (make(row, ctx),)
+
+    adapt.__name__ = adapt.__qualname__ = getattr(make, "__name__", "adapt")
+    return adapt

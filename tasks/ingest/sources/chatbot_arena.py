@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas import raw
-from schemas.pair import CandidatePair, Rejection
-from tasks.ingest.sources.arena_common import arena_pair
-from tasks.ingest.sources.base import AdapterContext, Source
+from schemas import checks as c
+from schemas.pair import CandidatePair, Rejection, model_names
+from tasks.ingest.sources.arena_common import arena_pair, arena_raw_schema
+from tasks.ingest.sources.base import AdapterContext, Source, one_per_row
+
+# message contents are plain strings
+RAW_SCHEMA = arena_raw_schema("question_id", ("model_a", "model_b", "tie", "tie (bothbad)"), c.is_message_list)
 
 
 def source_id(row: dict[str, Any]) -> str:
@@ -21,7 +24,7 @@ def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair | Rejecti
         "chatbot-arena", source_id(row), (side_a, side_b), row["winner"], ctx.settings.arena_multiturn,
         domain="general",
         language=row.get("language"),
-        metadata={"model_a": row.get("model_a"), "model_b": row.get("model_b"), "turn": row.get("turn")},
+        metadata={**model_names(row.get("model_a"), row.get("model_b")), "turn": row.get("turn")},
     )
 
 
@@ -31,9 +34,10 @@ SOURCE = Source(
     config=None,
     splits=("train",),
     license="see the dataset card (gated; user prompts CC-BY-4.0)",
-    raw_schema=raw.CHATBOT_ARENA,
+    raw_schema=RAW_SCHEMA,
     kind="pairs",
-    adapt=to_pair,
+    adapt=one_per_row(to_pair),
     source_id=source_id,
     description="Chatbot Arena conversations with pairwise human preferences, 2023",
+    names_models=True,
 )

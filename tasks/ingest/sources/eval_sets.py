@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from schemas import raw
+import pandera.pandas as pa
+
+from schemas.raw import text_column
 from tasks.ingest.sources.base import AdapterContext, EvalPrompt, Source
+
+RM_BENCH_SCHEMA = pa.DataFrameSchema(
+    {"id": pa.Column(None), "prompt": text_column(), "domain": text_column(nullable=True)}, strict=False)
+JUDGEBENCH_SCHEMA = pa.DataFrameSchema(
+    {"pair_id": text_column(), "question": text_column(), "source": text_column(nullable=True)}, strict=False)
 
 
 def rmbench_id(row: dict[str, Any]) -> str:
@@ -13,16 +21,16 @@ def rmbench_id(row: dict[str, Any]) -> str:
     return f"{row.get('domain') or 'unknown'}:{row['id']}"
 
 
-def rmbench_prompt(row: dict[str, Any], ctx: AdapterContext) -> EvalPrompt:
-    return EvalPrompt("rm-bench", rmbench_id(row), row["prompt"])
+def rmbench_prompts(row: dict[str, Any], ctx: AdapterContext) -> Iterator[EvalPrompt]:
+    yield EvalPrompt("rm-bench", rmbench_id(row), row["prompt"])
 
 
 def judgebench_id(row: dict[str, Any]) -> str:
     return str(row["pair_id"])
 
 
-def judgebench_prompt(row: dict[str, Any], ctx: AdapterContext) -> EvalPrompt:
-    return EvalPrompt("judgebench", judgebench_id(row), row["question"])
+def judgebench_prompts(row: dict[str, Any], ctx: AdapterContext) -> Iterator[EvalPrompt]:
+    yield EvalPrompt("judgebench", judgebench_id(row), row["question"])
 
 
 RM_BENCH = Source(
@@ -31,9 +39,9 @@ RM_BENCH = Source(
     config=None,
     splits=("train",),
     license="odc-by",
-    raw_schema=raw.RM_BENCH,
+    raw_schema=RM_BENCH_SCHEMA,
     kind="eval_prompts",
-    adapt=rmbench_prompt,
+    adapt=rmbench_prompts,
     source_id=rmbench_id,
     description="RM-Bench prompts (chat, math, code, safety)",
 )
@@ -44,9 +52,9 @@ JUDGEBENCH = Source(
     config=None,
     splits=("gpt", "claude"),
     license="mit",
-    raw_schema=raw.JUDGEBENCH,
+    raw_schema=JUDGEBENCH_SCHEMA,
     kind="eval_prompts",
-    adapt=judgebench_prompt,
+    adapt=judgebench_prompts,
     source_id=judgebench_id,
     description="JudgeBench questions (knowledge, reasoning, math, code)",
 )

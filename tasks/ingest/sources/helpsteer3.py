@@ -4,10 +4,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas import raw
+import pandera.pandas as pa
+
+from schemas import checks as c
 from schemas.pair import CandidatePair
+from schemas.raw import element_check, text_column
 from tasks.ingest.normalize import row_hash
-from tasks.ingest.sources.base import AdapterContext, Source
+from tasks.ingest.sources.base import AdapterContext, Source, one_per_row
+
+RAW_SCHEMA = pa.DataFrameSchema(
+    {
+        "domain": text_column(nullable=True),
+        "language": text_column(nullable=True),
+        "context": pa.Column(None, element_check(c.is_message_list, "is_message_list")),
+        "response1": text_column(),
+        "response2": text_column(),
+        "overall_preference": pa.Column(
+            None,
+            [
+                element_check(c.is_int_like, "is_int"),
+                element_check(lambda v: not c.is_int_like(v) or -3 <= v <= 3, "in_range(-3,3)"),
+            ],
+        ),
+    },
+    strict=False,
+)
 
 
 def source_id(row: dict[str, Any]) -> str:
@@ -41,9 +62,11 @@ SOURCE = Source(
     config="preference",
     splits=("train", "validation"),
     license="cc-by-4.0",
-    raw_schema=raw.HELPSTEER3,
+    raw_schema=RAW_SCHEMA,
     kind="pairs",
-    adapt=to_pair,
+    adapt=one_per_row(to_pair),
     source_id=source_id,
     description="HelpSteer3 preference: multi-domain, multi-turn, 3 annotators, -3..3 preference",
+    # on its scale 1 is "slightly better": a clear preference says at least "better" (2)
+    clear_label=2.0,
 )

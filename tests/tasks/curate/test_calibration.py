@@ -112,3 +112,26 @@ def test_one_outcome_only_is_not_a_model():
     ids = np.array([f"{i:08x}" for i in range(n)], dtype=object)
     p, report = fit_p_correct(ids, np.array(["general"] * n, dtype=object), np.ones((n, 10)), np.ones(n, np.int8))
     assert np.isnan(p).all() and report["status"] == "too_few_labelled"
+
+
+def test_a_clear_human_label_is_the_one_its_source_declares(monkeypatch):
+    """Which labels are evidence is read from the pair's source in the registry, never from a list here."""
+    import dataclasses
+
+    from tasks.curate.calibration import clear_human_direction, clear_human_directions
+    from tasks.ingest.sources import SOURCES, clear_label_of
+
+    monkeypatch.setitem(SOURCES, "strict-made-up", dataclasses.replace(SOURCES["helpsteer3"], name="strict-made-up",
+                                                                        clear_label=2.5))
+    names = [*SOURCES, "strict-made-up", "a-source-another-build-wrote"]
+    for name in names:
+        clear = clear_label_of(name)
+        assert clear_human_direction(name, clear, False) == "a" and clear_human_direction(name, -clear, False) == "b"
+        assert clear_human_direction(name, clear - 0.25, False) is None
+        assert clear_human_direction(name, clear, True) is None  # both bad: no direction
+    assert clear_human_direction("strict-made-up", 2.0, False) is None
+    assert clear_human_direction("a-source-another-build-wrote", 2.0, False) == "a"
+    labels = np.array([clear for name in names for clear in (clear_label_of(name), -(clear_label_of(name) - 0.25))])
+    sources = np.array([name for name in names for _ in range(2)], dtype=object)
+    got = clear_human_directions(sources, labels, np.zeros(len(labels), bool))
+    assert got.tolist() == [1, 0] * len(names)

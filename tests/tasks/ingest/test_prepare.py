@@ -4,6 +4,8 @@ from collections import Counter
 
 import pytest
 
+from schemas.pair import CandidatePair, Rejection
+from tasks.ingest import normalize as nz
 from tasks.ingest.prepare import prepare_batch
 from tasks.ingest.read import RawBatch, read_jsonl
 from tasks.ingest.sources import get_source
@@ -76,3 +78,65 @@ def test_manifest_round_trips(tmp_path):
     m = write_synth(tmp_path / "s.jsonl", "arena", 200, seed=3)
     again = SynthManifest.from_json((tmp_path / "s.jsonl.manifest.json").read_text())
     assert again == m
+
+
+# -- a source that makes several pairs of a row ---------------------------------------------------------------
+def _several(row, ctx):
+    """One pair per answer after the first, each against the first; a `bad` answer is a rejected part."""
+    first, *others = row["answers"]
+    for k, answer in enumerate(others, start=1):
+        if answer == "bad":
+            yield Rejection(["answer_unusable"], f"answer {k}")
+            continue
+        yield CandidatePair("several", f"{row['id']}:0>{k}", [{"role": "user", "content": row["q"]}], first, answer,
+                            human_label=1.0)
+
+
+def _several_source(adapt=_several):
+    import dataclasses
+
+    import pandera.pandas as pa
+
+    return dataclasses.replace(get_source("helpsteer3"), name="several", adapt=adapt, source_id=lambda r: r["id"],
+                               raw_schema=pa.DataFrameSchema({"id": pa.Column(None)}, strict=False))
+
+
+def _prepare(rows, source, settings):
+    return prepare_batch(RawBatch("train", rows, [f"f:{i + 1}" for i in range(len(rows))]), source, settings, "f")
+
+
+def test_a_row_may_make_several_pairs_each_with_its_own_source_id(settings):
+    rows = [{"id": "r1", "q": "q1", "answers": ["a", "b", "c"]}, {"id": "r2", "q": "q2", "answers": ["a", "d"]}]
+    prepared = _prepare(rows, _several_source(), settings)
+    assert [p.source_id for p in prepared.pairs] == ["r1:0>1", "r1:0>2", "r2:0>1"]
+    assert len(set(prepared.pair_ids)) == 3 and not prepared.quarantined
+    assert (prepared.read, prepared.flags["rows_paired"], prepared.flags["rows_partly_quarantined"]) == (2, 2, 0)
+
+
+def test_a_row_s_failed_parts_share_one_quarantine_record_keyed_by_the_row(settings):
+    rows = [{"id": "r1", "q": "q1", "answers": ["a", "bad", "a", "c", "bad"]},  # adapter and pair stage both refuse
+            {"id": "r2", "q": "q2", "answers": ["a", "bad"]}]  # nothing left: the whole row
+    prepared = _prepare(rows, _several_source(), settings)
+    assert [p.source_id for p in prepared.pairs] == ["r1:0>3"]
+    first, second = prepared.quarantined
+    assert (first.position, first.stage, first.source_id) == ("f:1", "adapter", "r1")
+    assert first.reasons == ["answer_unusable", "responses_differ"]  # each reason once, the stages in order
+    assert "answer 1" in first.detail and "answer 4" in first.detail and "r1:0>2" in first.detail
+    assert first.row_hash == nz.row_hash(rows[0])
+    assert (second.position, second.reasons) == ("f:2", ["answer_unusable"])
+    assert (prepared.flags["rows_paired"], prepared.flags["rows_partly_quarantined"]) == (1, 1)
+
+
+def test_an_adapter_that_makes_nothing_or_fails_part_way_loses_no_row(settings):
+    def nothing(row, ctx):
+        return iter(())
+
+    def part_way(row, ctx):
+        yield from _several(row, ctx)
+        raise ValueError("late")
+
+    row = {"id": "r1", "q": "q1", "answers": ["a", "b"]}
+    (silent,) = _prepare([row], _several_source(nothing), settings).quarantined
+    assert silent.reasons == ["adapter_made_nothing"]
+    failed = _prepare([row], _several_source(part_way), settings)
+    assert failed.pairs == [] and [q.reasons for q in failed.quarantined] == [["adapter_error:ValueError"]]

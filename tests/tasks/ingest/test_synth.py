@@ -1,7 +1,12 @@
 import json
 import statistics
+from collections import Counter, defaultdict
 
-from tasks.ingest.synth import SynthManifest, synth_eval_prompts, synth_lines, write_synth
+from tasks.ingest.prepare import prepare_batch
+from tasks.ingest.read import read_jsonl
+from tasks.ingest.sources import get_source
+from tasks.ingest.sources.ultrafeedback import source_id
+from tasks.ingest.synth import BAD_KINDS, SynthManifest, synth_eval_prompts, synth_lines, write_synth
 
 
 def test_seeded_and_reproducible():
@@ -34,3 +39,43 @@ def test_exact_duplicates_are_the_same_comparison(tmp_path):
         a, b = json.loads(rows[dup]), json.loads(rows[orig])
         texts = lambda r: {r["conversation_a"][-1]["content"][0]["text"], r["conversation_b"][-1]["content"][0]["text"]}  # noqa: E731
         assert texts(a) == texts(b) and a["id"] != b["id"]
+
+
+def test_ultrafeedback_rows_are_seeded_and_plant_every_kind():
+    m = SynthManifest("ultrafeedback", 0)
+    a = list(synth_lines("ultrafeedback", 800, seed=5, bad_rate=0.1, manifest=m))
+    assert a == list(synth_lines("ultrafeedback", 800, seed=5, bad_rate=0.1))
+    assert a != list(synth_lines("ultrafeedback", 800, seed=6, bad_rate=0.1))
+    assert {k for k, _ in m.bad_rows.values()} == set(BAD_KINDS["ultrafeedback"])
+    assert m.no_clear_preference and m.exact_duplicates and m.near_duplicates
+    assert not set(m.no_clear_preference) & (set(m.pairs) | set(m.bad_rows))
+    row = json.loads(a[next(i for i in range(len(a)) if i in m.pairs and i not in m.bad_rows)])
+    assert {"source", "instruction", "models", "completions"} <= set(row) and len(row["completions"]) == 4
+    assert {"model", "response", "annotations", "fine-grained_score", "overall_score", "critique",
+            "custom_system_prompt", "principle"} <= set(row["completions"][0])
+
+
+def test_ultrafeedback_rows_make_the_pairs_and_quarantine_the_manifest_says(tmp_path, settings):
+    path = tmp_path / "uf.jsonl"
+    m = write_synth(path, "ultrafeedback", 1200, seed=9, pair_bytes=1200, bad_rate=0.1, exact_dup_rate=0.05,
+                    near_dup_rate=0.05)
+    lines = path.read_text().splitlines()
+    made, pair_ids, quarantined = Counter(), defaultdict(set), {}
+    for batch in read_jsonl(path, batch_size=400):
+        prepared = prepare_batch(batch, get_source("ultrafeedback"), settings, str(path))
+        for pair, pid in zip(prepared.pairs, prepared.pair_ids):
+            row_id = pair.source_id.rsplit(":", 1)[0]
+            made[row_id] += 1
+            pair_ids[row_id].add(pid)
+        quarantined |= {int(q.position.rsplit(":", 1)[1]) - 1: q for q in prepared.quarantined}
+
+    expected = Counter()
+    for i, n in m.pairs.items():
+        expected[source_id(json.loads(lines[i]))] += n  # identical lines share their row id
+    assert made == expected and sum(made.values()) == sum(m.pairs.values()) > len(m.pairs)
+    for i, (kind, reason) in m.bad_rows.items():
+        assert any(r.startswith(reason) for r in quarantined[i].reasons), (kind, quarantined[i].reasons)
+    assert all(quarantined[i].reasons == ["no_clear_preference"] for i in m.no_clear_preference)
+    assert set(quarantined) == set(m.bad_rows) | set(m.no_clear_preference)
+    for dup, orig in m.exact_duplicates:  # the same comparisons, whatever the completions' order
+        assert pair_ids[source_id(json.loads(lines[dup]))] == pair_ids[source_id(json.loads(lines[orig]))]

@@ -29,6 +29,17 @@ def test_a_reviewer_s_pick_is_the_weakest_clear_label_of_the_source():
     assert human_label_of("both_bad", "arena") == (0.0, True) and human_label_of("split", "arena") == (None, False)
 
 
+def test_the_clear_label_is_read_from_the_source_s_declaration(monkeypatch):
+    import dataclasses
+
+    from tasks.ingest.sources import SOURCES
+    from tasks.ingest.sources.base import DEFAULT_CLEAR_LABEL
+
+    monkeypatch.setitem(SOURCES, "made-up", dataclasses.replace(SOURCES["arena"], name="made-up", clear_label=1.5))
+    assert human_label_of("a", "made-up") == (1.5, False) and human_label_of("b", "made-up") == (-1.5, False)
+    assert human_label_of("a", "unknown-source") == (DEFAULT_CLEAR_LABEL, False)
+
+
 def test_a_task_shows_both_answers_in_its_order_and_nothing_of_the_judge():
     pair = {"pair_id": "p1", "history": [{"role": "user", "content": "q"}], "response_a": "A", "response_b": "B"}
     first, second = task_data(pair, "a"), task_data(pair, "b")

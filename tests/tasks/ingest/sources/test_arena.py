@@ -37,7 +37,7 @@ def _row(winner="model_a", turns=(("q", "A", "B"),), full=True):
 @pytest.mark.parametrize("winner,label,both_bad", [("model_a", 1.0, False), ("model_b", -1.0, False),
                                                    ("tie", 0.0, False), ("both_bad", 0.0, True)])
 def test_winner_maps_to_label_from_a_side(winner, label, both_bad):
-    pair = SRC.adapt(_row(winner), _ctx())
+    (pair,) = SRC.adapt(_row(winner), _ctx())  # one vote, one pair
     assert isinstance(pair, CandidatePair)
     assert (pair.human_label, pair.both_bad, pair.raw_label) == (label, both_bad, winner)
     assert pair.history == [{"role": "user", "content": "q"}] and (pair.response_a, pair.response_b) == ("A", "B")
@@ -46,19 +46,19 @@ def test_winner_maps_to_label_from_a_side(winner, label, both_bad):
 def test_image_parts_are_rejected_with_that_reason():
     row = _row()
     row["full_conversation"][0]["user"]["content"].append({"type": "image", "text": None, "image": "x.png", "mimeType": "image/png"})
-    result = SRC.adapt(row, _ctx())
+    (result,) = SRC.adapt(row, _ctx())
     assert isinstance(result, Rejection) and result.reasons == ["non_text_content:image"]
 
 
 def test_multi_turn_rule_strict_and_last_turn():
     row = _row(turns=(("q1", "A1", "B1"), ("q2", "A2", "B2")))
-    strict = SRC.adapt(row, _ctx())
+    (strict,) = SRC.adapt(row, _ctx())
     assert isinstance(strict, Rejection) and strict.reasons == ["multi_turn_divergent_history"]
-    lenient = SRC.adapt(row, _ctx(Settings(arena_multiturn=MultiTurnPolicy.last_turn)))
+    (lenient,) = SRC.adapt(row, _ctx(Settings(arena_multiturn=MultiTurnPolicy.last_turn)))
     assert isinstance(lenient, CandidatePair)
     assert lenient.history == [{"role": "user", "content": "q2"}] and lenient.metadata["context_dropped"]
     # both sides said the same first answer: the full shared history is kept
-    agree = SRC.adapt(_row(turns=(("q1", "same", "same"), ("q2", "A2", "B2"))), _ctx())
+    (agree,) = SRC.adapt(_row(turns=(("q1", "same", "same"), ("q2", "A2", "B2"))), _ctx())
     assert isinstance(agree, CandidatePair) and [m["content"] for m in agree.history] == ["q1", "same", "q2"]
 
 
@@ -66,14 +66,17 @@ def test_history_comes_from_full_conversation_of_earlier_votes():
     row = _row(turns=(("earlier", "X", "Y"), ("now", "A", "B")))
     # conversation_a/b hold only the current vote's turns
     row["conversation_a"], row["conversation_b"] = row["conversation_a"][2:], row["conversation_b"][2:]
-    assert isinstance(SRC.adapt(row, _ctx()), Rejection)  # earlier answers differ: divergent
-    assert isinstance(SRC.adapt({k: v for k, v in row.items() if k != "full_conversation"}, _ctx()), CandidatePair)
+    (with_earlier,) = SRC.adapt(row, _ctx())
+    (without,) = SRC.adapt({k: v for k, v in row.items() if k != "full_conversation"}, _ctx())
+    assert isinstance(with_earlier, Rejection)  # earlier answers differ: divergent
+    assert isinstance(without, CandidatePair)
 
 
 def test_und_language_becomes_unknown():
     row = _row()
     row["language"] = "und"
-    pair = normalize_pair(SRC.adapt(row, _ctx()))
+    (pair,) = SRC.adapt(row, _ctx())
+    pair = normalize_pair(pair)
     assert pair.language is None and pair.metadata["language_raw"] == "und"
 
 

@@ -16,7 +16,7 @@ def _row(**kw):
 
 
 def test_lmsys_row_maps_to_pair(settings):
-    pair = SRC.adapt(_row(), AdapterContext(settings, "train", "x"))
+    (pair,) = SRC.adapt(_row(), AdapterContext(settings, "train", "x"))
     assert isinstance(pair, CandidatePair)
     assert pair.both_bad and pair.human_label == 0.0 and pair.source == "chatbot-arena"
     assert (pair.response_a, pair.response_b) == ("hello", "hey there")
@@ -25,7 +25,7 @@ def test_lmsys_row_maps_to_pair(settings):
 def test_multi_turn_divergent_is_rejected(settings):
     conv = lambda a: [{"role": "user", "content": "hi"}, {"role": "assistant", "content": a},  # noqa: E731
                       {"role": "user", "content": "more"}, {"role": "assistant", "content": a + "!"}]
-    result = SRC.adapt(_row(conversation_a=conv("x"), conversation_b=conv("y")), AdapterContext(settings, "train", "x"))
+    (result,) = SRC.adapt(_row(conversation_a=conv("x"), conversation_b=conv("y")), AdapterContext(settings, "train", "x"))
     assert isinstance(result, Rejection)
 
 

@@ -33,5 +33,5 @@ def test_source_id_is_a_stable_content_hash():
 def test_label_sign_follows_response_a(settings):
     row = {"domain": "general", "language": "english", "context": [{"role": "user", "content": "q"}],
            "response1": "a", "response2": "b", "overall_preference": 3}
-    pair = SRC.adapt(row, AdapterContext(settings, "train", "x"))
+    (pair,) = SRC.adapt(row, AdapterContext(settings, "train", "x"))
     assert isinstance(pair, CandidatePair) and pair.human_label == -3.0
