@@ -3,6 +3,11 @@ exception is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+M = TypeVar("M")
+
 
 class UserError(Exception):
     """Something the user can fix: a wrong input, a busy or unreadable file, a server that is down."""
@@ -16,3 +21,55 @@ class InvalidInputError(UserError, ValueError):
 
 class NotFoundError(UserError, FileNotFoundError):
     """Something the command needs is not where it was said to be."""
+
+
+def allowed_range(model: type, field: str) -> str | None:
+    """A pydantic model field's numeric bounds in words, as flags' help and errors print them (`0 .. 2.5`, `>= 1`,
+    `0 < x <= 1`); None when the field has none."""
+    info = getattr(model, "model_fields", {}).get(field)
+    found = {k: getattr(m, k) for m in (info.metadata if info else []) for k in ("ge", "gt", "le", "lt")
+             if getattr(m, k, None) is not None}
+    low = [(op, found[k]) for k, op in (("ge", "<="), ("gt", "<")) if k in found][:1]
+    high = [(op, found[k]) for k, op in (("le", "<="), ("lt", "<")) if k in found][:1]
+
+    def number(v: float) -> str:
+        return str(int(v)) if float(v).is_integer() else str(v)
+
+    if low and high:
+        (low_op, lo), (high_op, hi) = low[0], high[0]
+        if low_op == high_op == "<=":
+            return f"{number(lo)} .. {number(hi)}"
+        return f"{number(lo)} {low_op} x {high_op} {number(hi)}"
+    if low:
+        return f"{'>=' if low[0][0] == '<=' else '>'} {number(low[0][1])}"
+    if high:
+        return f"{high[0][0]} {number(high[0][1])}"
+    return None
+
+
+def explain(err: Exception, model: type, label: Callable[[str], str] | None = None) -> str:
+    """A pydantic ValidationError of `model` in words: each value named with what it was, what is wrong with it
+    and the field's allowed range (`judge_max_in_flight = 0: input should be greater than or equal to 1 (allowed:
+    >= 1)`). `label` names a field as its user knows it (an environment variable, say)."""
+    parts = []
+    for e in err.errors():  # type: ignore[attr-defined]
+        field = str(e["loc"][0]) if e["loc"] else ""
+        name = ".".join([(label or str)(field), *(str(x) for x in e["loc"][1:])]) if field else "value"
+        if e["type"] == "extra_forbidden":
+            parts.append(f"unknown key {name!r}")
+            continue
+        allowed = allowed_range(model, field)
+        msg = e["msg"][:1].lower() + e["msg"][1:]
+        parts.append(f"{name} = {e.get('input')!r}: {msg}" + (f" (allowed: {allowed})" if allowed else ""))
+    return "; ".join(parts)
+
+
+def validated(model: type[M], values: dict[str, Any], what: str, error: type[UserError] = InvalidInputError,
+              label: Callable[[str], str] | None = None) -> M:
+    """`model` built from `values` under its own field constraints; else `error`, one line: `{what}: {explain}`."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(values)  # type: ignore[attr-defined]
+    except ValidationError as err:
+        raise error(f"{what}: {explain(err, model, label)}") from None

@@ -9,6 +9,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from common.errors import InvalidInputError, explain, validated
+
 # The judge's defaults (DESIGN.md §1), in one place: the settings, the judge configuration, the vLLM
 # command line and the stand-in all read them from here.
 JUDGE_MODEL = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"
@@ -110,12 +112,29 @@ class Settings(BaseSettings):
         return self.judge_max_model_len - self.judge_max_tokens
 
 
+def _env_name(field: str) -> str:
+    return f"CURATE_{field.upper()}"
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    """The settings from the environment; a value out of its field's bounds is an InvalidInputError naming its
+    variable (one line), not a traceback."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings()
+    except ValidationError as err:
+        raise InvalidInputError(f"invalid settings: {explain(err, Settings, _env_name)}") from None
 
 
 def settings_with(**overrides: object) -> Settings:
-    """The settings, with the flags a caller actually passed (None means: not passed)."""
+    """The settings, with the values a caller actually passed (None means: not passed), validated against the
+    fields' own bounds: a flow parameter from a deployment is held to the same range as the CLI flag."""
     given = {k: v for k, v in overrides.items() if v is not None}
-    return get_settings().model_copy(update=given) if given else get_settings()
+    unknown = set(given) - set(Settings.model_fields)
+    if unknown:  # a caller's typo, not a user's: it would otherwise be dropped without a word
+        raise TypeError(f"settings_with: no such setting(s) {sorted(unknown)}")
+    if not given:
+        return get_settings()
+    return validated(Settings, {**get_settings().model_dump(), **given}, "invalid settings")

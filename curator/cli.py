@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import sys
@@ -21,9 +22,16 @@ os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 
+from common.errors import allowed_range  # noqa: E402
+from common.settings import Settings  # noqa: E402
 from curator.output import cell, print_table, staged_group, version_lines, widen_help  # noqa: E402
 from curator.review_cli import review_app  # noqa: E402
+from tasks.ingest.context import IngestRun  # noqa: E402
+from tasks.publish.context import PublishRun  # noqa: E402
 from schemas.summaries import PipelineSummary  # noqa: E402
+from tasks.curate.policy import FilterPolicy  # noqa: E402
+from tasks.judge.strategies import names as strategy_names  # noqa: E402
+from tasks.judge.strategies import usage as strategy_usage  # noqa: E402
 
 app = typer.Typer(cls=staged_group(), add_completion=False, no_args_is_help=True,
                   help="Curate human-preference data into versioned preference datasets.")
@@ -44,6 +52,14 @@ def _json_option() -> Any:
     return typer.Option(False, "--json", help="print the result as one JSON object on stdout (messages on stderr)")
 
 
+def _bounds(model: Any, field: str) -> dict[str, Any]:
+    """typer's `min` / `max` from a model field's closed bounds (`Settings`, a run context): the flag refuses what
+    the model refuses, on every path, from one place. An open bound, which typer cannot say, is left to the model."""
+    metadata = model.model_fields[field].metadata
+    found = {k: getattr(m, k) for m in metadata for k in ("ge", "le") if getattr(m, k, None) is not None}
+    return {"min": found.get("ge"), "max": found.get("le")}
+
+
 @app.callback()
 def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's logs and tracebacks on stderr "
                                        "(by default they go to logs/curate.log beside the warehouse)")) -> None:
@@ -54,13 +70,14 @@ def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="show Pref
 
 def _settings_env(warehouse: Optional[Path], **settings: Any) -> None:
     """Flags become settings (CURATE_* variables) for this process and the flows it runs."""
+    from common.settings import get_settings
+
     given = {k: v for k, v in {"warehouse": warehouse, **settings}.items() if v not in (None, False)}
     for name, value in given.items():
         os.environ[f"CURATE_{name.upper()}"] = "true" if value is True else str(value)
     if given:
-        from common.settings import get_settings
-
         get_settings.cache_clear()
+    _guarded(get_settings)  # a CURATE_* value out of its bounds is one line naming it, before anything starts
 
 
 def _guarded(fn, *args: Any, **kwargs: Any) -> Any:
@@ -321,14 +338,14 @@ def _print_summary(title: str, summary: dict[str, Any], as_json: bool) -> None:
 @app.command()
 @_stoppable("ingest")
 def ingest(
-    source: str = typer.Option(..., "--source", "-s", help="helpsteer3 | arena | chatbot-arena"),
+    source: str = typer.Option(..., "--source", "-s", help="helpsteer3 | arena | chatbot-arena | ultrafeedback"),
     path: Optional[Path] = typer.Option(None, "--path", help="local JSONL(.gz) or Parquet file instead of the Hub"),
     revision: Optional[str] = typer.Option(None, "--revision", help="Hub branch, tag or commit (default: the pinned "
                                                                     "one)"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="read at most N rows"),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="rows per batch written in one "
-                                                                               "transaction (default: "
-                                                                               "CURATE_BATCH_SIZE, 5000)"),
+    limit: Optional[int] = typer.Option(None, "--limit", **_bounds(IngestRun, "limit"), help="read at most N rows"),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", **_bounds(Settings, "batch_size"),
+                                             help="rows per batch written in one transaction (default: "
+                                                  "CURATE_BATCH_SIZE, 5000)"),
     force: bool = typer.Option(False, "--force", help="read a revision again even if it was read in full"),
     warehouse: Optional[Path] = _warehouse_option(),
     as_json: bool = _json_option(),
@@ -337,19 +354,21 @@ def ingest(
     _settings_env(warehouse)
     if force or limit is not None or not _warehouse_exists():
         _start_prefect_api()  # no answer without a flow is possible: boot the API while the inputs are checked
-    _preflight(source, path, "pairs", batch_size, limit)
+    run = _guarded(IngestRun.of, source, path, revision, limit, force, batch_size=batch_size)
+    _preflight(run.source, run.path, "pairs", run.batch_size, run.limit)
     from curator.noop import ingest_noop
 
-    summary = _noop_answer(ingest_noop, source, path, revision, limit, force)
+    summary = _noop_answer(ingest_noop, run)
     if summary is None:
         from flows.ingest import ingest as ingest_flow
         from tasks.ingest.read import file_revision
 
-        if path is not None:
-            file_revision(path)  # hashed while Prefect's API boots; the flow finds the hash remembered
+        if run.path is not None:
+            file_revision(run.path)  # hashed while Prefect's API boots; the flow finds the hash remembered
         with _Bar(enabled=not as_json and sys.stderr.isatty()):
-            summary = _run(ingest_flow, source, str(path) if path else None, revision, limit, None, batch_size, force)
-    _print_summary(f"ingest {source}", summary, as_json)
+            # the flow builds the same context from its parameters (a deployment passes no other way)
+            summary = _run(ingest_flow, run.source, run.file, run.revision, run.limit, None, batch_size, run.force)
+    _print_summary(f"ingest {run.source}", summary, as_json)
 
 
 @eval_app.command("load")
@@ -376,7 +395,7 @@ def eval_set_load(
 def judge(
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL "
                                                                                 "(repeatable)"),
-    strategy: Optional[str] = typer.Option(None, "--strategy", help="single | swap | adaptive[:K] | samples:K"),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help=strategy_usage(sep=" | ")),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="judge at most N pairs"),
     shard: Optional[str] = typer.Option(None, "--shard", help="only hash bucket i of n, as i/n (0 <= i < n)"),
     request_timeout: Optional[float] = typer.Option(None, "--request-timeout", min=0.001, help="seconds a request may "
@@ -450,7 +469,7 @@ def run(
     source: Optional[list[str]] = typer.Option(None, "--source", "-s", help="NAME (Hub) or NAME=FILE, repeatable"),
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="judge base URL, repeatable"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this host to judge"),
-    strategy: Optional[str] = typer.Option(None, "--strategy", help="single | swap | adaptive[:K] | samples:K, K >= 1 "
+    strategy: Optional[str] = typer.Option(None, "--strategy", help=f"{strategy_usage(sep=' | ')}, K >= 1 "
                                                                     "(default: CURATE_JUDGE_STRATEGY)"),
     dataset: str = typer.Option("preferences", "--dataset", help="dataset name of the version (letters, digits, . _ "
                                                                  "-)"),
@@ -540,7 +559,8 @@ def evaluate_judge(
     path: Optional[Path] = typer.Option(None, "--path", help="a local JSONL/Parquet copy (default: the Hub)"),
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL "
                                                                                 "(repeatable)"),
-    strategy: str = typer.Option("swap", "--strategy", help="single | swap | samples:K"),
+    strategy: str = typer.Option("swap", "--strategy",
+                                 help=strategy_usage(strategy_names(follow_ups=False), sep=" | ")),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="the first N benchmark rows"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server here"),
     revision: Optional[str] = typer.Option(None, "--revision", help="Hub branch, tag or commit of the benchmark "
@@ -599,7 +619,7 @@ def snapshot(warehouse: Optional[Path] = _warehouse_option()) -> None:
     """Refresh the dashboard's snapshot from the warehouse (the pipeline does this after each stage)."""
     _settings_env(warehouse)
     from common.settings import get_settings
-    from tasks.curate.cost import cost_model
+    from tasks.judge.cost import cost_model
     from warehouse.snapshot import refresh_snapshot, snapshot_path
     from warehouse.store import Warehouse
 
@@ -730,83 +750,74 @@ def judge_standin(
     standin.serve(config, host=host, port=port)
 
 
+# a policy key's `--no-<flag>` reads worse than these
+_POLICY_OFF_FLAGS = {"require_order_agreement": "--allow-order-disagreement",
+                     "require_score_agreement": "--allow-score-disagreement",
+                     "exclude_contaminated": "--include-contaminated"}
+
+
+def _policy_flag(key: str) -> inspect.Parameter:
+    """The flag `--<key-with-dashes>` of a filter-policy key: the key's description with its range or choices and
+    default as help; None unless given. Its value is checked by the policy itself, as a policy file's is."""
+    from types import NoneType, UnionType
+    from typing import Literal, Union, get_args, get_origin
+
+    field = FilterPolicy.model_fields[key]
+    kind = field.annotation
+    if get_origin(kind) in (Union, UnionType):
+        kind = next(a for a in get_args(kind) if a is not NoneType)
+    flag, default = "--" + key.replace("_", "-"), field.default
+    decls = [flag]
+    if kind is bool:
+        decls = [f"{flag}/{_POLICY_OFF_FLAGS.get(key, '--no-' + flag[2:])}"]
+        said = f"default: {'on' if default else 'off'}"
+    elif get_origin(kind) is Literal:
+        kind, said = str, f"{' | '.join(get_args(kind))}; default {default}"
+    else:
+        said = "; ".join([allowed_range(FilterPolicy, key) or "any",
+                          "default: none" if default is None else f"default {default}"])
+    return inspect.Parameter(key, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Optional[kind],
+                             default=typer.Option(None, *decls, help=f"{field.description} ({said})"))
+
+
+def _with_policy_flags(command):
+    """One flag per filter-policy key, generated from the policy model, before the command's `warehouse`; the
+    values reach the command's `**policy_flags` (None: not given)."""
+    own = [p for p in inspect.signature(command).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    at = [p.name for p in own].index("warehouse")
+    command.__signature__ = inspect.Signature([*own[:at], *map(_policy_flag, FilterPolicy.model_fields),
+                                               *own[at:]])
+    return command
+
+
 @app.command("build-version")
 @_stoppable("build-version")
+@_with_policy_flags
 def build_version(
     name: str = typer.Argument(..., help="dataset name (letters, digits, . _ -)"),
-    policy: Optional[Path] = typer.Option(None, "--policy", help="filter policy TOML file"),
+    policy: Optional[Path] = typer.Option(None, "--policy", help="filter policy TOML file (a flag wins over its key)"),
     judge_config: Optional[str] = typer.Option(None, "--judge-config", help="judge configuration id (default: latest)"),
-    min_abs_margin: Optional[float] = typer.Option(
-        None, "--min-abs-margin", help="keep pairs whose |mean margin| is at least this (0 .. 2.5; default 1.0)"),
-    min_confidence: Optional[float] = typer.Option(
-        None, "--min-confidence", help="keep pairs whose heuristic confidence is at least this (0 .. 1; default 0)"),
-    min_p_correct: Optional[float] = typer.Option(
-        None, "--min-p-correct", help="keep pairs whose calibrated probability of matching a clear human preference "
-        "is at least this (0 .. 1)"),
-    max_chosen_longer_share: Optional[float] = typer.Option(
-        None, "--max-chosen-longer-share", help="at most this share of kept pairs with the longer answer chosen "
-        "(0 < x <= 1)"),
-    max_chosen_more_markdown_share: Optional[float] = typer.Option(
-        None, "--max-chosen-more-markdown-share", help="at most this share of kept pairs whose chosen answer has more "
-        "markdown (0 < x <= 1)"),
-    require_order_agreement: Optional[bool] = typer.Option(
-        None, "--require-order-agreement/--allow-order-disagreement",
-        help="both orders must prefer the same answer (default: required)"),
-    require_score_agreement: Optional[bool] = typer.Option(
-        None, "--require-score-agreement/--allow-score-disagreement",
-        help="every verdict's scores must agree with its ranking (default: allowed)"),
-    max_spread: Optional[float] = typer.Option(
-        None, "--max-spread", help="largest standard deviation of a pair's margins (0 .. 2.5; default: none)"),
-    human_label: Optional[str] = typer.Option(
-        None, "--human-label", help="ignore | require_agreement | flag_disagreement (default) the human label"),
-    human_ties: Optional[str] = typer.Option(
-        None, "--human-ties", help="keep (default) | drop pairs whose human label is a tie"),
-    both_bad: Optional[str] = typer.Option(None, "--both-bad", help="keep | drop (default) pairs a human marked both-bad"),
-    max_per_source: Optional[int] = typer.Option(
-        None, "--max-per-source", help="keep at most N pairs per source, the most confident (N >= 1; default: no cap)"),
-    max_per_domain: Optional[int] = typer.Option(
-        None, "--max-per-domain", help="keep at most N pairs per domain, the most confident (N >= 1; default: no cap)"),
-    max_per_prompt: Optional[int] = typer.Option(
-        None, "--max-per-prompt", help="keep at most N pairs per prompt, the most confident (N >= 1; default: no cap)"),
-    exclude_contaminated: Optional[bool] = typer.Option(
-        None, "--exclude-contaminated/--include-contaminated",
-        help="leave out pairs whose prompt overlaps an evaluation set (default: excluded)"),
-    validation_share: Optional[float] = typer.Option(
-        None, "--validation-share", help="share of prompts in the validation split (0 <= x < 1; default 0.05)"),
-    review_overrides: Optional[bool] = typer.Option(None, "--review-overrides/--no-review-overrides",
-                                                    help="reviewers' choices win over the judge's (default on)"),
     warehouse: Optional[Path] = _warehouse_option(),
     as_json: bool = _json_option(),
+    **policy_flags: Any,
 ) -> None:
     """Materialize the next immutable version of NAME from the judged pairs and a filter policy."""
     _settings_env(warehouse)
-    overrides = {k: v for k, v in dict(
-        min_abs_margin=min_abs_margin, min_confidence=min_confidence, min_p_correct=min_p_correct,
-        max_chosen_longer_share=max_chosen_longer_share, max_chosen_more_markdown_share=max_chosen_more_markdown_share,
-        require_order_agreement=require_order_agreement,
-        require_score_agreement=require_score_agreement, max_spread=max_spread, human_label=human_label,
-        human_ties=human_ties, both_bad=both_bad, max_per_source=max_per_source, max_per_domain=max_per_domain,
-        max_per_prompt=max_per_prompt, exclude_contaminated=exclude_contaminated, validation_share=validation_share,
-        review_overrides=review_overrides,
-    ).items() if v is not None}
-    from common.settings import get_settings
+    overrides = {k: v for k, v in policy_flags.items() if v is not None}
     from curator import refusals
-    from schemas.version import check_name
-    from tasks.curate.policy import load_policy
+    from tasks.curate.context import VersionRun
 
     # arguments (the name, the flags' values), then files (the policy, the warehouse and its verdicts)
-    _guarded(check_name, name)
-    _guarded(load_policy, None, overrides)
-    _guarded(load_policy, policy, overrides)
-    _guarded(refusals.warehouse, get_settings())
-    _guarded(refusals.judged, get_settings(), judge_config)
+    run = _guarded(VersionRun.of, name, policy, overrides, judge_config)
+    _guarded(refusals.warehouse, run.settings)
+    _guarded(refusals.judged, run.settings, run.judge_config_id)
     from curator.noop import version_noop
 
-    summary = _noop_answer(version_noop, name, policy, overrides, judge_config)
+    summary = _noop_answer(version_noop, run)
     if summary is None:
         from flows.versions import build_version as build_flow
 
-        summary = _run(build_flow, name, str(policy) if policy else None, overrides, judge_config)
+        summary = _run(build_flow, run.name, str(policy) if policy else None, overrides, judge_config)
     if as_json:
         _print_json(summary)
     else:
@@ -888,7 +899,8 @@ def diff(
 @_stoppable("publish")
 def publish(
     name: str = typer.Argument(..., help="the dataset (letters, digits, . _ -)"),
-    version: Optional[int] = typer.Argument(None, min=1, help="the version to publish (default: the latest)"),
+    version: Optional[int] = typer.Argument(None, **_bounds(PublishRun, "version"), help="the version to publish "
+                                            "(default: the latest)"),
     to: str = typer.Option("published", "--to", help="a local folder (Hub layout) or hf://ORG/NAME"),
     private: bool = typer.Option(False, "--private", help="create the Hub repo private"),
     allow_simulated: bool = typer.Option(False, "--allow-simulated", help="push a version judged by the SIMULATED "
@@ -898,24 +910,21 @@ def publish(
 ) -> None:
     """Publish a version: Parquet shards per format and split, a dataset card, a tag per version."""
     _settings_env(warehouse)
-    from common.settings import get_settings
     from curator import refusals
     from curator.noop import publish_noop
-    from schemas.version import check_name, hub_repo
 
     # arguments (the names), then files (the version and whether it may go where asked), then the Hub
-    _guarded(check_name, name)
-    repo = _guarded(hub_repo, to)
-    _guarded(refusals.version, get_settings(), name, version, to, allow_simulated)
-    if repo is not None:  # an offline host fails in seconds, not after Prefect's start-up
+    run = _guarded(PublishRun.of, name, version, to, private, allow_simulated)
+    _guarded(refusals.version, run.settings, run.name, run.version, run.to, run.allow_simulated)
+    if run.repo is not None:  # an offline host fails in seconds, not after Prefect's start-up
         from tasks.publish.hub import check_reachable
 
-        _guarded(check_reachable, repo, retries=get_settings().hub_retries, retry_wait=get_settings().hub_retry_wait)
-    summary = _noop_answer(publish_noop, name, version, to)
+        _guarded(check_reachable, run.repo, retries=run.settings.hub_retries, retry_wait=run.settings.hub_retry_wait)
+    summary = _noop_answer(publish_noop, run)
     if summary is None:
         from flows.publish import publish as publish_flow
 
-        summary = _run(publish_flow, name, version, to, private, allow_simulated=allow_simulated)
+        summary = _run(publish_flow, run.name, run.version, run.to, run.private, allow_simulated=run.allow_simulated)
     if not as_json:
         summary = {**summary, "files": f"{len(summary['files'])} files"}
     _print_summary(f"publish {name}", summary, as_json)
@@ -923,7 +932,7 @@ def publish(
 
 @app.command()
 def synth(
-    kind: str = typer.Argument(..., help="helpsteer3 | arena | eval"),
+    kind: str = typer.Argument(..., help="helpsteer3 | arena | ultrafeedback | eval"),
     out_path: Path = typer.Argument(..., metavar="OUT", help="JSONL file to write (a .manifest.json goes beside it)"),
     rows: int = typer.Option(1000, "--rows", "-n", min=1, help="rows to write"),
     seed: int = typer.Option(0, "--seed", help="the same seed writes the same rows (any integer)"),
@@ -941,13 +950,15 @@ def synth(
                                                                         "`eval` kind writes it)"),
 ) -> None:
     """Write seeded synthetic rows with planted duplicates, near duplicates and bad rows."""
-    if kind not in ("helpsteer3", "arena", "eval"):
-        _fail(f"unknown kind {kind!r}: use helpsteer3, arena or eval")
+    from tasks.ingest import synth as s
+
+    kinds = (*s.KINDS, "eval")
+    if kind not in kinds:
+        _fail(f"unknown kind {kind!r}: use {', '.join(kinds[:-1])} or {kinds[-1]}")
     for flag, rate in (("--exact-dup-rate", exact_dup_rate), ("--near-dup-rate", near_dup_rate),
                        ("--bad-rate", bad_rate), ("--contamination-rate", contamination_rate)):
         if not 0.0 <= rate <= 1.0:
             _fail(f"{flag} is a share of the rows: 0 .. 1, not {rate}")
-    from tasks.ingest import synth as s
 
     prompts = s.synth_eval_prompts(eval_prompts)
     if kind == "eval":
@@ -958,9 +969,12 @@ def synth(
         out_path, kind, rows, seed, pair_bytes=pair_bytes, exact_dup_rate=exact_dup_rate, near_dup_rate=near_dup_rate,
         bad_rate=bad_rate, contamination_rate=contamination_rate, eval_prompts=prompts,
     )
+    several = (f"; {sum(m.pairs.values())} valid pairs from {len(m.pairs)} rows, {len(m.no_clear_preference)} rows "
+               "whose completions all tie") if m.pairs else ""  # the kinds that make several pairs a row
     err.print(
         f"wrote {m.rows} {kind} rows to {out_path}: {len(m.exact_duplicates)} exact duplicates, "
         f"{len(m.near_duplicates)} near duplicates, {len(m.bad_rows)} bad rows, {len(m.contaminated)} contaminated"
+        f"{several}"
     )
 
 

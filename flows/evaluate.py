@@ -18,7 +18,9 @@ from tasks.evaluate.benchmarks import comparisons, scoring_plan
 from tasks.evaluate.scoring import score
 from tasks.ingest.revisions import pin_revision, source_batches
 from tasks.ingest.sources import get_source
+from flows.judge import JUDGE_SERVERS
 from tasks.judge.config import config_record
+from tasks.judge.context import JudgeRun
 from tasks.judge.run import as_states, run_judging, split_pending
 from tasks.judge.targets import checked_targets, judge_config_from, judge_targets
 from warehouse.store import Warehouse
@@ -53,11 +55,12 @@ def evaluate_judge(
     src = get_source(benchmark)
     plan = scoring_plan(src.name, strategy, settings.judge_adaptive_margin)
     orders = sorted({order for order, _ in plan.initial()})
-    config = judge_config_from(settings)
-    server, targets = judge_targets(endpoints, launch, port, settings, config)
-    run_id = current_run_id()
+    run = JudgeRun(settings, judge_config_from(settings), plan, current_run_id())
+    server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
+    run_id = run.run_id
     with server:  # up (when launched here) and checked before anything is read
-        targets, config = checked_targets(targets, config, settings, log)
+        run = run.served_by(*checked_targets(targets, run.config, settings, log))
+        targets, config = list(run.targets), run.config
         with Warehouse(settings.warehouse) as wh:
             rev, location = pin_revision(wh, src, revision, path)
             rows, rejected = _read_rows(src, path, rev, settings, limit)
@@ -72,11 +75,10 @@ def evaluate_judge(
             wh.register_judge_config(config_record(config))
             ids = [c.item_id for c in items]
             states = as_states(wh.judgment_states(config.id, ids, table="eval_judgments"))
-            pending, done = split_pending(ids, plan, states, settings.judge_max_attempts)
+            pending, done = split_pending(ids, plan, states, run.max_attempts)
             keep = set(pending)
             pairs = [(c.item_id, c.history, c.response_a, c.response_b) for c in items if c.item_id in keep]
-            judged = run_judging(pairs, states, done, targets, config, plan, settings,
-                                 lambda t: wh.write_judgments(t, "eval_judgments"), run_id, log)
+            judged = run_judging(run, pairs, states, done, lambda t: wh.write_judgments(t, "eval_judgments"), log)
             result = score(src.name, items, wh.eval_margins(config.id, ids), orders)
             served = wh.served_models(run_id, "eval_judgments")
             result.update(rows=len(rows), rejected=rejected, benchmark_revision=rev, location=location,

@@ -21,6 +21,7 @@ from prefect.utilities.annotations import quote
 
 from common import progress
 from common.settings import Settings, settings_with
+from tasks.ingest.context import IngestRun
 from flows.runs import current_run_id
 from schemas.summaries import IngestSummary
 from tasks.ingest.decontam import Decontaminator
@@ -130,13 +131,13 @@ def ingest(
     unless `force`."""
     log = get_run_logger()
     started = time.perf_counter()
-    settings = settings_with(warehouse=warehouse, batch_size=batch_size)
-    src = get_source(source, kind="pairs")
+    asked = IngestRun.of(source, path, revision, limit, force, warehouse=warehouse, batch_size=batch_size)
+    settings, src, path, limit = asked.settings, asked.src, asked.file, asked.limit  # the checked values from here
     with Warehouse(settings.warehouse) as wh:
-        rev, location = pin_revision(wh, src, revision, path)
+        rev, location = pin_revision(wh, src, asked.revision, path)
         run_id = current_run_id()
-        unchanged = None if force or limit is not None else record_if_unchanged(wh, src, rev, location, run_id,
-                                                                                  settings, started)
+        unchanged = None if asked.force or limit is not None else record_if_unchanged(wh, src, rev, location, run_id,
+                                                                                        settings, started)
         if unchanged is not None:
             log.info(unchanged["note"])
             _artifact(unchanged)

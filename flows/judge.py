@@ -8,8 +8,7 @@ missing; failed judgments are asked again until `judge_max_attempts`.
 from __future__ import annotations
 
 import time
-
-from datetime import datetime, timezone
+from contextlib import AbstractContextManager
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -21,6 +20,7 @@ from common.settings import Settings, settings_with
 from flows.runs import current_run_id
 from schemas.summaries import JudgeSummary
 from tasks.judge.config import JudgeConfig
+from tasks.judge.context import JudgeRun
 from tasks.judge.endpoints import EndpointCheckError
 from tasks.judge.exchange import (
     Exchange,
@@ -32,26 +32,34 @@ from tasks.judge.exchange import (
     results_dir,
 )
 from tasks.judge.run import run_judging, split_pending
-from tasks.judge.strategies import Strategy
-from tasks.judge.targets import checked_targets, judge_config_from, judge_targets
-from tasks.judge.warehouse_run import JudgeWork, judge_and_record, plan_work
+from tasks.judge.targets import LAUNCHERS, Launcher, checked_targets, judge_config_from, judge_targets
+from tasks.judge.warehouse_run import JudgeWork, judge_and_record, work_of
 from warehouse.store import Warehouse
 
 JUDGE_SUMMARY_KEYS = ("pairs", "judged", "failed", "skipped_cached", "requests", "tokens_in", "tokens_out", "seconds")
 
 
+def standin_server(settings: Settings, config: JudgeConfig, port: int) -> tuple[AbstractContextManager, str]:
+    """The SIMULATED stand-in on this host (tests and demos only: it lives in the testing package)."""
+    from testing.genrm_standin import StandinProcess
+
+    return StandinProcess(port=port), f"http://127.0.0.1:{port}/v1"
+
+
+# The servers a judge flow may start itself (`launch`): vLLM, and the stand-in for tests and demos.
+JUDGE_SERVERS: dict[str, Launcher] = {**LAUNCHERS, "standin": standin_server}
+
+
 @task(cache_policy=NO_CACHE)
-def plan_judging(wh: Warehouse, config_id: str, strategy: Strategy, shard: str | None, limit: int | None,
-                 max_attempts: int) -> JudgeWork:
+def plan_judging(wh: Warehouse, run: JudgeRun) -> JudgeWork:
     """The curation pairs of this shard and what the cache already answers (texts are read later, only for
     pairs with work left)."""
-    return plan_work(wh, config_id, strategy, shard, limit, max_attempts)
+    return work_of(wh, run)
 
 
 @task(cache_policy=NO_CACHE)
-def judge_shard(wh: Warehouse, work: JudgeWork, targets: list[str], config: JudgeConfig, strategy: Strategy,
-                settings: Settings, run_id: str, shard: str | None) -> JudgeSummary:
-    return judge_and_record(wh, work, targets, config, strategy, settings, run_id, shard)
+def judge_shard(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSummary:
+    return judge_and_record(wh, work, run)
 
 
 @flow(name="judge", log_prints=False)
@@ -70,24 +78,23 @@ def judge(
     log = get_run_logger()
     settings = settings_with(warehouse=warehouse, judge_max_in_flight=max_in_flight,
                              judge_request_timeout=request_timeout)
-    config = judge_config_from(settings)
-    plan = Strategy.parse(strategy or settings.judge_strategy, settings.judge_adaptive_margin)
-    server, targets = judge_targets(endpoints, launch, port, settings, config)
-    run_id = current_run_id()
+    run = JudgeRun.of(settings, config=judge_config_from(settings), run_id=current_run_id(), strategy=strategy,
+                      shard=shard, limit=limit)
+    server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
     with server:
         began = time.perf_counter()
-        targets, config = checked_targets(targets, config, settings, get_run_logger())
+        run = run.served_by(*checked_targets(targets, run.config, settings, get_run_logger()))
         preflight_seconds = round(time.perf_counter() - began, 3)
         with Warehouse(settings.warehouse) as wh:
             # quote(): Prefect would otherwise walk every state of a large cache looking for futures.
-            work = plan_judging(wh, config.id, plan, shard, limit, settings.judge_max_attempts)
-            summary = judge_shard(wh, quote(work), targets, config, plan, settings, run_id, shard)
+            work = plan_judging(wh, run)
+            summary = judge_shard(wh, quote(work), run)
     summary["preflight_seconds"] = preflight_seconds
     log.info("judge: %d pairs, %d judged, %d failed, %d cached, %d requests in %.1fs", summary["pairs"],
              summary["judged"], sum(summary["failed"].values()), summary["skipped_cached"], summary["requests"],
              summary["seconds"])
     rows = [{"measure": k, "value": str(summary[k])} for k in JUDGE_SUMMARY_KEYS + ("judgments_per_second", "strategy")]
-    create_table_artifact(key="judge-summary", table=rows, description=f"Judge run {run_id} ({config.id})")
+    create_table_artifact(key="judge-summary", table=rows, description=f"Judge run {run.run_id} ({run.config.id})")
     return summary
 
 
@@ -107,24 +114,23 @@ def judge_worker(
     settings = settings_with(judge_max_in_flight=max_in_flight, judge_request_timeout=request_timeout)
     ex, work_file = Exchange.of_work(work)
     shard = read_work(ex, work_file)
-    config = JudgeConfig(**shard.config)
-    plan = Strategy.parse(shard.strategy, settings.judge_adaptive_margin)
+    run = JudgeRun.of(settings, config=JudgeConfig(**shard.config), run_id=current_run_id(),
+                      strategy=shard.strategy, shard=shard.shard)
     out = results_dir(ex, shard.plan_id, shard.label)
     folded = fold_results(shard.states, ex, out)
     ids = [p[0] for p in shard.pairs]
-    pending, done = split_pending(ids, plan, shard.states, settings.judge_max_attempts)
+    pending, done = split_pending(ids, run.strategy, shard.states, run.max_attempts)
     keep = set(pending)
     pairs = [p for p in shard.pairs if p[0] in keep]
-    server, targets = judge_targets(endpoints, launch, port, settings, config)
-    run_id = current_run_id()
-    writer = ResultWriter(ex, out, run_id, plan_secret_key(shard.plan_id))
-    record = {"run_id": run_id, "judge_config_id": config.id, "strategy": plan.label, "endpoints": targets,
-              "shard": shard.shard, "started_at": datetime.now(timezone.utc).replace(tzinfo=None), "status": "running"}
-    writer.record(record)
-    log.info("shard %s of plan %s: %d pairs, %d with work left (%d earlier result files read)", shard.shard,
-             shard.plan_id, len(ids), len(pending), folded)
-    try:
-        with Heartbeat(ex, out, run_id), server:
+    server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
+    config = run.config  # the plan's: verdicts stay filed under it whatever the endpoints serve
+    writer = ResultWriter(ex, out, run.run_id, plan_secret_key(shard.plan_id))
+    record = {"run_id": run.run_id, "judge_config_id": config.id, "strategy": run.strategy.label,
+              "endpoints": targets, "shard": shard.shard}
+    with writer.recorded_run(record) as outcome:
+        log.info("shard %s of plan %s: %d pairs, %d with work left (%d earlier result files read)", shard.shard,
+                 shard.plan_id, len(ids), len(pending), folded)
+        with Heartbeat(ex, out, run.run_id), server:
             targets, served_config = checked_targets(targets, config, settings, get_run_logger())
             if served_config.simulated != config.simulated:
                 raise EndpointCheckError(
@@ -137,15 +143,11 @@ def judge_worker(
                     f"plan pins the chat template {config.template} ({config.id})",
                     hint="serve the chat template the plan names (CURATE_JUDGE_TEMPLATE on the orchestrator)")
             record["template"] = served_config.template
-            summary = run_judging(pairs, shard.states, done, targets, config, plan, settings, writer.write, run_id)
-    except BaseException as err:
-        writer.record({**record, "status": "failed", "finished_at": datetime.now(timezone.utc).replace(tzinfo=None),
-                       "error": f"{type(err).__name__}: {err}"})
-        raise
-    summary.update(pairs=len(ids), judge_config_id=config.id, strategy=plan.label, shard=shard.shard,
-                   endpoints=targets, run_id=run_id, result_files=writer.seq)
-    writer.record({**record, "status": "completed", "finished_at": datetime.now(timezone.utc).replace(tzinfo=None),
-                   "summary": summary})
+            run = run.served_by(targets, config)
+            summary = run_judging(run, pairs, shard.states, done, writer.write)
+        summary.update(pairs=len(ids), judge_config_id=config.id, strategy=run.strategy.label, shard=shard.shard,
+                       endpoints=targets, run_id=run.run_id, result_files=writer.seq)
+        outcome.summary = summary
     log.info("shard %s: %d judged, %d failed, %d cached, %d requests in %.1fs", shard.shard, summary["judged"],
              sum(summary["failed"].values()), summary["skipped_cached"], summary["requests"], summary["seconds"])
     return summary

@@ -21,8 +21,10 @@ from prefect.states import Crashed
 
 from common.errors import InvalidInputError, UserError
 from common.settings import settings_with
-from tasks.curate.cost import cost_model, cost_report
+from flows.runs import current_run_id
 from tasks.judge.config import config_record
+from tasks.judge.context import JudgeRun
+from tasks.judge.cost import cost_model, cost_report
 from tasks.judge.exchange import (
     Exchange,
     HeartbeatWatch,
@@ -34,10 +36,9 @@ from tasks.judge.exchange import (
 )
 from tasks.judge.exchange import plan_id as make_plan_id
 from tasks.judge.merge import merge_exchange_into
-from tasks.judge.run import as_states, split_pending
-from tasks.judge.shards import pair_bucket, pairs_of_shard
-from tasks.judge.strategies import Strategy
+from tasks.judge.shards import pair_bucket
 from tasks.judge.targets import judge_config_from
+from tasks.judge.warehouse_run import work_of
 from warehouse.store import Warehouse
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -73,14 +74,15 @@ def merge_exchange(warehouse: str, exchange: str) -> dict[str, Any]:
 def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None, limit: int | None) -> dict[str, Any]:
     """Write one work file per non-empty shard of the pending pairs; returns the plan."""
     settings = settings_with(warehouse=warehouse)
-    config = judge_config_from(settings)
-    plan = Strategy.parse(strategy or settings.judge_strategy, settings.judge_adaptive_margin)
+    # the orchestrator's run: it plans for the workers and judges nothing itself (no endpoints)
+    run = JudgeRun.of(settings, config=judge_config_from(settings), run_id=current_run_id(), strategy=strategy,
+                      limit=limit)
+    config, plan = run.config, run.strategy
     ex = Exchange(exchange)
     with Warehouse(warehouse) as wh:
         wh.register_judge_config(config_record(config))
-        ids = pairs_of_shard(wh.curation_pair_ids(), None, limit)
-        states = as_states(wh.judgment_states(config.id, ids))
-        pending, done = split_pending(ids, plan, states, settings.judge_max_attempts)
+        work = work_of(wh, run)
+        pending, states = work.pending, work.states
         pid = make_plan_id(config.id, plan.label, pending)
         files = {}
         for index in range(shards):
@@ -93,9 +95,9 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
                        config=asdict(config),
                        pairs=wh.pair_texts(mine), states={k: v for k, v in states.items() if k[0] in keep})
             files[index] = ex.url_of(path)
-    return {"plan_id": pid, "judge_config_id": config.id, "strategy": plan.label, "pairs": len(ids),
-            "pending": len(pending), "skipped_cached": done.skipped_cached, "skipped_exhausted": done.exhausted,
-            "work": files}
+    return {"plan_id": pid, "judge_config_id": config.id, "strategy": plan.label, "pairs": len(work.ids),
+            "pending": len(pending), "skipped_cached": work.done.skipped_cached,
+            "skipped_exhausted": work.done.exhausted, "work": files}
 
 
 def _watch(runs: list[ShardRun], ex: Exchange, plan: str, poll: float, stale: float, start_timeout: float) -> None:

@@ -4,15 +4,20 @@ version, publish it. Each stage is a subflow and can be skipped; the run leaves 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.artifacts import (
+    create_link_artifact,
+    create_markdown_artifact,
+    create_table_artifact,
+)
 from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, ConfigDict, Field
 
-from common.errors import InvalidInputError
-from common.settings import settings_with
+from common.errors import InvalidInputError, validated
+from common.settings import Settings, settings_with
 from flows.ingest import ingest
 from flows.judge import judge
 from flows.judge_shards import judge_sharded
@@ -20,14 +25,74 @@ from flows.publish import publish
 from flows.runs import current_run_id
 from flows.versions import EmptyVersionError, build_version
 from schemas.summaries import PIPELINE_STAGES, PipelineSummary
-from tasks.curate.cost import cost_model
 from tasks.ingest.sources import parse_source
+from tasks.judge.cost import cost_model
 from tasks.judge.endpoints import check_judge
 from warehouse.lock import pipeline_lock
 from warehouse.snapshot import refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
 
 STAGES = PIPELINE_STAGES
+
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class PipelineRun(BaseModel):
+    """One pipeline run: what each stage is given, checked before any stage starts (a deployment's typo fails in
+    seconds, not after the ingest)."""
+
+    model_config = _FROZEN
+
+    sources: list[str] = Field(default_factory=list, description="NAME (the Hub) or NAME=FILE, one per source")
+    endpoints: list[str] | None = None
+    launch: str | None = None
+    strategy: str | None = None
+    dataset: str = Field("preferences", description="the dataset the version belongs to")
+    policy_path: str | None = None
+    publish_to: str | None = Field("published", description="a local folder or hf://ORG/NAME (None: no publishing)")
+    skip: frozenset[str] = frozenset()
+    limit: int | None = Field(None, ge=1, description="read at most N rows per source")
+    judge_shards: int = Field(0, ge=0, description="judge in N shards on the gpu pool (0: in this process)")
+    judge_deployment: str | None = None
+    exchange: str | None = None
+    stale_seconds: float | None = None  # bounded by Settings.judge_shard_stale_seconds
+    settings: Settings
+
+    @classmethod
+    def of(cls, sources: list[str] | None = None, *, skip: list[str] | None = None, dataset: str = "preferences",
+           policy_path: str | None = None, publish_to: str | None = "published", warehouse: str | Path | None = None,
+           judge_deployment: str | None = None, exchange: str | None = None, stale_seconds: float | None = None,
+           **given: Any) -> PipelineRun:
+        """`given`: the other fields (endpoints, launch, strategy, limit, judge_shards)."""
+        from schemas.summaries import PIPELINE_STAGES
+        from schemas.version import check_name, hub_repo
+        from tasks.curate.policy import load_policy
+        from tasks.ingest.sources import get_source, parse_source
+
+        # arguments first, then files (the policy), as `curate run` refuses them
+        unknown = set(skip or []) - set(PIPELINE_STAGES)
+        if unknown:
+            raise InvalidInputError(f"unknown stage(s) to skip: {sorted(unknown)}; stages: "
+                                    f"{', '.join(PIPELINE_STAGES)}")
+        if "ingest" not in (skip or []):
+            for spec in sources or []:
+                get_source(parse_source(spec)[0], kind="pairs")
+        check_name(dataset)
+        if publish_to and "publish" not in (skip or []):
+            hub_repo(publish_to)  # an hf:// target that names no repository
+        settings = settings_with(warehouse=warehouse, judge_deployment=judge_deployment, judge_exchange=exchange,
+                                 judge_shard_stale_seconds=stale_seconds)
+        run = validated(cls, {**given, "sources": list(sources or []), "skip": frozenset(skip or []),
+                              "dataset": dataset, "policy_path": policy_path, "publish_to": publish_to,
+                              "judge_deployment": judge_deployment, "exchange": exchange,
+                              "stale_seconds": stale_seconds, "settings": settings}, "invalid pipeline run")
+        load_policy(Path(policy_path) if policy_path else None)
+        return run
+
+    @property
+    def warehouse(self) -> str:
+        return str(self.settings.warehouse)
 
 
 @flow(name="curate-pipeline", log_prints=False)
@@ -49,20 +114,16 @@ def curate_pipeline(
 ) -> PipelineSummary:
     """ingest → judge → build version → publish; `skip` names stages to leave out. With `judge_shards` N,
     judging runs the judge deployment once per shard on the gpu pool instead of in this process."""
-    skip = set(skip or [])
-    unknown = skip - set(STAGES)
-    if unknown:
-        raise InvalidInputError(f"unknown stage(s) to skip: {sorted(unknown)}; stages: {', '.join(STAGES)}")
-    settings = settings_with(warehouse=warehouse)
-    if "judge" not in skip and not judge_shards and not (launch or settings.judge_launch):
+    run = PipelineRun.of(sources, skip=skip, dataset=dataset, policy_path=policy_path, publish_to=publish_to,
+                         warehouse=warehouse, judge_deployment=judge_deployment, exchange=exchange,
+                         stale_seconds=stale_seconds, endpoints=endpoints, launch=launch, strategy=strategy,
+                         limit=limit, judge_shards=judge_shards)
+    settings = run.settings
+    if "judge" not in run.skip and not run.judge_shards and not (run.launch or settings.judge_launch):
         # Fail fast: an unusable judge is found before any stage runs, not after the ingest.
-        check_judge(list(endpoints or settings.judge_endpoints), settings)
+        check_judge(list(run.endpoints or settings.judge_endpoints), settings)
     with pipeline_lock(settings.warehouse, settings.pipeline_lock_wait, current_run_id()):
-        return _stages(PipelineRun(
-            sources=list(sources or []), endpoints=endpoints, launch=launch, strategy=strategy, dataset=dataset,
-            policy_path=policy_path, publish_to=publish_to, skip=frozenset(skip), warehouse=str(settings.warehouse),
-            limit=limit, judge_shards=judge_shards, judge_deployment=judge_deployment, exchange=exchange,
-            stale_seconds=stale_seconds))
+        return _stages(run)
 
 
 @task(cache_policy=NO_CACHE)
@@ -77,26 +138,6 @@ def snapshot_dashboard(warehouse: str, stage: str) -> None:
                           "gpus_per_server": cost_model(settings).gpus_per_server})
     except Exception as err:  # noqa: BLE001 - the dashboard is a reader; the pipeline's data comes first
         get_run_logger().error("dashboard snapshot after %s failed: %s", stage, err)
-
-
-@dataclass(frozen=True)
-class PipelineRun:
-    """What one pipeline run was asked to do (the flow's parameters, checked)."""
-
-    sources: list[str]
-    endpoints: list[str] | None
-    launch: str | None
-    strategy: str | None
-    dataset: str
-    policy_path: str | None
-    publish_to: str | None
-    skip: frozenset[str]
-    warehouse: str
-    limit: int | None
-    judge_shards: int
-    judge_deployment: str | None
-    exchange: str | None
-    stale_seconds: float | None
 
 
 def _stages(run: PipelineRun) -> PipelineSummary:

@@ -14,9 +14,9 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from common.settings import settings_with
+from tasks.publish.context import PublishRun
 from schemas.summaries import PublishSummary
-from schemas.version import check_name, hub_repo
+from schemas.version import hub_repo
 from tasks.ingest.sources import SOURCES
 from tasks.publish.card import LICENSE_FILE, card_markdown, distributions_svg, license_fields, license_markdown
 from tasks.publish.layout import (
@@ -75,8 +75,8 @@ def publish(
 ) -> PublishSummary:
     """Publish `name` (its latest version unless `version`) to a local folder or to `hf://ORG/NAME`."""
     log = get_run_logger()
-    check_name(name)
-    settings = settings_with(warehouse=warehouse)
+    # the name, version and target checked as the CLI checks them
+    settings = PublishRun.of(name, version, to, private, allow_simulated, warehouse=warehouse).settings
     with Warehouse(settings.warehouse, read_only=True) as wh:
         meta = version_to_publish(wh, name, version)
         rows = wh.version_rows(name, meta["version"])

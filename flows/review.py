@@ -17,8 +17,9 @@ from prefect.cache_policies import NO_CACHE
 from common.errors import InvalidInputError
 from common.settings import settings_with
 from flows.pipeline import snapshot_dashboard
+from tasks.review.context import ReviewPushRun, ReviewSyncRun
 from tasks.review.label_studio import LabelStudio, resolve_token
-from tasks.review.select import DEFAULT_SEED, SELECTIONS
+from tasks.review.select import DEFAULT_SEED
 from tasks.review.sync import (
     default_title,
     open_project,
@@ -67,10 +68,6 @@ def land_annotations(wh: Warehouse, ls: LabelStudio, projects: list[Any]) -> dic
 
 def _push(wh: Warehouse, ls: LabelStudio, name: str, version: int | None, project: str | None, selection: str,
           limit: int, seed: int, annotators_per_task: int) -> dict[str, Any]:
-    if selection not in SELECTIONS:
-        raise InvalidInputError(f"unknown selection {selection!r}: one of {', '.join(SELECTIONS)}")
-    if limit < 1:
-        raise InvalidInputError("--limit must be at least 1")
     version = version_of(wh, name, version)
     title = project or default_title(name)
     ls.whoami()
@@ -91,7 +88,8 @@ def review_push(name: str, version: int | None = None, url: str | None = None, p
                 selection: str = "borderline", limit: int = 100, seed: int = DEFAULT_SEED,
                 annotators_per_task: int = 1, warehouse: str | None = None) -> dict[str, Any]:
     """Push up to `limit` pairs of a version to a Label Studio project (made when missing); never a task twice."""
-    settings = settings_with(warehouse=warehouse)
+    asked = ReviewPushRun.of(name, version, selection, limit, seed, annotators_per_task, warehouse=warehouse)
+    settings = asked.settings
     with LabelStudio(_url(url), resolve_token()) as ls, Warehouse(settings.warehouse) as wh:
         summary = _push(wh, ls, name, version, project, selection, limit, seed, annotators_per_task)
     get_run_logger().info("pushed %d new tasks of %s v%d (%s) to %r", summary["tasks_pushed"], name,
@@ -117,7 +115,7 @@ def review_sync(datasets: list[str] | None = None, url: str | None = None, limit
                 audit_limit: int = 0, warehouse: str | None = None) -> dict[str, Any]:
     """On a schedule: pull what reviewers did, then push the borderline pairs (and, when asked, an audit
     sample) of each dataset's newest version that has not been pushed yet, to the project "<dataset> review"."""
-    settings = settings_with(warehouse=warehouse)
+    settings = ReviewSyncRun.of(datasets, limit, audit_limit, warehouse=warehouse).settings
     log = get_run_logger()
     out: dict[str, Any] = {"pulled": None, "pushed": []}
     with LabelStudio(_url(url), resolve_token()) as ls, Warehouse(settings.warehouse) as wh:

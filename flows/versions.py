@@ -6,7 +6,6 @@ a new version unless its content equals the latest one's (then say so and make n
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -15,18 +14,18 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from common.errors import UserError
-from common.settings import settings_with
+from tasks.curate.context import VersionRun
 from schemas.summaries import VersionSummary
-from schemas.version import check_name
 from tasks.curate.bias import MARKDOWN_RE2
 from tasks.curate.confidence import pool_confidences
-from tasks.curate.cost import cost_model, cost_report
+from tasks.curate.exports import export_options
 from tasks.curate.figures import estimated_lengths
-from tasks.curate.policy import FilterPolicy, load_policy
+from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import content_hash, select_rows, version_table
 from tasks.curate.stats import version_stats
 from tasks.curate.unchanged import unchanged_version
+from tasks.judge.cost import cost_model, cost_report
 from tasks.review.calibration import calibrate_with_reviews
 from tasks.review.overrides import PoolReviews, under_policy
 from tasks.review.stats import with_reviews
@@ -73,11 +72,10 @@ def build_version(
 ) -> VersionSummary:
     """Materialize the next immutable version of `name`, or say that nothing changed."""
     log = get_run_logger()
-    check_name(name)
-    policy = load_policy(Path(policy_path) if policy_path else None, policy_overrides)
-    settings = settings_with(warehouse=warehouse)
+    asked = VersionRun.of(name, policy_path, policy_overrides, judge_config_id, warehouse=warehouse)
+    policy, settings = asked.policy, asked.settings
     with Warehouse(settings.warehouse) as wh:
-        config_id = judge_config_id or wh.latest_judge_config_id()
+        config_id = asked.judge_config_id or wh.latest_judge_config_id()
         if config_id is None:
             raise EmptyVersionError("no judged pairs yet: run `curate judge` first")
         unchanged = unchanged_version(wh, name, config_id, policy)
@@ -92,7 +90,7 @@ def build_version(
                 f"the policy keeps none of {stats['pairs_judged']} pairs judged (dropped: {stats['dropped']}); "
                 "loosen it rather than publish an empty dataset")
         lengths = estimated_lengths(wh.text_sizes(rows))
-        digest = content_hash(wh.row_digests(rows), {k: True for k in ("rm_margin_column",) if getattr(policy, k)})
+        digest = content_hash(wh.row_digests(rows), export_options(policy.model_dump()))
         totals = wh.judging_totals(config_id)
         cost = cost_report(requests=totals["requests"], tokens_in=totals["tokens_in"], tokens_out=totals["tokens_out"],
                            judge_seconds=totals["request_seconds"], kept=rows.num_rows, model=cost_model(settings))

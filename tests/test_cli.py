@@ -314,3 +314,60 @@ def test_the_demo_says_what_it_read_and_its_rerun_reads_nothing(tmp_path):
     assert "ingest helpsteer3: unchanged, nothing read" in out and "ingest arena: unchanged, nothing read" in out
     assert "judge: nothing to judge, 0 requests" in out and "()" not in out
     assert "(unchanged: same inputs and policy" in out and "(already there)" in out and "read 60" not in out
+
+
+def _build_version_flags() -> dict[str, object]:
+    """{policy key: its click parameter} of `curate build-version`."""
+    command = dict(_commands())["build-version"]
+    return {p.name: p for p in command.params}
+
+
+def test_every_policy_key_is_a_build_version_flag_with_its_fields_help():
+    from common.errors import allowed_range
+    from tasks.curate.policy import FilterPolicy
+
+    flags = _build_version_flags()
+    for key, field in FilterPolicy.model_fields.items():
+        assert key in flags, f"policy key {key} has no flag"
+        p = flags[key]
+        assert f"--{key.replace('_', '-')}" in p.opts and p.default is None  # None: the file's or default value stands
+        assert field.description in p.help, p.help
+        if allowed_range(FilterPolicy, key):
+            assert allowed_range(FilterPolicy, key) in p.help, p.help
+    assert "keep | drop" in flags["one_order_decisive"].help and "default keep" in flags["one_order_decisive"].help
+    assert flags["require_order_agreement"].secondary_opts == ["--allow-order-disagreement"]  # unchanged names
+    assert flags["rm_margin_column"].secondary_opts == ["--no-rm-margin-column"]
+
+
+@pytest.mark.parametrize("args,said", [
+    (["--min-abs-margin", "3"], "min_abs_margin = 3.0: input should be less than or equal to 2.5 (allowed: 0 .. 2.5)"),
+    (["--decisive-margin", "-0.5"], "decisive_margin = -0.5: input should be greater than or equal to 0 (allowed: "
+                                    "0 .. 2.5)"),
+    (["--max-chosen-longer-share", "0"], "max_chosen_longer_share = 0.0: input should be greater than 0 (allowed: "
+                                         "0 < x <= 1)"),
+    (["--one-order-decisive", "sometimes"], "one_order_decisive = 'sometimes': input should be 'keep' or 'drop'"),
+    (["--max-per-prompt", "0"], "max_per_prompt = 0: input should be greater than or equal to 1 (allowed: >= 1)"),
+])
+def test_a_policy_flag_out_of_its_range_is_refused_in_one_line_before_the_warehouse(tmp_path, args, said):
+    warehouse = tmp_path / "w.duckdb"
+    result = runner.invoke(app, ["build-version", "x", *args, "--warehouse", str(warehouse)])
+    assert result.exit_code == 2, result.output
+    assert result.output == f"error: invalid filter policy: {said}\n"
+    assert not warehouse.exists()
+
+
+def test_build_version_flags_reach_the_version_as_its_policy(dashboard_warehouse, tmp_path):
+    warehouse, _, _ = dashboard_warehouse
+    copy = tmp_path / "warehouse.duckdb"
+    copy.write_bytes(warehouse.read_bytes())
+    result = runner.invoke(app, ["build-version", "flagged", "--one-order-decisive", "drop", "--decisive-margin", "1.5",
+                                 "--rm-margin-column", "--allow-order-disagreement", "--min-abs-margin", "0.5",
+                                 "--warehouse", str(copy), "--json"])
+    assert result.exit_code == 0, result.output
+    from warehouse.store import Warehouse
+
+    with Warehouse(copy, read_only=True) as wh:
+        policy = wh.version_meta("flagged")["policy"]
+    assert (policy["one_order_decisive"], policy["decisive_margin"], policy["rm_margin_column"],
+            policy["require_order_agreement"], policy["min_abs_margin"]) == ("drop", 1.5, True, False, 0.5)
+    assert policy["human_ties"] == "keep"  # a flag not given leaves the default

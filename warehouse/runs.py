@@ -141,11 +141,13 @@ class RunRecords(Connection):
             "AND json_extract_string(settings, '$.limit') IS NULL", [source],
         ).fetchone()[0]
 
-    def start_judge_run(self, run_id: str, config_id: str, strategy: str, endpoints: list[str], shard: str | None) -> None:
+    def start_judge_run(self, run_id: str, config_id: str, strategy: str, endpoints: list[str], shard: str | None,
+                        one_order_on_purpose: bool = False) -> None:
+        """`one_order_on_purpose`: what the strategy declares, read by the curation (see migration 016)."""
         self.con.execute(
-            "INSERT INTO judge_runs (run_id, judge_config_id, strategy, endpoints, shard, started_at, status, pid, host) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
-            [run_id, config_id, strategy, endpoints, shard, _now(), *this_process()],
+            "INSERT INTO judge_runs (run_id, judge_config_id, strategy, endpoints, shard, started_at, status, pid, host, "
+            "one_order_on_purpose) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+            [run_id, config_id, strategy, endpoints, shard, _now(), *this_process(), one_order_on_purpose],
         )
 
     def finish_judge_run(self, run_id: str, status: str, summary: dict, error: str | None = None) -> None:
@@ -157,15 +159,17 @@ class RunRecords(Connection):
         )
 
     def record_judge_run(self, record: dict[str, Any]) -> None:
-        """A worker's run record from the exchange folder: inserted, or brought up to date (never back)."""
+        """A worker's run record from the exchange folder: inserted, or brought up to date (never back).
+        `one_order_on_purpose` is the merge's reading of its strategy (the record does not carry it)."""
         self.con.execute(
             "INSERT INTO judge_runs (run_id, judge_config_id, strategy, endpoints, shard, started_at, finished_at, "
-            "status, summary, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
-            "finished_at = excluded.finished_at, status = excluded.status, summary = excluded.summary, "
+            "status, summary, error, one_order_on_purpose) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO "
+            "UPDATE SET finished_at = excluded.finished_at, status = excluded.status, summary = excluded.summary, "
             "error = excluded.error WHERE judge_runs.status IN ('running', 'lost') AND excluded.status <> 'running'",
             [record["run_id"], record["judge_config_id"], record["strategy"], record["endpoints"], record["shard"],
              record["started_at"], record.get("finished_at"), record["status"],
-             json.dumps(record.get("summary") or {}, default=str), record.get("error")],
+             json.dumps(record.get("summary") or {}, default=str), record.get("error"),
+             bool(record.get("one_order_on_purpose", False))],
         )
 
     def mark_judge_run(self, run_id: str, status: str, error: str) -> None:

@@ -57,15 +57,16 @@ class VersionStore(Connection):
         pairs = self.con.sql(
             f"""
             WITH pool AS ({pool}),
-            ok AS (SELECT j.pair_id, bool_and(r.strategy LIKE 'adaptive%') AS adaptive
+            ok AS (SELECT j.pair_id, bool_and(r.one_order_on_purpose) AS one_order_on_purpose
                    FROM judgments j LEFT JOIN judge_runs r ON r.run_id = j.judge_run_id
                    WHERE j.judge_config_id = $config AND j.status = 'ok' GROUP BY j.pair_id)
             SELECT p.pair_id, p.source, p.source_id, p.source_revision, p.human_label, p.both_bad, p.domain,
+                   -- the model names under the canonical pair's keys (schemas.pair.MODEL_A / MODEL_B), any source
                    p.language, json_extract_string(p.metadata, '$.model_a') AS model_a,
                    json_extract_string(p.metadata, '$.model_b') AS model_b,
                    p.pair_id IN (SELECT pair_id FROM contamination) AS contaminated,
-                   -- judged by an adaptive run (which asks the second order only when the first is borderline)
-                   coalesce(ok.adaptive, false) AS adaptive,
+                   -- judged by runs whose strategy stops at one order on purpose (when the first is decisive)
+                   coalesce(ok.one_order_on_purpose, false) AS one_order_on_purpose,
                    p.pair_id IN (SELECT pair_id FROM judgments WHERE judge_config_id = $config AND status <> 'ok')
                        AS has_failed,
                    length(p.response_a) AS len_a, length(p.response_b) AS len_b,

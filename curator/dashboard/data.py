@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tasks.curate.cost import CostModel
+from tasks.judge.cost import CostModel
 from warehouse import dashboard as queries
 from warehouse.dashboard import (  # noqa: F401 - the page reads these through this module
     Filters,

@@ -39,7 +39,7 @@ class JudgedPair:
     language: str | None
     contaminated: bool
     verdicts: list[tuple[str, SideVerdict]] = field(default_factory=list)
-    adaptive: bool = False  # judged by an adaptive run: one order on purpose when the first was decisive
+    one_order_on_purpose: bool = False  # its strategy stops at one order when the first verdict is decisive
     has_failed: bool = False  # a judgment of this pair failed (its second order may be missing for that)
     model_a: str | None = None  # arena-style rows: the models that wrote each answer
     model_b: str | None = None
@@ -76,7 +76,7 @@ class JudgedPool:
     human_label: np.ndarray  # float64, NaN where there is none
     both_bad: np.ndarray  # bool
     contaminated: np.ndarray  # bool
-    adaptive: np.ndarray  # bool
+    one_order_on_purpose: np.ndarray  # bool
     has_failed: np.ndarray  # bool
     len_a: np.ndarray  # int64: characters (code points) of response A
     len_b: np.ndarray
@@ -111,7 +111,8 @@ class JudgedPool:
             human_label=np.array([np.nan if p.human_label is None else p.human_label for p in pairs], float),
             both_bad=np.array([p.both_bad for p in pairs], bool),
             contaminated=np.array([p.contaminated for p in pairs], bool),
-            adaptive=np.array([p.adaptive for p in pairs], bool), has_failed=np.array([p.has_failed for p in pairs], bool),
+            one_order_on_purpose=np.array([p.one_order_on_purpose for p in pairs], bool),
+            has_failed=np.array([p.has_failed for p in pairs], bool),
             len_a=np.array([len(p.response_a) for p in pairs], np.int64),
             len_b=np.array([len(p.response_b) for p in pairs], np.int64),
             md_a=np.array([markdown_marks(p.response_a) for p in pairs], np.int64),
@@ -144,7 +145,8 @@ class JudgedPool:
             model_a=obj("model_a"), model_b=obj("model_b"),
             human_label=pairs.column("human_label").to_numpy(zero_copy_only=False).astype(float),
             both_bad=num(pairs, "both_bad", bool, False), contaminated=num(pairs, "contaminated", bool, False),
-            adaptive=num(pairs, "adaptive", bool, False), has_failed=num(pairs, "has_failed", bool, False),
+            one_order_on_purpose=num(pairs, "one_order_on_purpose", bool, False),
+            has_failed=num(pairs, "has_failed", bool, False),
             len_a=num(pairs, "len_a", np.int64, 0), len_b=num(pairs, "len_b", np.int64, 0),
             md_a=num(pairs, "md_a", np.int64, 0), md_b=num(pairs, "md_b", np.int64, 0), prompt_key=keys,
             v_pair=num(verdicts, "i", np.int64, 0), v_ab=num(verdicts, "ab", bool, False), v_margin=margin,

@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -24,8 +24,13 @@ from tasks.curate.confidence import Confidences
 from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool, prompt_key
 
-if TYPE_CHECKING:
-    from tasks.review.overrides import PoolReviews
+
+class ReviewOverrides(Protocol):
+    """What human review may do to a selection (review comes after curation and implements this; see
+    `tasks.review.overrides.PoolReviews`): recode the pairs reviewers decided."""
+
+    def drop_codes(self, codes: np.ndarray, reasons: tuple[str, ...]) -> np.ndarray: ...
+
 
 # Every reason a judged pair is dropped for, in the order they are checked (a pair counts under the first).
 REASONS = ("not_judged", "contaminated", "both_bad", "human_tie", "judge_tie", "margin_below_min",
@@ -61,7 +66,7 @@ class NoCalibrationError(UserError):
 def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_correct: np.ndarray) -> np.ndarray:
     """Each pair's first reason to be dropped: an index into REASONS plus one, 0 for a pair the filters keep.
 
-    A pair judged in one order only is kept only when that was on purpose: an adaptive run asked no second
+    A pair judged in one order only is kept only when that was on purpose: its strategy (adaptive) asked no second
     order because the first verdict was decisive (|margin| above the policy's `decisive_margin` and scores
     agreeing with the ranking), and nothing of the pair failed."""
     code = np.zeros(len(pool), np.int8)
@@ -83,7 +88,7 @@ def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_corre
         drop("p_correct_below_min", np.isnan(p_correct) | (np.nan_to_num(p_correct) < policy.min_p_correct))
     if policy.require_order_agreement:
         one = c.orders_agree == -1
-        drop("one_order_only", one & ~pool.adaptive)  # judged with `single`: nothing checked its position bias
+        drop("one_order_only", one & ~pool.one_order_on_purpose)  # e.g. `single`: nothing checked its position bias
         drop("second_order_failed", one & pool.has_failed)
         decisive = (np.abs(c.margin) > policy.decisive_margin) & c.scores_agree
         drop("second_order_missing", one & ~decisive)
@@ -119,7 +124,7 @@ def _first_within_cap(keys: np.ndarray, cap: int) -> np.ndarray:
 
 
 def select_rows(pool: JudgedPool, c: Confidences, policy: FilterPolicy,
-                p_correct: np.ndarray | None = None, reviews: PoolReviews | None = None) -> tuple[np.ndarray, Counter]:
+                p_correct: np.ndarray | None = None, reviews: ReviewOverrides | None = None) -> tuple[np.ndarray, Counter]:
     """The pool indices a policy keeps (ascending: pair id order) and the dropped pairs counted by reason.
     `p_correct`: the calibrated probabilities, NaN where there is none (all NaN when none could be fitted)."""
     p_correct = np.full(len(pool), np.nan) if p_correct is None else p_correct

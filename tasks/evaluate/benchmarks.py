@@ -47,15 +47,16 @@ BENCHMARKS = ("rm-bench", "judgebench")
 
 def scoring_plan(benchmark: str, strategy: str | None, borderline_margin: float):
     """The benchmark and the judge strategy it is scored with, refused when either cannot be: a benchmark is scored
-    on the same orders for every comparison (single, swap or samples:K; never adaptive)."""
-    from tasks.judge.strategies import Strategy
+    on the same orders for every comparison (a strategy that asks everything up front; never one with follow-ups,
+    such as adaptive)."""
+    from tasks.judge.strategies import Strategy, names, usage
 
     if benchmark not in BENCHMARKS:
         raise InvalidInputError(f"{benchmark} is not a judge benchmark: use rm-bench or judgebench")
-    plan = Strategy.parse(strategy or "swap", borderline_margin)
-    if plan.name not in ("single", "swap", "samples"):
-        raise InvalidInputError(f"evaluate with single, swap or samples:K, not {plan.label}: a benchmark is scored "
-                                "on the same orders for every comparison")
+    plan = Strategy.parse(strategy or "swap", borderline_margin)  # parse_strategy, given the margin alone
+    if plan.asks_follow_ups:
+        raise InvalidInputError(f"evaluate with {usage(names(follow_ups=False))}, not {plan.label}: a benchmark is "
+                                "scored on the same orders for every comparison")
     return plan
 
 

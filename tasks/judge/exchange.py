@@ -39,7 +39,10 @@ import os
 import re
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +60,8 @@ from tasks.judge.exchange_checks import (
     signature,
 )
 from tasks.judge.run import JUDGMENT_SCHEMA, JudgmentState, PairText, States
-from tasks.judge.strategies import Strategy
+from tasks.judge.strategies import parse_strategy
+from warehouse.runs import RunOutcome
 
 _log = logging.getLogger(__name__)
 
@@ -175,6 +179,10 @@ class Exchange:
         return sorted(p for p in self.fs.glob(pattern) if not p.rsplit("/", 1)[-1].startswith("."))
 
 
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)  # as the warehouse records times: UTC, naive
+
+
 def shard_label(index: int, count: int) -> str:
     return f"shard-{index}-of-{count}"
 
@@ -206,7 +214,7 @@ def shard_plan(ex: Exchange, plan: str, label: str) -> ShardPlan | None:
         return None
     data = pq.read_table(io.BytesIO(ex.get(path)), columns=["pair_id"])
     meta = json.loads(data.schema.metadata[b"curator.shard_work"])
-    slots = Strategy.parse(meta["strategy"]).all_slots()
+    slots = parse_strategy(meta["strategy"]).all_slots()
     return ShardPlan(plan, JudgeConfig(**meta["config"]).id, frozenset(slots),
                      frozenset(data.column("pair_id").to_pylist()))
 
@@ -324,6 +332,21 @@ class ResultWriter:
         if self.key:
             data["signature"] = record_signature(self.key, data)
         self.ex.put(f"{self.folder}/{self.run_id}.run.json", json.dumps(data, indent=1).encode())
+
+    @contextmanager
+    def recorded_run(self, record: dict[str, Any]) -> Iterator[RunOutcome]:
+        """The worker's run recorded around the block as the warehouse records a run (`recorded_run`): started
+        now, then completed with the summary the block leaves in the outcome, or failed with the error, which
+        is raised on. `record` holds the run's fields; what the block adds to it is in the later records."""
+        record.update(started_at=_now(), status="running")
+        self.record(record)
+        outcome = RunOutcome()
+        try:
+            yield outcome
+        except BaseException as err:
+            self.record({**record, "status": "failed", "finished_at": _now(), "error": f"{type(err).__name__}: {err}"})
+            raise
+        self.record({**record, "status": "completed", "finished_at": _now(), "summary": outcome.summary})
 
 
 class Heartbeat:

@@ -16,9 +16,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.errors import InvalidInputError
 from tasks.judge.exchange import (
     Exchange,
     ResultFile,
@@ -37,6 +37,7 @@ from tasks.judge.exchange_checks import (
     split_rows,
 )
 from tasks.judge.run import JUDGMENT_SCHEMA
+from tasks.judge.strategies import parse_strategy
 from warehouse.store import Warehouse
 
 _log = logging.getLogger(__name__)
@@ -126,7 +127,11 @@ class _Merge:
         if self.secret is not None and record.get("signature") != record_signature(plan_key(self.secret, plan_id),
                                                                                     record):
             return self.quarantine(path, "run record: no valid signature for its plan (CURATE_JUDGE_EXCHANGE_KEY)")
-        self.wh.record_judge_run(record)
+        try:  # the record names its strategy; what that strategy declares is recorded beside it
+            on_purpose = parse_strategy(record["strategy"]).one_order_on_purpose
+        except InvalidInputError as err:
+            return self.quarantine(path, f"run record: {err}")
+        self.wh.record_judge_run({**record, "one_order_on_purpose": on_purpose})
         self.report.run_records += 1
 
 

@@ -13,9 +13,9 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from common import progress
-from common.settings import Settings
 from tasks.judge.client import ClientOptions, ClientStats, Dispatcher, JudgeRequest, JudgeResult
 from tasks.judge.config import JudgeConfig
+from tasks.judge.context import JudgeRun
 from tasks.judge.genrm import SideVerdict, build_messages
 from tasks.judge.strategies import Slot, Strategy
 
@@ -102,12 +102,21 @@ class BatchedSink:
 
 
 @dataclass
+class PairProgress:
+    """What a run knows of one pair's judgments: the verdicts settled so far (None: failed for good) and every
+    judgment already considered, so that no follow-up is asked twice."""
+
+    known: dict[Slot, SideVerdict | None] = field(default_factory=dict)
+    asked: set[Slot] = field(default_factory=set)
+
+
+@dataclass
 class Plan:
     """What a run will ask for, and what the cache already answers."""
 
     skipped_cached: int = 0  # judgments already 'ok'
     exhausted: int = 0  # failed judgments at the attempt limit: not asked again
-    cached_sides: dict[tuple[str, Slot], SideVerdict] = field(default_factory=dict)
+    progress: dict[str, PairProgress] = field(default_factory=dict)  # by pair, for strategies that follow up
 
 
 def _side_from_state(state: JudgmentState) -> SideVerdict | None:
@@ -116,24 +125,34 @@ def _side_from_state(state: JudgmentState) -> SideVerdict | None:
     return SideVerdict(state.score_a, state.score_b, int(round(3.5 - state.margin_a)), state.margin_a)
 
 
-def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts: int, plan: Plan) -> list[tuple[str, int, JudgmentState | None]]:
-    """(order, sample, state so far) a pair still needs first; cached and exhausted ones are counted."""
-    slots = list(strategy.initial())
-    if strategy.name == "adaptive":
-        first = states.get((pair_id, "ab", 0))
-        side = _side_from_state(first) if first else None
-        if side is not None:  # the first verdict is cached: its follow-ups may be owed
-            plan.cached_sides[(pair_id, ("ab", 0))] = side
-            slots += strategy.follow_ups({("ab", 0): side})
+def _consider(pair_id: str, slots: list[Slot], strategy: Strategy, states: States, max_attempts: int, plan: Plan,
+              pair: PairProgress) -> list[tuple[str, int, JudgmentState | None]]:
+    """Of `slots` and the follow-ups the cache's verdicts then call for: (order, sample, state so far) of those
+    still to ask; the cached and the exhausted ones are counted and become known verdicts."""
     needed = []
-    for order, sample in slots:
-        state = states.get((pair_id, order, sample))
-        if state is not None and state.status == "ok":
-            plan.skipped_cached += 1
-        elif state is not None and state.attempts >= max_attempts:
-            plan.exhausted += 1
-        else:
-            needed.append((order, sample, state))
+    while slots:
+        for slot in slots:
+            pair.asked.add(slot)
+            state = states.get((pair_id, *slot))
+            if state is not None and state.status == "ok":
+                plan.skipped_cached += 1
+                pair.known[slot] = _side_from_state(state)
+            elif state is not None and state.attempts >= max_attempts:
+                plan.exhausted += 1
+                pair.known[slot] = None
+            else:
+                needed.append((*slot, state))
+        slots = [s for s in strategy.follow_ups(pair.known) if s not in pair.asked]
+    return needed
+
+
+def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts: int, plan: Plan) -> list[tuple[str, int, JudgmentState | None]]:
+    """(order, sample, state so far) a pair still needs first: its initial judgments and the follow-ups its
+    cached verdicts call for; cached and exhausted ones are counted."""
+    pair = PairProgress()
+    needed = _consider(pair_id, list(strategy.initial()), strategy, states, max_attempts, plan, pair)
+    if strategy.asks_follow_ups:  # its later verdicts may call for more: keep what is known
+        plan.progress[pair_id] = pair
     return needed
 
 
@@ -197,23 +216,20 @@ def judge_pairs(
     if input_budget is not None:
         options = replace(options, input_budget=input_budget, estimate=options.estimate or estimated_prompt_tokens)
 
+    follows_up = strategy.asks_follow_ups
+
     def on_result(result: JudgeResult):
         sink.add(result)
         if on_progress:
             on_progress(1)
-        req = result.request
-        if strategy.name != "adaptive" or (req.order, req.sample) != ("ab", 0):
+        if not follows_up:
             return []
-        follow = strategy.follow_ups({("ab", 0): result.side})
-        out = []
-        for order, sample in follow:
-            state = states.get((req.pair_id, order, sample))
-            if state is not None and (state.status == "ok" or state.attempts >= max_attempts):
-                plan.skipped_cached += state.status == "ok"
-                plan.exhausted += state.status != "ok"
-                continue
-            out.append(_request(texts[req.pair_id], order, sample, state))
-        return out
+        req = result.request
+        pair = plan.progress.setdefault(req.pair_id, PairProgress())
+        pair.known[(req.order, req.sample)] = result.side
+        follow = [s for s in strategy.follow_ups(pair.known) if s not in pair.asked]
+        return [_request(texts[req.pair_id], order, sample, state)
+                for order, sample, state in _consider(req.pair_id, follow, strategy, states, max_attempts, plan, pair)]
 
     dispatcher = Dispatcher(endpoints, config, options, on_result, gate=gate)
     requests = plan_requests(pairs, strategy, states, max_attempts, plan)
@@ -258,15 +274,15 @@ def split_pending(ids: list[str], strategy: Strategy, states: States, max_attemp
     return pending, done
 
 
-def run_judging(pairs: list[PairText], states: States, done: Plan, targets: list[str], config: JudgeConfig,
-                strategy: Strategy, settings: Settings, write: Callable[[pa.Table], None], run_id: str,
+def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan, write: Callable[[pa.Table], None],
                 log: logging.Logger | logging.LoggerAdapter | None = None) -> dict[str, Any]:
-    """Judge `pairs` (those with work left) on `targets` as the settings say; every result batch goes through
-    `write` as a judgments table. Returns the summary, with what the cache answered (`done`) and the cost."""
-    from tasks.curate.cost import cost_model, cost_report
+    """Judge `pairs` (those with work left) as `run` says; every result batch goes through `write` as a
+    judgments table. Returns the summary, with what the cache answered (`done`) and the cost."""
+    from tasks.judge.cost import cost_model, cost_report
     from tasks.judge.limits import endpoint_limits, slot_gate
     from tasks.judge.server_metrics import DEFAULT_BLOCK, block_size, run_metrics, snapshot
 
+    settings, targets, config, strategy = run.settings, list(run.targets), run.config, run.strategy
     # Nothing to send, nothing to gate: a rerun with every verdict cached never asks the Prefect API.
     limits = asyncio.run(endpoint_limits(targets)) if pairs else {}
     if limits:
@@ -280,8 +296,8 @@ def run_judging(pairs: list[PairText], states: States, done: Plan, targets: list
     total = sum(len(strategy.initial()) for _ in pairs)
     summary = judge_pairs(
         pairs, endpoints=targets, config=config, strategy=strategy, options=options, states=states,
-        write=lambda batch: write(results_table(batch, config.id, run_id)),
-        max_attempts=settings.judge_max_attempts, sink_batch=settings.judge_write_batch,
+        write=lambda batch: write(results_table(batch, config.id, run.run_id)),
+        max_attempts=run.max_attempts, sink_batch=settings.judge_write_batch,
         on_progress=lambda n: progress.report(n, total, "judge"), gate=slot_gate(limits),
         input_budget=settings.judge_input_budget,
     )

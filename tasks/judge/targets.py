@@ -1,10 +1,15 @@
 """Where verdicts come from: the judge configuration the settings name, the endpoints given or a server
-this worker starts itself (vLLM, or the stand-in), and the check that they answer and serve that judge."""
+this worker starts itself, and the check that they answer and serve that judge.
+
+This module starts vLLM; a caller that may start another server (the flows start the stand-in for tests and
+demos) passes its launcher in, so that nothing here depends on what sits above it.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
@@ -13,6 +18,9 @@ from common.settings import Settings
 from tasks.judge.config import JudgeConfig
 from tasks.judge.endpoints import EndpointReport, NoEndpointError, check_judge
 from tasks.judge.server import ManagedServer, VllmLaunch, detect_device, require_vllm, vllm_command, vllm_env
+
+# (settings, configuration, port) -> (the server as a context, its OpenAI base URL)
+Launcher = Callable[[Settings, JudgeConfig, int], tuple[AbstractContextManager, str]]
 
 _log = logging.getLogger(__name__)
 
@@ -27,22 +35,27 @@ def judge_config_from(settings: Settings, report: EndpointReport | None = None) 
                        template=(settings.judge_template or "") if report is None else (report.template or ""))
 
 
-def launcher(launch: str | None, settings: Settings, config: JudgeConfig,
-             port: int) -> tuple[AbstractContextManager, str | None]:
-    """(server context, endpoint) for a server this worker starts itself; none unless asked."""
+def vllm_server(settings: Settings, config: JudgeConfig, port: int) -> tuple[AbstractContextManager, str]:
+    """vLLM's OpenAI server on this host, as the settings describe it (refused at once when vLLM is missing)."""
+    spec = vllm_launch(settings, config, port)
+    require_vllm(spec.python)
+    base = f"http://127.0.0.1:{port}"
+    return (ManagedServer(vllm_command(spec), base, name=f"vLLM ({spec.device})", env=vllm_env(spec),
+                          startup_timeout=settings.vllm_startup_timeout), f"{base}/v1")
+
+
+LAUNCHERS: dict[str, Launcher] = {"vllm": vllm_server}
+
+
+def launcher(launch: str | None, settings: Settings, config: JudgeConfig, port: int,
+             launchers: Mapping[str, Launcher] = LAUNCHERS) -> tuple[AbstractContextManager, str | None]:
+    """(server context, endpoint) for a server this worker starts itself, by its name in `launchers`; none
+    unless asked."""
     if launch in (None, "", "none"):
         return nullcontext(), None
-    base = f"http://127.0.0.1:{port}"
-    if launch == "vllm":
-        spec = vllm_launch(settings, config, port)
-        require_vllm(spec.python)
-        return (ManagedServer(vllm_command(spec), base, name=f"vLLM ({spec.device})", env=vllm_env(spec),
-                              startup_timeout=settings.vllm_startup_timeout), f"{base}/v1")
-    if launch == "standin":  # tests and demos only: the stand-in lives in the testing package
-        from testing.genrm_standin import StandinProcess
-
-        return StandinProcess(port=port), f"{base}/v1"
-    raise InvalidInputError(f"launch must be vllm or standin, not {launch!r}")
+    if launch not in launchers:
+        raise InvalidInputError(f"launch must be {' or '.join(launchers)}, not {launch!r}")
+    return launchers[launch](settings, config, port)
 
 
 def vllm_launch(settings: Settings, config: JudgeConfig, port: int) -> VllmLaunch:
@@ -60,9 +73,12 @@ def vllm_launch(settings: Settings, config: JudgeConfig, port: int) -> VllmLaunc
 
 
 def judge_targets(endpoints: list[str] | None, launch: str | None, port: int | None, settings: Settings,
-                  config: JudgeConfig) -> tuple[AbstractContextManager, list[str]]:
-    """(server context, endpoints): the given ones or the settings', plus a server started here."""
-    server, launched = launcher(launch or settings.judge_launch, settings, config, port or settings.vllm_port)
+                  config: JudgeConfig, launchers: Mapping[str, Launcher] = LAUNCHERS,
+                  ) -> tuple[AbstractContextManager, list[str]]:
+    """(server context, endpoints): the given ones or the settings', plus a server started here (`launch` names
+    it in `launchers`)."""
+    server, launched = launcher(launch or settings.judge_launch, settings, config, port or settings.vllm_port,
+                                launchers)
     targets = list(endpoints or settings.judge_endpoints) + ([launched] if launched else [])
     if not targets:
         raise NoEndpointError("no judge endpoint")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from common.settings import Settings
 from schemas.summaries import JudgeSummary
-from tasks.judge.config import JudgeConfig, config_record
+from tasks.judge.config import config_record
+from tasks.judge.context import JudgeRun
 from tasks.judge.run import Plan, States, as_states, run_judging, split_pending
 from tasks.judge.shards import pairs_of_shard
 from tasks.judge.strategies import Strategy
@@ -32,17 +32,20 @@ def plan_work(wh: Warehouse, config_id: str, strategy: Strategy, shard: str | No
     return JudgeWork(ids, states, pending, done)
 
 
-def judge_and_record(wh: Warehouse, work: JudgeWork, targets: list[str], config: JudgeConfig, strategy: Strategy,
-                     settings: Settings, run_id: str, shard: str | None) -> JudgeSummary:
-    """Judge the pending pairs (their texts read only now: a rerun with nothing left reads none) as run
-    `run_id`, recorded in the warehouse whether it completes or fails."""
+def work_of(wh: Warehouse, run: JudgeRun) -> JudgeWork:
+    """The work of `run`: its shard's pairs (at most its limit) under its configuration and strategy."""
+    return plan_work(wh, run.config.id, run.strategy, run.shard, run.limit, run.max_attempts)
+
+
+def judge_and_record(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSummary:
+    """Judge the pending pairs (their texts read only now: a rerun with nothing left reads none) as `run`,
+    recorded in the warehouse whether it completes or fails."""
+    config, targets = run.config, list(run.targets)
     wh.register_judge_config(config_record(config))
-    with wh.recorded_run("judge", run_id, config_id=config.id, strategy=strategy.label, endpoints=targets,
-                         shard=shard) as run:
-        summary = run_judging(wh.pair_texts(work.pending), work.states, work.done, targets, config, strategy,
-                              settings, wh.write_judgments, run_id)
-        summary.update(pairs=len(work.ids), judge_config_id=config.id, strategy=strategy.label, shard=shard,
-                       endpoints=targets, run_id=run_id, served_models=wh.served_models(run_id),
+    with wh.recorded_run("judge", run.run_id, **run.start_record()) as outcome:
+        summary = run_judging(run, wh.pair_texts(work.pending), work.states, work.done, wh.write_judgments)
+        summary.update(pairs=len(work.ids), judge_config_id=config.id, strategy=run.strategy.label, shard=run.shard,
+                       endpoints=targets, run_id=run.run_id, served_models=wh.served_models(run.run_id),
                        simulated=config.simulated)
-        run.summary = summary
+        outcome.summary = summary
     return summary

@@ -30,3 +30,16 @@ def test_unreadable_file(tmp_path):
     path.write_text("min_abs_margin = = 1\n")
     with pytest.raises(PolicyError, match="p.toml"):
         load_policy(path)
+
+
+def test_an_out_of_range_value_says_its_value_and_the_allowed_range():
+    with pytest.raises(PolicyError) as caught:
+        load_policy(None, {"validation_share": 1.0})
+    assert str(caught.value) == ("invalid filter policy: validation_share = 1.0: input should be less than 1 "
+                                 "(allowed: 0 <= x < 1)")
+
+
+def test_every_key_has_a_description_for_its_flag():
+    from tasks.curate.policy import FilterPolicy
+
+    assert [k for k, f in FilterPolicy.model_fields.items() if not f.description] == []

@@ -102,6 +102,27 @@ def test_result_writer_numbers_batches_and_fold_prefers_ok_then_attempts(tmp_pat
     assert fold_results({}, ex, ex.path("absent")) == 0
 
 
+def test_a_worker_run_is_recorded_around_its_block_as_the_warehouse_records_one(tmp_path):
+    ex = Exchange(tmp_path)
+    writer = ResultWriter(ex, results_dir(ex, "plan1", "shard-0-of-1"), "run-a")
+    record = {"run_id": "run-a", "strategy": "swap"}
+    with writer.recorded_run(record) as outcome:
+        (started,) = run_records(ex)
+        assert started["status"] == "running" and "finished_at" not in started
+        record["template"] = "tpl-1"  # learned inside the block: in the later records
+        outcome.summary = {"judged": 2}
+    (done,) = run_records(ex)
+    assert (done["status"], done["summary"], done["template"]) == ("completed", {"judged": 2}, "tpl-1")
+    assert done["started_at"] == started["started_at"] <= done["finished_at"]
+
+    failing = ResultWriter(ex, results_dir(ex, "plan1", "shard-0-of-1"), "run-b")
+    with pytest.raises(RuntimeError, match="server gone"):
+        with failing.recorded_run({"run_id": "run-b", "strategy": "swap"}):
+            raise RuntimeError("server gone")
+    failed = next(r for r in run_records(ex) if r["run_id"] == "run-b")
+    assert failed["status"] == "failed" and failed["error"] == "RuntimeError: server gone" and "summary" not in failed
+
+
 def test_liveness_is_the_heartbeat_changing_on_the_watchers_clock_not_a_file_time(tmp_path):
     ex = Exchange(tmp_path)
     folder = results_dir(ex, "plan1", "shard-0-of-1")

@@ -110,6 +110,21 @@ def test_a_tampered_local_exchange_merges_only_what_answers_its_plan(tmp_path):
                      "authenticated": False}
 
 
+def test_a_run_record_is_merged_with_what_its_strategy_declares(tmp_path):
+    ex = _exchange(tmp_path / "exchange")
+    folder = results_dir(ex, PLAN, LABEL)
+    ResultWriter(ex, folder, RUN).record({**_record(), "strategy": "adaptive:2"})
+    ResultWriter(ex, folder, "run-b").record({**_record(), "run_id": "run-b", "strategy": "swap"})
+    ResultWriter(ex, folder, "run-c").record({**_record(), "run_id": "run-c", "strategy": "sometimes"})
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        report = merge_exchange_into(wh, ex, "")
+        assert wh.query("SELECT run_id, one_order_on_purpose FROM judge_runs ORDER BY run_id") == [
+            (RUN, True), ("run-b", False)]
+    assert report.run_records == 2
+    assert [q["reason"] for q in report.quarantined] == [
+        "run record: unknown strategy 'sometimes': use single, swap, samples:K or adaptive[:K]"]
+
+
 def test_a_file_rewritten_after_its_merge_merges_nothing(tmp_path, monkeypatch):
     ex = _exchange(tmp_path / "exchange")
     folder = results_dir(ex, PLAN, LABEL)

@@ -12,7 +12,7 @@ from tasks.judge.config import JudgeConfig
 from tasks.judge.endpoints import EndpointCheckError, check_judge
 from tasks.judge.preflight import context_problem, is_context_error, server_root
 from tasks.judge.run import estimated_prompt_tokens, judge_pairs
-from tasks.judge.strategies import Strategy
+from tasks.judge.strategies import parse_strategy
 from testing.genrm_standin import StandinConfig, StandinProcess
 
 MODEL = StandinConfig().model
@@ -66,7 +66,7 @@ def test_prompts_are_counted_as_the_server_counts_them_and_only_those_over_the_b
     with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
         estimate = estimated_prompt_tokens([*fits[1], {"content": fits[2]}, {"content": fits[3]}])
         budget = estimate - 200  # the estimate says it does not fit; the server's count says it does
-        summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=Strategy.parse("swap"),
+        summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=parse_strategy("swap"),
                               options=ClientOptions(max_in_flight=4, request_timeout=10), states={},
                               write=written.extend, input_budget=budget)
         stats = server.stats()
@@ -87,7 +87,7 @@ def test_a_context_length_refusal_that_still_arrives_is_too_long_and_final():
     pairs = _pairs()[:1]
     with StandinProcess(StandinConfig(latency_mean=0.005, max_model_len=1024)) as server:
         summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(max_tokens=900),
-                              strategy=Strategy.parse("single"),
+                              strategy=parse_strategy("single"),
                               options=ClientOptions(max_in_flight=2, request_timeout=10, max_retries=3), states={},
                               write=written.extend)  # no budget: sent as it is
         stats = server.stats()

@@ -24,7 +24,7 @@ from tasks.judge.endpoints import EndpointCheckError, check_judge
 from tasks.judge.preflight import probe_template
 from tasks.judge.run import judge_pairs
 from tasks.judge.server import VllmLaunch, vllm_command
-from tasks.judge.strategies import Strategy
+from tasks.judge.strategies import parse_strategy
 from testing.tiny_genrm import (
     DROP_ROLES_TEMPLATE,
     TEMPLATE_FILES,
@@ -51,7 +51,7 @@ def _pairs(n: int, seed: int) -> list[tuple[str, list[dict[str, str]], str, str]
 def _judge(url: str, pairs, strategy: str = "swap", temperature: float = 0.6, budget: int | None = None):
     written = []
     summary = judge_pairs(pairs, endpoints=[url], config=JudgeConfig(temperature=temperature, max_tokens=MAX_TOKENS),
-                          strategy=Strategy.parse(strategy), options=ClientOptions(request_timeout=120), states={},
+                          strategy=parse_strategy(strategy), options=ClientOptions(request_timeout=120), states={},
                           write=written.extend, input_budget=budget)
     return summary, written
 

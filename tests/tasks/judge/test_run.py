@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 import pytest
 
 from tasks.ingest.synth import TextMaker
 from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
-from tasks.judge.run import JudgmentState, judge_pairs
-from tasks.judge.strategies import Strategy
+from tasks.judge.run import JudgmentState, Plan, judge_pairs, planned_slots
+from tasks.judge.strategies import Strategy, both_orders, parse_strategy
 from testing.genrm_standin import StandinConfig, StandinProcess
 
 
@@ -38,7 +39,7 @@ def _judge(url, pairs, strategy="swap", states=None, **opts):
     options = ClientOptions(max_in_flight=opts.pop("max_in_flight", 16), request_timeout=opts.pop("timeout", 5.0),
                             max_retries=opts.pop("max_retries", 2), backoff_base=0.05, backoff_max=0.2, cooldown=0.2)
     summary = judge_pairs(pairs, endpoints=[url] if isinstance(url, str) else url, config=JudgeConfig(),
-                          strategy=Strategy.parse(strategy), options=options, states=states or {},
+                          strategy=parse_strategy(strategy), options=options, states=states or {},
                           write=written.extend, sink_batch=8, **opts)
     return summary, written
 
@@ -194,7 +195,7 @@ def test_a_sink_that_cannot_write_stops_the_run_loudly():
     options = ClientOptions(max_in_flight=4, request_timeout=5.0)
     with StandinProcess(StandinConfig(latency_mean=0.01)) as server:
         with pytest.raises(OSError, match="disk full"):
-            judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=Strategy.parse("single"),
+            judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=parse_strategy("single"),
                         options=options, states={}, write=broken, sink_batch=2)
 
 
@@ -212,7 +213,7 @@ def test_a_sole_dead_endpoint_ends_the_run_clearly_without_spinning():
     before, started = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     with pytest.raises(EndpointsDownError, match=r"127\.0\.0\.1:9/v1: 3 cool-downs in a row, last connection_error"):
         judge_pairs(_pairs(40, seed=7), endpoints=["http://127.0.0.1:9/v1"], config=JudgeConfig(),
-                    strategy=Strategy.parse("swap"), options=options, states={}, write=written.extend, sink_batch=4)
+                    strategy=parse_strategy("swap"), options=options, states={}, write=written.extend, sink_batch=4)
     after, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - started
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     assert 0.3 + 0.6 <= wall < 30 and cpu < 0.5 * wall, (wall, cpu)
@@ -224,7 +225,7 @@ def test_without_max_in_flight_the_client_finds_the_servers_batch_from_its_metri
     pairs = _pairs(200, seed=8)
     options = ClientOptions(request_timeout=10.0)
     with StandinProcess(StandinConfig(capacity=24, latency_mean=0.15)) as server:
-        summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=Strategy.parse("swap"),
+        summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=parse_strategy("swap"),
                               options=options, states={}, write=lambda batch: None)
         stats = server.stats()
     found = summary["concurrency"][server.url]
@@ -248,7 +249,69 @@ def test_a_server_without_metrics_is_judged_by_observed_throughput():
         return httpx2.AsyncClient(transport=httpx2.MockTransport(handler), timeout=10.0)
 
     with StandinProcess(StandinConfig(capacity=8, latency_mean=0.05)) as server:
-        summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=Strategy.parse("swap"),
+        summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=parse_strategy("swap"),
                               options=ClientOptions(request_timeout=10.0, http_client=no_metrics), states={},
                               write=lambda batch: None)
     assert summary["concurrency"][server.url]["mode"] == "observed" and summary["judged"] == 120
+
+
+@dataclass(frozen=True)
+class UntilOrdersAgree(Strategy):
+    """A strategy the run loop has never heard of: both orders, and while they disagree another sample of
+    each, up to `samples`; its follow-ups depend on two verdicts, and on verdicts that were follow-ups."""
+
+    samples: int = 3
+    usage = "until-agree[:K]"
+    takes_k = True
+    one_order_on_purpose = False
+    label = "until-agree"
+
+    def initial(self):
+        return both_orders(1)
+
+    def all_slots(self):
+        return both_orders(self.samples)
+
+    def follow_ups(self, verdicts):
+        i = 0
+        while ("ab", i) in verdicts and ("ba", i) in verdicts:
+            ab, ba = verdicts[("ab", i)], verdicts[("ba", i)]
+            if ab is None or ba is None or (ab.margin > 0) == (ba.margin > 0):
+                return []
+            i += 1
+        return both_orders(self.samples)[2 * i:2 * i + 2] if 0 < i < self.samples else []
+
+
+def test_the_planner_follows_cached_verdicts_through_any_strategy():
+    ok = lambda margin: JudgmentState("ok", 1, margin, 4, 2)  # noqa: E731
+    states = {("p", "ab", 0): ok(1.5), ("p", "ba", 0): ok(-1.5),  # round 0 disagrees: round 1 is owed
+              ("p", "ab", 1): ok(1.5), ("p", "ba", 1): ok(-0.5),  # and disagrees again: round 2 is owed
+              ("p", "ab", 2): JudgmentState("failed", 3, None, None, None),  # exhausted
+              ("q", "ab", 0): ok(1.5), ("q", "ba", 0): ok(0.5)}  # agrees: done
+    plan = Plan()
+    assert planned_slots("p", UntilOrdersAgree(), states, 3, plan) == [("ba", 2, None)]
+    assert planned_slots("q", UntilOrdersAgree(), states, 3, plan) == []
+    assert (plan.skipped_cached, plan.exhausted) == (6, 1)
+
+
+def test_the_run_loop_sends_the_follow_ups_of_any_strategy_once():
+    pairs = _pairs(60, seed=8)
+    options = ClientOptions(max_in_flight=8, request_timeout=5.0)
+    results = []
+    with StandinProcess(StandinConfig(capacity=8, latency_mean=0.005, position_bias=0.5)) as server:
+        summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=UntilOrdersAgree(),
+                              options=options, states={}, write=results.extend, sink_batch=8)
+    by_pair = {}
+    for r in results:
+        by_pair.setdefault(r.request.pair_id, {})[(r.request.order, r.request.sample)] = r.side
+    assert len(results) == summary["requests"] == len({(r.request.pair_id, r.request.order, r.request.sample)
+                                                        for r in results})  # nothing asked twice
+    rounds = Counter()
+    for verdicts in by_pair.values():
+        asked = set(verdicts)
+        expected = set(both_orders(1))  # what the strategy calls for, given the verdicts that came back
+        while more := UntilOrdersAgree().follow_ups({s: verdicts[s] for s in expected}):
+            expected |= set(more)
+        assert asked == expected
+        rounds[len(asked) // 2] += 1
+    assert rounds[1] and rounds[2]  # some pairs agreed at once, some were asked again

@@ -6,7 +6,7 @@ from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
 from tasks.judge.run import judge_pairs
 from tasks.judge.server_metrics import PrefixCacheModel, block_size, parse_metrics, run_metrics
-from tasks.judge.strategies import Strategy
+from tasks.judge.strategies import parse_strategy
 from testing.genrm_standin import StandinConfig, StandinProcess
 
 BEFORE = """# HELP vllm:prompt_tokens_total Number of prefill tokens processed.
@@ -51,7 +51,7 @@ def test_a_runs_attainable_prefix_reuse_comes_from_the_pairs_shared_history():
     pairs = [(f"p{i}", long_history, f"answer A{i} " * 30, f"answer B{i} " * 30) for i in range(3)]
     written = []
     with StandinProcess(StandinConfig(latency_mean=0.002)) as server:
-        summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=Strategy.parse("swap"),
+        summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=parse_strategy("swap"),
                               options=ClientOptions(max_in_flight=2, request_timeout=10), states={},
                               write=written.extend, input_budget=100_000)
     reuse = summary["prefix_reuse"]

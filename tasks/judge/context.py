@@ -1,0 +1,65 @@
+"""One judge run's context: what is judged how, where, and filed under which run, checked once when it is
+made. The CLI's no-op path, the judge flows and the GPU worker build it the same way (`JudgeRun.of`), and
+the planner, the run loop and the run's record read it from there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from common.errors import InvalidInputError
+from common.settings import Settings
+from tasks.judge.config import JudgeConfig
+from tasks.judge.shards import parse_shard
+from tasks.judge.strategies import Strategy, parse_strategy
+
+
+@dataclass(frozen=True)
+class JudgeRun:
+    settings: Settings
+    config: JudgeConfig
+    strategy: Strategy
+    run_id: str
+    targets: tuple[str, ...] = ()  # the endpoints it judges on; none while only planning (sharded runs)
+    shard: str | None = None  # "i/n": one hash bucket of the pairs; None for all
+    limit: int | None = None  # at most this many pairs
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "targets", tuple(self.targets))
+        if not isinstance(self.settings, Settings):
+            raise InvalidInputError(f"a judge run needs the settings, not {type(self.settings).__name__}")
+        if not isinstance(self.config, JudgeConfig):
+            raise InvalidInputError(f"a judge run needs a judge configuration, not {type(self.config).__name__}")
+        if not isinstance(self.strategy, Strategy):
+            raise InvalidInputError(f"a judge run needs a strategy, not {type(self.strategy).__name__}")
+        if not isinstance(self.run_id, str) or not self.run_id.strip():
+            raise InvalidInputError("a judge run needs a run id to file its judgments under")
+        bad = [t for t in self.targets if not isinstance(t, str) or not t.strip()]
+        if bad:
+            raise InvalidInputError(f"judge endpoints must be URLs, not {bad[0]!r}")
+        if self.shard is not None:
+            parse_shard(self.shard)
+        if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int)
+                                       or self.limit < 1):
+            raise InvalidInputError(f"limit must be a whole number >= 1, not {self.limit!r}")
+
+    @classmethod
+    def of(cls, settings: Settings, *, config: JudgeConfig, run_id: str, strategy: str | None = None,
+              targets: list[str] | tuple[str, ...] = (), shard: str | None = None,
+              limit: int | None = None) -> JudgeRun:
+        """The run a caller asks for: the strategy from its text (the settings' default when None)."""
+        return cls(settings, config, parse_strategy(strategy or settings.judge_strategy, settings), run_id,
+                   tuple(targets), shard, limit)
+
+    def served_by(self, targets: list[str], config: JudgeConfig) -> JudgeRun:
+        """The same run on the endpoints that passed the preflight, with the configuration it found."""
+        return replace(self, targets=tuple(targets), config=config)
+
+    @property
+    def max_attempts(self) -> int:
+        return self.settings.judge_max_attempts
+
+    def start_record(self) -> dict[str, Any]:
+        """What the warehouse records when the run starts (`start_judge_run`'s arguments)."""
+        return {"config_id": self.config.id, "strategy": self.strategy.label, "endpoints": list(self.targets),
+                "shard": self.shard, "one_order_on_purpose": self.strategy.one_order_on_purpose}

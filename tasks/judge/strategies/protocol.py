@@ -1,0 +1,73 @@
+"""What a judge strategy declares: which judgments a pair needs first, which it may need after a verdict,
+and what the curation may conclude from a pair judged in one order.
+
+A judgment is one (order, sample index), a `Slot`. The planner and the dispatcher read a strategy only
+through these members, so a new strategy is one class in a module of its own and its entry in the registry
+(`__init__.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from common.settings import Settings
+    from tasks.judge.genrm import SideVerdict
+
+Slot = tuple[str, int]  # (order, sample index)
+Verdicts = Mapping[Slot, "SideVerdict | None"]  # one pair's judgments so far; None marks a failed one
+ORDERS = ("ab", "ba")
+
+
+def both_orders(samples: int) -> list[Slot]:
+    """Each sample in both orders, a pair's orders next to each other: ab 0, ba 0, ab 1, ba 1, ..."""
+    return [(order, i) for i in range(samples) for order in ORDERS]
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """A judge strategy. Classes that subclass it get the defaults of a strategy that asks everything up
+    front (no follow-ups); one that follows up overrides `all_slots` and `follow_ups`."""
+
+    usage: ClassVar[str]  # how it is written on the command line: `swap`, `samples:K`, `adaptive[:K]`
+    takes_k: ClassVar[bool]  # whether `name:K` is accepted
+    # A pair it judged in one order was judged so on purpose (the first verdict settled it), not because the
+    # second order failed or never came: the curation may keep such a pair. Recorded with each judge run.
+    one_order_on_purpose: ClassVar[bool]
+
+    @classmethod
+    def from_spec(cls, k: int | None, settings: Settings | None) -> Strategy:
+        """The strategy `name[:k]` names; `settings` supply its tunables (None: their defaults)."""
+        ...
+
+    @property
+    def label(self) -> str:
+        """How it is recorded with a run (and parsed back): `single`, `samples:3`, `adaptive:1`."""
+        ...
+
+    def initial(self) -> list[Slot]:
+        """The judgments every pair gets first."""
+        ...
+
+    def all_slots(self) -> list[Slot]:
+        """Every judgment it could ask for a pair (what a shard's plan allows)."""
+        return self.initial()
+
+    def follow_ups(self, verdicts: Verdicts) -> list[Slot]:
+        """The judgments a pair needs next given its verdicts so far; the caller sends only those it has not
+        asked for yet. Empty when the pair is done."""
+        return []
+
+    @property
+    def asks_follow_ups(self) -> bool:
+        """Whether a pair's judgments can depend on its verdicts (else every pair gets the same ones)."""
+        return set(self.all_slots()) != set(self.initial())
+
+    @classmethod
+    def parse(cls, text: str, borderline_margin: float = 1.0) -> Strategy:
+        """`parse_strategy` for callers that hold only the adaptive margin, not the settings."""
+        from common.settings import Settings
+        from tasks.judge.strategies import parse_strategy
+
+        return parse_strategy(text, Settings.model_construct(judge_adaptive_margin=borderline_margin))
