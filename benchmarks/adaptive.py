@@ -43,7 +43,7 @@ def run_strategy(strategy: str, base: Path, work: Path, env: dict[str, str]) -> 
         requests = server.stats()["requests"]
     version = curate("build-version", "bench", "--warehouse", str(warehouse), env=env)
     with Warehouse(warehouse, read_only=True) as wh:
-        rows = wh.version_rows("bench", version["version"])
+        rows = wh.versions.version_rows("bench", version["version"])
     agree = sum(quality(r["chosen"]) > quality(r["rejected"]) for r in rows)
     return {"strategy": strategy, "requests": requests, "judged": judged["judged"], "kept": len(rows),
             "agreement": agree / len(rows) if rows else 0.0, "dropped": version["stats"]["dropped"]}

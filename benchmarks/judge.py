@@ -28,7 +28,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,7 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runnable from a checkout without installing the project
 
+from common.processes import stop_process  # noqa: E402
 from tasks.ingest.normalize import pair_id as make_pair_id  # noqa: E402
 from tasks.ingest.synth import TextMaker  # noqa: E402
 from tasks.judge.client import ClientOptions, JudgeResult  # noqa: E402
@@ -53,7 +53,7 @@ from tasks.judge.config import JudgeConfig  # noqa: E402
 from tasks.judge.genrm import ParseFailure, build_messages, parse_completion  # noqa: E402
 from tasks.judge.run import judge_pairs as _judge_pairs  # noqa: E402
 from tasks.judge.run import results_table  # noqa: E402
-from tasks.judge.strategies import Strategy  # noqa: E402
+from tasks.judge.strategies import Strategy, parse_strategy  # noqa: E402
 from testing.genrm_standin import StandinConfig, StandinProcess, latency_for, quality  # noqa: E402
 from warehouse.store import Warehouse  # noqa: E402
 
@@ -113,17 +113,17 @@ def run_ours(pairs: list[PairText], url: str, strategy: str, max_in_flight: int,
              keep: bool = False, timeout: float = 60.0) -> OurRun:
     config = JudgeConfig()
     run_id = str(uuid.uuid4())
-    wh.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
+    wh.judging.register_judge_config({"judge_config_id": config.id, **{k: getattr(config, k) for k in (
         "model", "served_revision", "prompt_version", "temperature", "top_p", "max_tokens")}})
-    plan = Strategy.parse(strategy)
-    wh.start_judge_run(run_id, config.id, plan.label, [url], None)
+    plan = parse_strategy(strategy)
+    wh.runs.start_judge_run(run_id, config.id, plan.label, [url], None)
     kept: list[JudgeResult] = []
     write_cpu = 0.0
 
     def write(batch: list[JudgeResult]) -> None:
         nonlocal write_cpu
         c0 = time.process_time()
-        wh.write_judgments(results_table(batch, config.id, run_id))
+        wh.judging.write_judgments(results_table(batch, config.id, run_id))
         write_cpu += time.process_time() - c0
         if keep:
             kept.extend(batch)
@@ -133,7 +133,7 @@ def run_ours(pairs: list[PairText], url: str, strategy: str, max_in_flight: int,
     summary = _judge_pairs(pairs, endpoints=[url], config=config, strategy=plan, options=options, states={},
                            write=write)
     cpu, ended = time.process_time() - cpu0, time.time()
-    wh.finish_judge_run(run_id, "completed", summary)
+    wh.runs.finish_judge_run(run_id, "completed", summary)
     return OurRun(summary, started, ended, cpu, write_cpu, kept)
 
 
@@ -150,7 +150,7 @@ def run_sequential(pairs: list[PairText], url: str, n: int) -> dict[str, Any]:
 
     client = OpenAI(base_url=url, api_key="EMPTY")
     config = JudgeConfig()
-    msgs = requests_of(pairs, Strategy.parse("swap"))[:n]
+    msgs = requests_of(pairs, parse_strategy("swap"))[:n]
     ok = failed = 0
     t0 = time.time()
     for messages in msgs:
@@ -256,13 +256,8 @@ class FoldProxy:
             return orjson.loads(reply.read())
 
     def __exit__(self, *exc: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            stop_process(self.process, 10)
 
 
 DISTILABEL_CHILD = r'''
@@ -352,7 +347,7 @@ class DistilabelRun:
 
 def run_distilabel(pairs: list[PairText], judge: StandinProcess, n: int, python: Path, workdir: Path) -> DistilabelRun:
     run = DistilabelRun()
-    msgs = requests_of(pairs, Strategy.parse("swap"))[:n]
+    msgs = requests_of(pairs, parse_strategy("swap"))[:n]
     for m in msgs:  # the fold must be lossless: the stand-in then sees exactly our GenRM layout
         assert unfold(fold(m)) == m, "fold/unfold lost information"
     data, out, script = workdir / "distilabel_in.jsonl", workdir / "distilabel_out.jsonl", workdir / "distilabel_child.py"
@@ -423,13 +418,13 @@ def regime_scheduling(args: argparse.Namespace, tmp: Path, results: dict[str, An
         # -- ours
         with Warehouse(tmp / "scheduling.duckdb") as wh:
             ours = run_ours(pairs, judge.url, "swap", args.max_in_flight, wh)
-            stored = wh.judgment_counts(JudgeConfig().id)
+            stored = wh.judging.judgment_counts(JudgeConfig().id)
         s = ours.summary
         steady = judge.stats(s["first_response_at"], s["last_request_sent_at"])
         whole = judge.stats(ours.started_at, ours.ended_at)
         n = done(s)
         per_s = n / s["seconds"]
-        service = [latency_for(m, 0, standin) for m in requests_of(pairs, Strategy.parse("swap"))]
+        service = [latency_for(m, 0, standin) for m in requests_of(pairs, parse_strategy("swap"))]
         realised = statistics.fmean(service)
         print(f"\n  ours: judge_pairs(swap), ClientOptions(max_in_flight={args.max_in_flight}, request_timeout=60), "
               f"DuckDB warehouse writes included")

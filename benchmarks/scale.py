@@ -41,7 +41,7 @@ from tasks.ingest.synth import TextMaker, _Generator, write_synth  # noqa: E402
 from tasks.judge.config import config_record  # noqa: E402
 from tasks.judge.genrm import Verdict, build_messages, to_a_side  # noqa: E402
 from tasks.judge.run import JUDGMENT_SCHEMA  # noqa: E402
-from tasks.judge.strategies import Strategy  # noqa: E402
+from tasks.judge.strategies import parse_strategy  # noqa: E402
 from tasks.judge.targets import judge_config_from  # noqa: E402
 from tasks.judge.warehouse_run import plan_work  # noqa: E402
 from testing.genrm_standin import StandinConfig, verdict_for  # noqa: E402
@@ -106,13 +106,13 @@ def write_verdicts(warehouse: Path, batch: int = 100_000) -> tuple[int, float]:
     started = time.perf_counter()
     written = 0
     with Warehouse(warehouse) as wh:
-        wh.register_judge_config(config_record(config))
+        wh.judging.register_judge_config(config_record(config))
         run_id = str(uuid.uuid4())
-        wh.start_judge_run(run_id, config.id, "swap", ["in-process stand-in verdicts"], None)
-        ids = wh.curation_pair_ids()
+        wh.runs.start_judge_run(run_id, config.id, "swap", ["in-process stand-in verdicts"], None)
+        ids = wh.judging.curation_pair_ids()
         now = datetime.now()
         for start in range(0, len(ids), batch):
-            texts = wh.pair_texts(ids[start:start + batch])
+            texts = wh.judging.pair_texts(ids[start:start + batch])
             cols: dict[str, list] = {name: [] for name in JUDGMENT_SCHEMA.names}
             for pair_id, history, a, b in texts:
                 for order in ("ab", "ba"):
@@ -126,9 +126,9 @@ def write_verdicts(warehouse: Path, batch: int = 100_000) -> tuple[int, float]:
                            "judge_run_id": run_id, "finished_at": now}
                     for name in JUDGMENT_SCHEMA.names:
                         cols[name].append(row.get(name))
-            wh.write_judgments(pa.table(cols, schema=JUDGMENT_SCHEMA))
+            wh.judging.write_judgments(pa.table(cols, schema=JUDGMENT_SCHEMA))
             written += 2 * len(texts)
-        wh.finish_judge_run(run_id, "completed", {"judged": written, "requests": written})
+        wh.runs.finish_judge_run(run_id, "completed", {"judged": written, "requests": written})
     return written, time.perf_counter() - started
 
 
@@ -214,7 +214,7 @@ def main() -> None:
     config = replace(judge_config_from(settings), simulated=True)
     with Warehouse(work / "w.duckdb") as wh:
         t = time.perf_counter()
-        plan = plan_work(wh, config.id, Strategy.parse("swap", settings.judge_adaptive_margin), None, None, 3)
+        plan = plan_work(wh.judging, config.id, parse_strategy("swap", settings), None, None, 3)
         planning = time.perf_counter() - t
     print(f"3. judge-queue planning: {len(plan.pending):,} pending pairs ({2 * len(plan.pending):,} judgments) "
           f"planned in {planning:.2f} s")

@@ -59,7 +59,8 @@ def explain(err: Exception, model: type, label: Callable[[str], str] | None = No
             parts.append(f"unknown key {name!r}")
             continue
         allowed = allowed_range(model, field)
-        msg = e["msg"][:1].lower() + e["msg"][1:]
+        msg = e["msg"].removeprefix("Value error, ")  # a validator's own sentence, as it wrote it
+        msg = msg[:1].lower() + msg[1:]
         parts.append(f"{name} = {e.get('input')!r}: {msg}" + (f" (allowed: {allowed})" if allowed else ""))
     return "; ".join(parts)
 

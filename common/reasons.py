@@ -1,7 +1,7 @@
 """Every reason the pipeline gives, one name each with a line saying what it means, grouped by stage: why a row
-is quarantined at ingest, why a judgment failed, why a row of the judge exchange is rejected, and why a judged
-pair is not in a dataset version. `catalog()` lists them all (for the docs and the dashboard); `lookup` and
-`meaning` say what a reason found in the warehouse means.
+is quarantined at ingest, why a judgment failed, why a row or a file of the judge exchange is rejected, why a
+benchmark row is not judged, and why a judged pair is not in a dataset version. `catalog()` lists them all (for
+the docs and the dashboard); `lookup` and `meaning` say what a reason found in the warehouse means.
 
 Each member is the reason as stored (a `str`: it compares, hashes, formats and serializes as its text). A reason
 with a variable part is a template, its variable parts written `<what>`, filled in order by `.of(...)`:
@@ -156,6 +156,36 @@ class ExchangeReject(Reasons):
     BAD_VERDICT = "bad_verdict", "an ok row whose verdict is out of range or disagrees with its A-side fields"
 
 
+class ExchangeFileFault(Reasons):
+    """Why a file of the judge exchange is moved aside to `quarantine/` unmerged (`exchange_quarantine`, and the
+    `.reason` file beside it). Each is a sentence: the code it starts with, then its detail."""
+
+    BAD_NAME = "not a result file name (<expected>)", "the result file's name is not one a worker writes: it names no run"
+    UNSIGNED = ("no valid signature for its plan (<setting>)",
+                "the exchange is keyed and the result file carries no valid signature for its plan")
+    NO_PLAN = ("no plan <plan> <shard> in the exchange to check it against",
+               "the result file's shard has no readable work file in the exchange")
+    UNREADABLE = ("unreadable as judgments (<Exception>: <message>)",
+                  "the result file is truncated, not Parquet, or not judgments")
+    REWRITTEN = ("rewritten after it was merged (<rule>)",
+                 "the result file changed after its merge; its new rows are not merged")
+    RUN_RECORD_NOT_JSON = "run record is not JSON (<error>)", "the run record is not JSON"
+    RUN_RECORD_UNSIGNED = ("run record: no valid signature for its plan (<setting>)",
+                           "the exchange is keyed and the run record carries no valid signature for its plan")
+    RUN_RECORD_INVALID = ("run record: <problem>",
+                          "the run record is no valid record: a field missing or mistyped, an unknown status or strategy")
+
+
+# ---------------------------------------------------------------- judge evaluation: a benchmark's rows left out
+
+
+class BenchmarkRejection(Reasons):
+    """Why a benchmark row read by `evaluate-judge` is not judged (the result's `rejected`, with its position)."""
+
+    NOT_A_COMPARISON = ("not_a_comparison:<Exception>",
+                        "the row cannot be made into comparisons (a field missing or mistyped, an unknown label)")
+
+
 # ---------------------------------------------------------------- curate: why a judged pair is not in a version
 
 
@@ -200,6 +230,8 @@ GROUPS: tuple[Group, ...] = (
     Group(AdapterRejection, "ingest", "quarantine, stage adapter"),
     Group(JudgeFailure, "judge", "judgments.failure_reason"),
     Group(ExchangeReject, "judge", "exchange_rejects.reason"),
+    Group(ExchangeFileFault, "judge", "exchange_quarantine.reason, and beside the file moved to quarantine/"),
+    Group(BenchmarkRejection, "judge", "evaluate-judge's rejected rows, the error's message as their detail"),
     Group(Dropped, "curate", "a version's dropped counts"),
 )
 

@@ -158,7 +158,7 @@ def _stop_in_order(since: datetime) -> int | None:
     try:
         if Path(get_settings().warehouse).exists():
             with Warehouse(get_settings().warehouse) as wh:
-                marked = wh.mark_own_runs_interrupted(since)
+                marked = wh.runs.mark_own_runs_interrupted(since)
     except Exception:  # noqa: BLE001 - the next writer marks them instead; the stop goes on
         logging.getLogger("curator.stopping").info("marking interrupted runs failed", exc_info=True)
         marked = None
@@ -338,7 +338,8 @@ def _print_summary(title: str, summary: dict[str, Any], as_json: bool) -> None:
 @app.command()
 @_stoppable("ingest")
 def ingest(
-    source: str = typer.Option(..., "--source", "-s", help="helpsteer3 | arena | chatbot-arena | ultrafeedback"),
+    source: str = typer.Option(..., "--source", "-s", help="a pair source by name, e.g. helpsteer3 (an unknown "
+                                                         "name is refused with the list of them)"),
     path: Optional[Path] = typer.Option(None, "--path", help="local JSONL(.gz) or Parquet file instead of the Hub"),
     revision: Optional[str] = typer.Option(None, "--revision", help="Hub branch, tag or commit (default: the pinned "
                                                                     "one)"),
@@ -667,6 +668,8 @@ def _serve_until_stopped(argv: list[str]) -> int:
     import signal
     import subprocess
 
+    from common.processes import stop_process
+
     child = subprocess.Popen(argv)
 
     def forward(signum, frame):  # noqa: ANN001, ARG001
@@ -678,13 +681,7 @@ def _serve_until_stopped(argv: list[str]) -> int:
         try:
             return child.wait()
         finally:
-            if child.poll() is None:  # we are leaving for another reason: take the server along
-                child.terminate()
-                try:
-                    child.wait(15)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait()
+            stop_process(child, 15)  # we are leaving for another reason: take the server along
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -837,8 +834,8 @@ def versions(
     from warehouse.store import Warehouse
 
     with _guarded(Warehouse, get_settings().warehouse, read_only=True) as wh:
-        found = wh.versions(name)
-        known = sorted({v["name"] for v in wh.versions()}) if name and not found else []
+        found = wh.versions.versions(name)
+        known = sorted({v["name"] for v in wh.versions.versions()}) if name and not found else []
     if name and not found:
         _fail(f"no dataset named {name!r}" + (f"; datasets: {', '.join(known)}" if known else ": no version yet"),
               f"build one with `curate build-version {name}`" if not known else None)
@@ -869,13 +866,13 @@ def diff(
     from warehouse.store import Warehouse
 
     with _guarded(Warehouse, get_settings().warehouse, read_only=True) as wh:
-        metas = {v: wh.version_meta(name, v) for v in (old, new)}
+        metas = {v: wh.versions.version_meta(name, v) for v in (old, new)}
         missing = [v for v, m in metas.items() if m is None or m["version"] != v]
         if missing:
-            known = [v["version"] for v in wh.versions(name)]
+            known = [v["version"] for v in wh.versions.versions(name)]
             _fail(f"{name} has no version {missing[0]}" + (f": its versions are {', '.join(f'v{k}' for k in known)}"
                                                            if known else ": no such dataset"))
-        result = diff_versions(wh.version_rows(name, old), wh.version_rows(name, new), metas[old], metas[new])
+        result = diff_versions(wh.versions.version_rows(name, old), wh.versions.version_rows(name, new), metas[old], metas[new])
     if as_json:
         _print_json(result)
         return
@@ -1000,10 +997,10 @@ def status(
 
     with _guarded(Warehouse, get_settings().warehouse, read_only=True) as wh:
         counts = wh.counts()
-        runs = wh.ingest_runs(10)
-        interrupted = wh.interrupted_runs(10)
-        judging = wh.judging_status()
-        found = wh.versions()
+        runs = wh.runs.ingest_runs(10)
+        interrupted = wh.runs.interrupted_runs(10)
+        judging = wh.judging.judging_status()
+        found = wh.versions.versions()
     if as_json:
         _print_json({"counts": counts, "runs": runs, "interrupted": interrupted, "judging": judging, "versions": found})
         return

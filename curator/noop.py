@@ -44,11 +44,11 @@ def ingest_noop(run: IngestRun) -> IngestSummary | None:
     started = time.perf_counter()
     src = run.src
     with Warehouse(run.settings.warehouse) as wh:
-        if not wh.any_completed_full_ingest(src.name):
+        if not wh.runs.any_completed_full_ingest(src.name):
             return None  # nothing to compare with: not worth hashing the file before Prefect's API starts
         if run.path is not None:
             rev, location = file_revision(run.path), str(run.path.resolve())
-        elif (pinned := wh.source_pin(src.name)) is not None:
+        elif (pinned := wh.ingest.source_pin(src.name)) is not None:
             rev, location = pinned, f"hf://datasets/{src.hub_id}"
         else:
             return None
@@ -78,8 +78,8 @@ def version_noop(run: VersionRun) -> VersionSummary | None:
     from tasks.curate.unchanged import unchanged_version
 
     with Warehouse(run.settings.warehouse, read_only=True) as wh:
-        config_id = run.judge_config_id or wh.latest_judge_config_id()
-        return None if config_id is None else unchanged_version(wh, run.name, config_id, run.policy)
+        config_id = run.judge_config_id or wh.versions.latest_judge_config_id()
+        return None if config_id is None else unchanged_version(wh.versions, run.name, config_id, run.policy)
 
 
 def publish_noop(run: PublishRun) -> PublishSummary | None:
@@ -89,4 +89,4 @@ def publish_noop(run: PublishRun) -> PublishSummary | None:
     if run.repo is not None:
         return None  # the Hub is asked by the flow
     with Warehouse(run.settings.warehouse) as wh:
-        return record_if_already_published(wh, run.name, run.version, run.to)
+        return record_if_already_published(wh.versions, run.name, run.version, run.to)

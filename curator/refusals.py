@@ -21,9 +21,9 @@ class NothingJudgedError(UserError):
 
 def strategy(text: str | None, settings: Settings) -> None:
     """A judge strategy the planner understands."""
-    from tasks.judge.strategies import Strategy
+    from tasks.judge.strategies import parse_strategy
 
-    Strategy.parse(text or settings.judge_strategy, settings.judge_adaptive_margin)
+    parse_strategy(text or settings.judge_strategy, settings)
 
 
 def benchmark(name: str, text: str | None, settings: Settings) -> None:
@@ -31,7 +31,7 @@ def benchmark(name: str, text: str | None, settings: Settings) -> None:
     from tasks.evaluate.benchmarks import scoring_plan
     from tasks.ingest.sources import get_source
 
-    scoring_plan(get_source(name).name, text, settings.judge_adaptive_margin)
+    scoring_plan(get_source(name).name, text, settings)
 
 
 def endpoint_given(urls: list[str] | None, launch: str | None, settings: Settings) -> None:
@@ -108,10 +108,10 @@ def judged(settings: Settings, judge_config: str | None) -> None:
     from warehouse.store import Warehouse
 
     with Warehouse(settings.warehouse, read_only=True) as wh:
-        latest = wh.latest_judge_config_id()
+        latest = wh.versions.latest_judge_config_id()
         if latest is None:
             raise NothingJudgedError("no judged pairs yet: run `curate judge` first")
-        if judge_config is not None and "model" not in wh.judge_config(judge_config):  # not a recorded one
+        if judge_config is not None and "model" not in wh.judging.judge_config(judge_config):  # not a recorded one
             raise InvalidInputError(f"unknown judge configuration {judge_config!r}; `curate status` lists them")
 
 
@@ -121,6 +121,6 @@ def version(settings: Settings, name: str, number: int | None, to: str, allow_si
     from warehouse.store import Warehouse
 
     with Warehouse(settings.warehouse, read_only=True) as wh:
-        meta = version_to_publish(wh, name, number)
+        meta = version_to_publish(wh.versions, name, number)
     if to.startswith("hf://"):
         refuse_simulated(meta, to, allow_simulated)

@@ -12,6 +12,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 
+from common.reasons import BenchmarkRejection
 from common.settings import settings_with
 from flows.runs import current_run_id
 from tasks.evaluate.benchmarks import comparisons, scoring_plan
@@ -27,11 +28,11 @@ from warehouse.store import Warehouse
 
 
 def _read_rows(src, path, rev, settings, limit) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-    """(rows, rejected): every row the reader could parse, and the unreadable ones with their reason."""
+    """(rows, rejected): every row the reader could parse, and the unreadable ones with their reason and detail."""
     rows, rejected = [], []
     for batch in source_batches(src, path, rev, settings):
         rows.extend(batch.rows)
-        rejected.extend({"position": u.position, "reason": u.reason} for u in batch.unreadable)
+        rejected.extend({"position": u.position, "reason": u.reason, "detail": u.error} for u in batch.unreadable)
         if limit is not None and len(rows) >= limit:
             return rows[:limit], rejected
     return rows, rejected
@@ -53,7 +54,7 @@ def evaluate_judge(
     log = get_run_logger()
     settings = settings_with(warehouse=warehouse)
     src = get_source(benchmark)
-    plan = scoring_plan(src.name, strategy, settings.judge_adaptive_margin)
+    plan = scoring_plan(src.name, strategy, settings)
     orders = sorted({order for order, _ in plan.initial()})
     run = JudgeRun(settings, judge_config_from(settings), plan, current_run_id())
     server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
@@ -62,30 +63,32 @@ def evaluate_judge(
         run = run.served_by(*checked_targets(targets, run.config, settings, log))
         targets, config = list(run.targets), run.config
         with Warehouse(settings.warehouse) as wh:
-            rev, location = pin_revision(wh, src, revision, path)
+            rev, location = pin_revision(wh.ingest, src, revision, path)
             rows, rejected = _read_rows(src, path, rev, settings, limit)
             items = []
             for i, row in enumerate(rows):
                 try:
                     items.extend(comparisons(src.name, [row]))
                 except (KeyError, TypeError, ValueError) as err:
-                    rejected.append({"position": f"{location}[{i}]", "reason": f"{type(err).__name__}: {err}"})
+                    rejected.append({"position": f"{location}[{i}]",
+                                     "reason": BenchmarkRejection.NOT_A_COMPARISON.of(type(err).__name__),
+                                     "detail": str(err)})
             for r in rejected:
-                log.warning("%s: row %s rejected: %s", src.name, r["position"], r["reason"])
-            wh.register_judge_config(config_record(config))
+                log.warning("%s: row %s rejected: %s (%s)", src.name, r["position"], r["reason"], r["detail"])
+            wh.judging.register_judge_config(config_record(config))
             ids = [c.item_id for c in items]
-            states = as_states(wh.judgment_states(config.id, ids, table="eval_judgments"))
+            states = as_states(wh.judging.judgment_states(config.id, ids, table="eval_judgments"))
             pending, done = split_pending(ids, plan, states, run.max_attempts)
             keep = set(pending)
             pairs = [(c.item_id, c.history, c.response_a, c.response_b) for c in items if c.item_id in keep]
-            judged = run_judging(run, pairs, states, done, lambda t: wh.write_judgments(t, "eval_judgments"), log)
-            result = score(src.name, items, wh.eval_margins(config.id, ids), orders)
-            served = wh.served_models(run_id, "eval_judgments")
+            judged = run_judging(run, pairs, states, done, lambda t: wh.judging.write_judgments(t, "eval_judgments"), log)
+            result = score(src.name, items, wh.judging.eval_margins(config.id, ids), orders)
+            served = wh.judging.served_models(run_id, "eval_judgments")
             result.update(rows=len(rows), rejected=rejected, benchmark_revision=rev, location=location,
                           judge_config_id=config.id, strategy=plan.label, endpoints=targets, served_models=served,
                           judge={k: judged[k] for k in ("judged", "failed", "skipped_cached", "requests", "tokens_in",
                                                          "tokens_out", "seconds")})
-            wh.record_evaluation({
+            wh.judging.record_evaluation({
                 "evaluation_id": run_id, "benchmark": src.name, "benchmark_revision": rev, "judge_config_id": config.id,
                 "strategy": plan.label, "endpoints": targets, "served_models": served, "pairs": result["pairs"],
                 "scored": result["scored"], "failed": result["failed"], "accuracy": result["accuracy"],

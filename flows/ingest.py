@@ -66,12 +66,12 @@ def open_indexes(wh: Warehouse, settings: Settings) -> tuple[NearDupIndex, Decon
     band key), and the evaluation prompts to avoid."""
     perms = settings.minhash_perms
     probe = NearDupIndex(perms, settings.near_dup_threshold)
-    wh.index_unkeyed_signatures(perms, probe.stored_keys)  # pairs kept before the warehouse indexed keys
-    before = wh.index_start()
+    wh.ingest.index_unkeyed_signatures(perms, probe.stored_keys)  # pairs kept before the warehouse indexed keys
+    before = wh.ingest.index_start()
     # A warehouse without kept pairs has nothing to look up (index_start() is 1): no query per batch.
     index = NearDupIndex(perms, settings.near_dup_threshold,
-                         lookup=(lambda keys: wh.near_dup_candidates(perms, keys, before)) if before > 1 else None)
-    prompts = [EvalPrompt(*row) for row in wh.eval_prompts()]
+                         lookup=(lambda keys: wh.ingest.near_dup_candidates(perms, keys, before)) if before > 1 else None)
+    prompts = [EvalPrompt(*row) for row in wh.ingest.eval_prompts()]
     return index, Decontaminator(prompts, settings.decontam_ngram, settings.decontam_threshold)
 
 
@@ -90,8 +90,7 @@ def ingest_batch(
     first: bool,
 ) -> BatchCounts:
     prepared = prepare_batch(batch, source, settings, where, first=first)
-    return land_batch(
-        wh, prepared, source=source.name, revision=revision, run_id=run_id, index=index, decontaminator=decontaminator,
+    return land_batch(wh.ingest, prepared, source=source.name, revision=revision, run_id=run_id, index=index, decontaminator=decontaminator,
         writer=writer,
     )
 
@@ -134,7 +133,7 @@ def ingest(
     asked = IngestRun.of(source, path, revision, limit, force, warehouse=warehouse, batch_size=batch_size)
     settings, src, path, limit = asked.settings, asked.src, asked.file, asked.limit  # the checked values from here
     with Warehouse(settings.warehouse) as wh:
-        rev, location = pin_revision(wh, src, asked.revision, path)
+        rev, location = pin_revision(wh.ingest, src, asked.revision, path)
         run_id = current_run_id()
         unchanged = None if asked.force or limit is not None else record_if_unchanged(wh, src, rev, location, run_id,
                                                                                         settings, started)
@@ -144,7 +143,7 @@ def ingest(
             return unchanged
         counts = BatchCounts()
         writer = BackgroundWriter()
-        with wh.recorded_run("ingest", run_id, source=src.name, location=location, revision=rev,
+        with wh.runs.recorded_run("ingest", run_id, source=src.name, location=location, revision=rev,
                              settings={**settings.model_dump(mode="json"), "limit": limit}) as run:
             run.so_far = lambda: summarize(counts)
             index, decontaminator = open_indexes(wh, settings)
@@ -155,7 +154,7 @@ def ingest(
                 # The writer is left first, error or not: its last write ends before anything else uses the
                 # connection (the checkpoint settings restored, the run recorded), and is committed before the run
                 # says it completed.
-                with wh.checkpoints_per_row_group(), _fewer_collections(), writer:
+                with wh.ingest.checkpoints_per_row_group(), _fewer_collections(), writer:
                     for n, batch in enumerate(limit_rows(source_batches(src, path, rev, settings), limit)):
                         # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
                         # futures, twice per task: about a second per 5,000-row batch, measured.
@@ -168,7 +167,7 @@ def ingest(
                 raise
             run.summary = summary = summarize(
                 counts, source=src.name, location=location, source_revision=rev, run_id=run_id,
-                warehouse=str(settings.warehouse), decontaminated_against=wh.eval_prompt_counts(),
+                warehouse=str(settings.warehouse), decontaminated_against=wh.ingest.eval_prompt_counts(),
                 seconds=round(time.perf_counter() - started, 3),
             )
     log.info(
@@ -188,19 +187,19 @@ def load_eval_set(
     settings = settings_with(warehouse=warehouse)
     src = get_source(benchmark, kind="eval_prompts")
     with Warehouse(settings.warehouse) as wh:
-        rev, location = pin_revision(wh, src, revision, path)
+        rev, location = pin_revision(wh.ingest, src, revision, path)
         counts = BatchCounts()
         prompts: dict[str, str] = {}
         run_id = current_run_id()
         for n, batch in enumerate(source_batches(src, path, rev, settings)):
             prepared = prepare_batch(batch, src, settings, location, first=n == 0)
             prompts.update({p.benchmark_id: p.prompt for p in prepared.prompts})
-            counts.add(land_batch(wh, prepared, source=src.name, revision=rev, run_id=run_id,
+            counts.add(land_batch(wh.ingest, prepared, source=src.name, revision=rev, run_id=run_id,
                                   index=NearDupIndex(settings.minhash_perms, settings.near_dup_threshold),
                                   decontaminator=None))
-        new = wh.upsert_eval_prompts(src.name, sorted(prompts.items()), rev)
-        all_prompts = [EvalPrompt(*row) for row in wh.eval_prompts()]
-        flagged = flag_contamination(wh, Decontaminator(all_prompts, settings.decontam_ngram, settings.decontam_threshold))
+        new = wh.ingest.upsert_eval_prompts(src.name, sorted(prompts.items()), rev)
+        all_prompts = [EvalPrompt(*row) for row in wh.ingest.eval_prompts()]
+        flagged = flag_contamination(wh.ingest, Decontaminator(all_prompts, settings.decontam_ngram, settings.decontam_threshold))
         summary = {
             "benchmark": src.name,
             "location": location,

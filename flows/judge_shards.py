@@ -80,7 +80,7 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
     config, plan = run.config, run.strategy
     ex = Exchange(exchange)
     with Warehouse(warehouse) as wh:
-        wh.register_judge_config(config_record(config))
+        wh.judging.register_judge_config(config_record(config))
         work = work_of(wh, run)
         pending, states = work.pending, work.states
         pid = make_plan_id(config.id, plan.label, pending)
@@ -93,7 +93,7 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
             path = work_path(ex, pid, index, shards)
             write_work(ex, path, plan=pid, shard=f"{index}/{shards}", strategy=plan.label,
                        config=asdict(config),
-                       pairs=wh.pair_texts(mine), states={k: v for k, v in states.items() if k[0] in keep})
+                       pairs=wh.judging.pair_texts(mine), states={k: v for k, v in states.items() if k[0] in keep})
             files[index] = ex.url_of(path)
     return {"plan_id": pid, "judge_config_id": config.id, "strategy": plan.label, "pairs": len(work.ids),
             "pending": len(pending), "skipped_cached": work.done.skipped_cached,
@@ -194,7 +194,7 @@ def judge_sharded(
     if lost:
         with Warehouse(wh_path) as wh:
             for run_id in lost:
-                wh.mark_judge_run(run_id, "lost", "the shard's flow run did not complete; see the pipeline run")
+                wh.runs.mark_judge_run(run_id, "lost", "the shard's flow run did not complete; see the pipeline run")
     summary["seconds"] = round(time.perf_counter() - started, 3)
     summary.update(_totals(ex, runs, wh_path))
     summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
@@ -226,5 +226,5 @@ def _totals(ex: Exchange, runs: list[ShardRun], warehouse: str) -> dict[str, Any
         for reason, n in (s.get("failed") or {}).items():
             totals["failed"][reason] = totals["failed"].get(reason, 0) + n
     with Warehouse(warehouse, read_only=True) as wh:
-        totals["served_models"] = sorted({m for rid in ids for m in wh.served_models(rid)})
+        totals["served_models"] = sorted({m for rid in ids for m in wh.judging.served_models(rid)})
     return totals

@@ -201,7 +201,7 @@ def _report(summary: PipelineSummary, warehouse: str) -> None:
     judged_by_source: dict[str, int] = {}
     if judged.get("judge_config_id"):
         with Warehouse(warehouse, read_only=True) as wh:
-            judged_by_source = wh.judged_by_source(judged["judge_config_id"])
+            judged_by_source = wh.judging.judged_by_source(judged["judge_config_id"])
     rows = []
     for name, s in summary["ingest"].items():
         rows.append({"source": name, "read": s["read"], "valid": s["valid"], "unique (new)": s["new_pairs"],

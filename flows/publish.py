@@ -78,9 +78,9 @@ def publish(
     # the name, version and target checked as the CLI checks them
     settings = PublishRun.of(name, version, to, private, allow_simulated, warehouse=warehouse).settings
     with Warehouse(settings.warehouse, read_only=True) as wh:
-        meta = version_to_publish(wh, name, version)
-        rows = wh.version_rows(name, meta["version"])
-        judge_config = wh.judge_config(meta["judge_config_id"])
+        meta = version_to_publish(wh.versions, name, version)
+        rows = wh.versions.version_rows(name, meta["version"])
+        judge_config = wh.judging.judge_config(meta["judge_config_id"])
     tag = f"v{meta['version']}"
     fill = _filler(meta, rows, judge_config)
 
@@ -108,7 +108,7 @@ def publish(
         files, target, commit = list_files(final), str(final.resolve()), None
 
     with Warehouse(settings.warehouse) as wh:
-        wh.mark_published(name, meta["version"], target, tag, commit)
+        wh.versions.mark_published(name, meta["version"], target, tag, commit)
     summary = publish_summary(meta, target, tag, commit, files, already)
     log.info("%s %s %s %s", name, tag, "already published at" if already else "published to", target)
     create_table_artifact(key=f"publish-{name}".lower().replace("_", "-").replace(".", "-"),

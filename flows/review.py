@@ -45,14 +45,14 @@ def _url(url: str | None) -> str:
 @task(cache_policy=NO_CACHE)
 def choose_and_plan(wh: Warehouse, key: str, name: str, version: int, selection: str, limit: int,
                     seed: int) -> dict[str, Any]:
-    return plan(wh, key, name, version, selection, limit, seed)
+    return plan(wh.reviews, key, name, version, selection, limit, seed)
 
 
 @task(cache_policy=NO_CACHE)
 def finish_earlier_push(wh: Warehouse, ls: LabelStudio, project: Any, key: str) -> dict[str, int]:
     """What a push cut short left: tasks Label Studio holds but the warehouse did not record, then tasks planned
     but never created."""
-    adopted = reconcile(wh, ls, project, key)
+    adopted = reconcile(wh.reviews, ls, project, key)
     return {"tasks_adopted": adopted, "tasks_pushed": push_planned(wh, ls, project, key)}
 
 
@@ -68,14 +68,14 @@ def land_annotations(wh: Warehouse, ls: LabelStudio, projects: list[Any]) -> dic
 
 def _push(wh: Warehouse, ls: LabelStudio, name: str, version: int | None, project: str | None, selection: str,
           limit: int, seed: int, annotators_per_task: int) -> dict[str, Any]:
-    version = version_of(wh, name, version)
+    version = version_of(wh.versions, name, version)
     title = project or default_title(name)
     ls.whoami()
-    target, key, created = open_project(wh, ls, title, annotators_per_task)
+    target, key, created = open_project(wh.reviews, ls, title, annotators_per_task)
     leftover = finish_earlier_push(wh, ls, target, key)
     chosen = choose_and_plan(wh, key, name, version, selection, limit, seed)
     pushed = create_tasks(wh, ls, target, key)
-    tasks, planned = wh.review_task_counts(key)
+    tasks, planned = wh.reviews.review_task_counts(key)
     return {"url": ls.url, "project": target.title, "project_id": target.id, "project_created": created,
             "name": name, "version": version, "selection": selection, "limit": limit,
             **({"seed": seed} if selection == "audit" else {}), **chosen,
@@ -104,7 +104,7 @@ def review_pull(url: str | None = None, project: str | None = None, warehouse: s
     settings = settings_with(warehouse=warehouse)
     with LabelStudio(_url(url), resolve_token()) as ls, Warehouse(settings.warehouse) as wh:
         ls.whoami()
-        summary = land_annotations(wh, ls, projects_to_pull(wh, ls, project))
+        summary = land_annotations(wh, ls, projects_to_pull(wh.reviews, ls, project))
     get_run_logger().info("pulled %d new and %d updated annotations", summary["new"], summary["updated"])
     snapshot_dashboard(str(settings.warehouse), "review")
     return summary
@@ -120,14 +120,14 @@ def review_sync(datasets: list[str] | None = None, url: str | None = None, limit
     out: dict[str, Any] = {"pulled": None, "pushed": []}
     with LabelStudio(_url(url), resolve_token()) as ls, Warehouse(settings.warehouse) as wh:
         ls.whoami()
-        if wh.review_projects_at(ls.url):
-            out["pulled"] = land_annotations(wh, ls, projects_to_pull(wh, ls, None))
-        names = datasets if datasets is not None else sorted({v["name"] for v in wh.versions()})
+        if wh.reviews.review_projects_at(ls.url):
+            out["pulled"] = land_annotations(wh, ls, projects_to_pull(wh.reviews, ls, None))
+        names = datasets if datasets is not None else sorted({v["name"] for v in wh.versions.versions()})
         for name in names:
-            if wh.version_meta(name) is None:
+            if wh.versions.version_meta(name) is None:
                 continue  # no version of it yet: the next run looks again
-            latest = version_of(wh, name, None)
-            if wh.review_version_pushed(name, latest):
+            latest = version_of(wh.versions, name, None)
+            if wh.reviews.review_version_pushed(name, latest):
                 continue
             for selection, n in (("borderline", limit), ("audit", audit_limit)):
                 if n > 0:

@@ -41,10 +41,10 @@ def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> 
     """The kept rows (without their texts) and the version's statistics: p_correct is fitted on this
     configuration's verdicts (cross-fitted on the pairs with a clear human label, reviewers' labels among
     them) before the policy filters on it; reviewed pairs take their reviewers' side (`review_overrides`)."""
-    pool = JudgedPool.from_arrow(*wh.judged_pool(config_id, MARKDOWN_RE2))
+    pool = JudgedPool.from_arrow(*wh.versions.judged_pool(config_id, MARKDOWN_RE2))
     confidences = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree,
                                    pool.human_label)
-    reviews = PoolReviews.align(pool.pair_id, wh.review_outcomes(), wh.review_selections())
+    reviews = PoolReviews.align(pool.pair_id, wh.reviews.review_outcomes(), wh.reviews.review_selections())
     p_correct, calibration = calibrate_with_reviews(pool, confidences, reviews)
     decided, overriding = under_policy(reviews, confidences, policy.review_overrides)
     kept, dropped = select_rows(pool, decided, policy, p_correct, overriding)
@@ -75,28 +75,28 @@ def build_version(
     asked = VersionRun.of(name, policy_path, policy_overrides, judge_config_id, warehouse=warehouse)
     policy, settings = asked.policy, asked.settings
     with Warehouse(settings.warehouse) as wh:
-        config_id = asked.judge_config_id or wh.latest_judge_config_id()
+        config_id = asked.judge_config_id or wh.versions.latest_judge_config_id()
         if config_id is None:
             raise EmptyVersionError("no judged pairs yet: run `curate judge` first")
-        unchanged = unchanged_version(wh, name, config_id, policy)
+        unchanged = unchanged_version(wh.versions, name, config_id, policy)
         if unchanged is not None:
             log.info(unchanged["note"])
             return unchanged
-        inputs = wh.version_inputs(config_id)
-        latest = wh.latest_version(name)
+        inputs = wh.versions.version_inputs(config_id)
+        latest = wh.versions.latest_version(name)
         rows, stats = select_version_rows(wh, config_id, policy)
         if not rows.num_rows:
             raise EmptyVersionError(
                 f"the policy keeps none of {stats['pairs_judged']} pairs judged (dropped: {stats['dropped']}); "
                 "loosen it rather than publish an empty dataset")
-        lengths = estimated_lengths(wh.text_sizes(rows))
-        digest = content_hash(wh.row_digests(rows), export_options(policy.model_dump()))
-        totals = wh.judging_totals(config_id)
+        lengths = estimated_lengths(wh.versions.text_sizes(rows))
+        digest = content_hash(wh.versions.row_digests(rows), export_options(policy.model_dump()))
+        totals = wh.judging.judging_totals(config_id)
         cost = cost_report(requests=totals["requests"], tokens_in=totals["tokens_in"], tokens_out=totals["tokens_out"],
                            judge_seconds=totals["request_seconds"], kept=rows.num_rows, model=cost_model(settings))
-        simulated = wh.config_is_simulated(config_id)
+        simulated = wh.judging.config_is_simulated(config_id)
         stats = {**stats, "lengths": lengths, "inputs": inputs, "cost": cost, "simulated": simulated}
-        same = wh.version_with_content(name, digest, config_id)
+        same = wh.versions.version_with_content(name, digest, config_id)
         if same is not None:  # the latest, or an older one (a policy changed and changed back): no copy
             summary = {"name": name, "version": same["version"], "rows": same["row_count"], "content_hash": digest,
                        "created": str(same["created_at"]), "new_version": False,
@@ -108,8 +108,8 @@ def build_version(
         meta = {"name": name, "version": version, "parent_version": latest["version"] if latest else None,
                 "judge_config_id": config_id, "policy": policy.model_dump(), "source_revisions": revisions,
                 "row_count": rows.num_rows, "content_hash": digest, "stats": stats, "simulated": simulated}
-        wh.write_version(meta, rows)
-        created = wh.latest_version(name)["created_at"]
+        wh.versions.write_version(meta, rows)
+        created = wh.versions.latest_version(name)["created_at"]
     if simulated:
         log.warning("%s v%d is built on SIMULATED verdicts (the GenRM stand-in): its card says so, and the Hub "
                     "refuses it unless allowed", name, version)

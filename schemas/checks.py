@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from common.reasons import ValueFault
+
 ROLES = ("user", "assistant")
 
 
@@ -106,7 +108,7 @@ def value_faults(row: dict[str, Any], deep: bool = True) -> list[str]:
     faults: list[str] = []
     for field_name, top in row.items():
         if not isinstance(field_name, str) or not is_valid_utf8(field_name):
-            faults.append("invalid_utf8:<key>")
+            faults.append(ValueFault.INVALID_UTF8.of("<key>"))
             continue
         stack = [(top, 1)]
         bad_utf8 = bad_number = False
@@ -118,13 +120,13 @@ def value_faults(row: dict[str, Any], deep: bool = True) -> list[str]:
                 bad_number = bad_number or not math.isfinite(v)
             elif deep and isinstance(v, dict | list | tuple):
                 if depth > MAX_DEPTH:
-                    return ["json_too_deep"]
+                    return [ValueFault.JSON_TOO_DEEP]
                 if isinstance(v, dict):
                     bad_utf8 = bad_utf8 or not all(isinstance(k, str) and is_valid_utf8(k) for k in v)
                     v = v.values()
                 stack.extend((c, depth + 1) for c in v)
         if bad_utf8:
-            faults.append(f"invalid_utf8:{field_name}")
+            faults.append(ValueFault.INVALID_UTF8.of(field_name))
         if bad_number:
-            faults.append(f"not_finite:{field_name}")
+            faults.append(ValueFault.NOT_FINITE.of(field_name))
     return faults

@@ -7,6 +7,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from common.reasons import SchemaCheck
+
 # Human labels on one scale from response A's side: sign is the direction, 0 a tie (DESIGN.md §2).
 HUMAN_LABEL_MIN = -3.0
 HUMAN_LABEL_MAX = 3.0
@@ -94,18 +96,18 @@ def pair_frame_schema(input_token_budget: int):
     def ew(fn, name):
         return pa.Check(fn, element_wise=True, name=name)
 
-    text_checks = [ew(c.is_str, "is_text"), ew(c.text_not_empty, "not_empty")]
+    text_checks = [ew(c.is_str, SchemaCheck.IS_TEXT), ew(c.text_not_empty, SchemaCheck.NOT_EMPTY)]
     return pa.DataFrameSchema(
         {
-            "source": pa.Column(None, ew(c.text_not_empty, "not_empty")),
-            "source_id": pa.Column(None, ew(c.text_not_empty, "not_empty")),
+            "source": pa.Column(None, ew(c.text_not_empty, SchemaCheck.NOT_EMPTY)),
+            "source_id": pa.Column(None, ew(c.text_not_empty, SchemaCheck.NOT_EMPTY)),
             "history": pa.Column(
                 None,
                 [
-                    ew(c.history_not_empty, "not_empty"),
-                    ew(c.history_ends_with_user, "ends_with_user_turn"),
-                    ew(c.history_roles_allowed, "roles_allowed"),
-                    ew(c.history_last_turn_not_empty, "last_user_turn_not_empty"),
+                    ew(c.history_not_empty, SchemaCheck.NOT_EMPTY),
+                    ew(c.history_ends_with_user, SchemaCheck.ENDS_WITH_USER_TURN),
+                    ew(c.history_roles_allowed, SchemaCheck.ROLES_ALLOWED),
+                    ew(c.history_last_turn_not_empty, SchemaCheck.LAST_USER_TURN_NOT_EMPTY),
                 ],
             ),
             "response_a": pa.Column(None, text_checks),
@@ -114,19 +116,20 @@ def pair_frame_schema(input_token_budget: int):
                 None,
                 pa.Check(
                     lambda s: s.isna() | s.between(HUMAN_LABEL_MIN, HUMAN_LABEL_MAX),
-                    name=f"in_range({HUMAN_LABEL_MIN:g},{HUMAN_LABEL_MAX:g})",
+                    name=SchemaCheck.IN_RANGE.of(format(HUMAN_LABEL_MIN, "g"), format(HUMAN_LABEL_MAX, "g")),
                 ),
                 nullable=True,
             ),
-            **{name: pa.Column(None, ew(c.is_str_or_none, "is_text"), nullable=True, required=False)
+            **{name: pa.Column(None, ew(c.is_str_or_none, SchemaCheck.IS_TEXT), nullable=True, required=False)
                for name in ("raw_label", "domain", "language")},
             # Computed before the frame is built: pandera loses the row of a string that cannot encode.
-            "text": pa.Column(None, pa.Check(lambda s: s == True, name="valid_utf8"), required=False),  # noqa: E712
+            "text": pa.Column(None, pa.Check(lambda s: s == True, name=SchemaCheck.VALID_UTF8),  # noqa: E712
+                           required=False),
             # Never quarantined on an estimate: only a pair no tokenizer could fit (see MAX_BYTES_PER_TOKEN).
             "utf8_bytes": pa.Column(None, pa.Check(
                 lambda s: s <= MAX_BYTES_PER_TOKEN * input_token_budget,
-                name=f"fits_judge_context(<={MAX_BYTES_PER_TOKEN * input_token_budget} bytes)")),
+                name=SchemaCheck.FITS_JUDGE_CONTEXT.of(MAX_BYTES_PER_TOKEN * input_token_budget))),
         },
-        checks=[pa.Check(lambda df: df["response_a"] != df["response_b"], name="responses_differ")],
+        checks=[pa.Check(lambda df: df["response_a"] != df["response_b"], name=SchemaCheck.RESPONSES_DIFFER)],
         strict=False,
     )

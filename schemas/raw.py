@@ -12,6 +12,7 @@ from typing import Any
 
 import pandera.pandas as pa
 
+from common.reasons import SchemaCheck
 from schemas import checks as c
 
 
@@ -22,5 +23,5 @@ def element_check(fn: Callable[[Any], bool], name: str) -> pa.Check:
 
 def text_column(nullable: bool = False) -> pa.Column:
     if nullable:
-        return pa.Column(None, element_check(c.is_str_or_none, "is_text"), nullable=True)
-    return pa.Column(None, element_check(c.is_str, "is_text"))
+        return pa.Column(None, element_check(c.is_str_or_none, SchemaCheck.IS_TEXT), nullable=True)
+    return pa.Column(None, element_check(c.is_str, SchemaCheck.IS_TEXT))

@@ -10,8 +10,10 @@ PIPELINE_STAGES = ("ingest", "judge", "version", "publish")  # what `curate run`
 
 
 class IngestSummary(TypedDict, total=False):
-    read: int  # rows read, readable or not: read = valid + quarantined_rows
-    valid: int  # = already_ingested + exact_duplicates + near_duplicates + new_pairs
+    read: int  # rows read, readable or not: read = rows_paired + quarantined_rows - rows_partly_quarantined
+    valid: int  # pairs made = already_ingested + exact_duplicates + near_duplicates + new_pairs
+    rows_paired: int  # rows that made at least one pair (a source may make several pairs of a row)
+    rows_partly_quarantined: int  # rows that made pairs and had a part quarantined too
     quarantined: dict[str, int]  # reason -> rows
     quarantined_rows: int
     new_quarantined: int

@@ -279,7 +279,7 @@ def test_tables_are_plain_whole_rows_when_piped(dashboard_warehouse):
     from warehouse.store import Warehouse
 
     with Warehouse(warehouse, read_only=True) as wh:
-        versions = wh.versions("dash")
+        versions = wh.versions.versions("dash")
     for args in (["versions"], ["versions", "dash"], ["status"], ["sources"]):
         result = runner.invoke(app, [*args, "--warehouse", str(warehouse)] if args[0] != "sources" else args)
         assert result.exit_code == 0, result.output
@@ -367,7 +367,7 @@ def test_build_version_flags_reach_the_version_as_its_policy(dashboard_warehouse
     from warehouse.store import Warehouse
 
     with Warehouse(copy, read_only=True) as wh:
-        policy = wh.version_meta("flagged")["policy"]
+        policy = wh.versions.version_meta("flagged")["policy"]
     assert (policy["one_order_decisive"], policy["decisive_margin"], policy["rm_margin_column"],
             policy["require_order_agreement"], policy["min_abs_margin"]) == ("drop", 1.5, True, False, 0.5)
     assert policy["human_ties"] == "keep"  # a flag not given leaves the default

@@ -13,7 +13,7 @@ import errno
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -308,3 +308,32 @@ class Connection:
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
         """Read-only ad-hoc access for tests and the CLI's inspection commands."""
         return self.con.execute(sql, params or []).fetchall()
+
+
+class Part:
+    """One bounded context's named queries (`runs.py`, `ingest.py`, `judging.py`, `versions.py`, `reviews.py`),
+    held by the warehouse as an attribute (`wh.ingest`, `wh.judging`, ...) over its one connection: a function
+    given a part says by its signature which tables it touches."""
+
+    def __init__(self, db: Any):
+        self._db = db  # the Warehouse: its connection, and its other parts where a query spans two
+
+    @property
+    def con(self) -> _NamedStorageErrors:
+        return self._db.con
+
+    @property
+    def memory_limit(self) -> str:
+        return self._db.memory_limit
+
+    def transaction(self) -> AbstractContextManager[None]:
+        return self._db.transaction()
+
+    def _registered(self, view: str, data: pa.Table) -> AbstractContextManager[None]:
+        return self._db._registered(view, data)
+
+    def _insert(self, table: str, data: pa.Table, tail: str = "") -> None:
+        self._db._insert(table, data, tail)
+
+    def _matching(self, sql: str, keys: pa.Table, params: list[Any] | None = None) -> list[tuple]:
+        return self._db._matching(sql, keys, params)

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from common.arrays import sorted_unique
-from warehouse.connection import Connection, _now
+from warehouse.connection import Part, _now
 
 # DuckDB's rows per row group (its default `row_group_size`): the unit a checkpoint compresses and writes.
 ROW_GROUP_ROWS = 122_880
@@ -27,7 +27,7 @@ def _bytes(size: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2) or ""])
 
 
-class IngestStore(Connection):
+class IngestStore(Part):
     """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
 
     # Inside `checkpoints_per_row_group`: candidate pairs committed since the last checkpoint, counted from the

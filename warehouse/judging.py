@@ -8,14 +8,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from warehouse.connection import JUDGMENT_TABLES, Connection, _now
+from warehouse.connection import JUDGMENT_TABLES, Part, _now
 
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class JudgingStore(Connection):
+class JudgingStore(Part):
     """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
 
     def register_judge_config(self, config: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from warehouse.connection import Connection, _now
+from warehouse.connection import Part, _now
 
 _REVIEW_COLUMNS = ("project_key", "annotation_id", "server", "ls_task_id", "pair_id", "choice", "side", "annotator_id",
                    "annotator", "created_at", "updated_at", "lead_time_s", "revision", "pulled_at")
@@ -31,7 +31,7 @@ def _dicts(cur) -> list[dict[str, Any]]:  # noqa: ANN001 - a DuckDB cursor
     return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
-class ReviewStore(Connection):
+class ReviewStore(Part):
     """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
 
     # -- projects ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from common.processes import process_alive, stop_requested, this_process
-from warehouse.connection import Connection, _now
+from warehouse.connection import Part, _now
 
 _INTERRUPTED = "interrupted: its command was stopped (Ctrl-C or SIGTERM) before the run finished"
 
@@ -31,7 +31,7 @@ class RunOutcome:
     so_far: Callable[[], dict[str, Any]] = dict
 
 
-class RunRecords(Connection):
+class RunRecords(Part):
     """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
 
     @contextmanager

@@ -12,6 +12,8 @@ and named queries grouped by bounded context, each in its own module:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from warehouse.connection import (
     JUDGMENT_TABLES,
     Connection,
@@ -28,11 +30,21 @@ from warehouse.versions import VersionStore
 __all__ = ["JUDGMENT_TABLES", "Warehouse", "WarehouseLockedError", "WarehouseUnreadableError", "migrations"]
 
 
-class Warehouse(RunRecords, IngestStore, JudgingStore, VersionStore, ReviewStore, Connection):
-    """The warehouse file, open read-write (migrated, interrupted runs marked) or read-only."""
+class Warehouse(Connection):
+    """The warehouse file, open read-write (migrated, interrupted runs marked) or read-only. Its named queries are
+    grouped in parts, one per bounded context: `wh.runs`, `wh.ingest`, `wh.judging`, `wh.versions.versions`,
+    `wh.reviews`."""
+
+    def __init__(self, path: Path | str, read_only: bool = False):
+        self.runs = RunRecords(self)
+        self.ingest = IngestStore(self)
+        self.judging = JudgingStore(self)
+        self.versions = VersionStore(self)
+        self.reviews = ReviewStore(self)
+        super().__init__(path, read_only)  # opening a writer marks the runs whose process is gone (self.runs)
 
     def after_open_for_writing(self) -> None:
-        self.mark_interrupted_runs()
+        self.runs.mark_interrupted_runs()
 
     def __enter__(self) -> Warehouse:
         return self

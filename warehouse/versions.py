@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from warehouse.connection import Connection, _now
+from warehouse.connection import Part, _now
 
 # A prompt's canonical JSON, as Python's json.dumps(ensure_ascii=False, separators=(",", ":")) writes it
 # (`tasks.curate.pool.prompt_json`): DuckDB escapes control characters with upper-case hex, Python lower-case.
@@ -36,7 +36,7 @@ _DIGEST_FIELDS = [_field(n, k) for n, k in (
     ("source_id", ""), ("source_revision", ""), ("domain", ""), ("language", ""), ("split", ""))]
 
 
-class VersionStore(Connection):
+class VersionStore(Part):
     """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
 
     def latest_judge_config_id(self) -> str | None:
@@ -98,7 +98,7 @@ class VersionStore(Connection):
             """,
             [config_id],
         ).fetchall()
-        return f"{config_id}/{row[0][0]}{self.review_inputs()}"  # reviews change versions too (warehouse.reviews)
+        return f"{config_id}/{row[0][0]}{self._db.reviews.review_inputs()}"  # reviews change versions too (warehouse.reviews)
 
     def latest_version(self, name: str) -> dict[str, Any] | None:
         cur = self.con.execute(

@@ -8,6 +8,8 @@ from collections import Counter
 from statistics import fmean
 from typing import Any
 
+from tasks.curate.exports import EXPORT_POLICY_KEYS
+
 
 def _stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
@@ -20,7 +22,7 @@ def _stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # Policy keys that change the published files but not which pairs a version holds (`select.content_hash`).
-EXPORT_KEYS = ("rm_margin_column",)
+EXPORT_KEYS = EXPORT_POLICY_KEYS
 # Row values besides the chosen side that a version stores (the texts come with the pair).
 _VALUES = ("margin", "confidence", "p_correct", "split", "human_agrees")
 

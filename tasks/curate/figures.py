@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.reasons import Dropped
+
 # Chat-template tokens a message costs on top of its text (as `tasks.ingest.normalize` estimates a request).
 TOKENS_PER_MESSAGE = 8
 LENGTH_QUANTILES = (0.5, 0.9, 0.99)
@@ -61,7 +63,7 @@ def version_figures(verdicts: np.ndarray, direction: np.ndarray, contaminated: n
         "pairs_judged": int(judged.sum()),
         "pairs_kept": int(len(kept)),
         "not_judged": {"pairs": int((~judged).sum()), "contaminated": int((~judged & contaminated).sum())},
-        "dropped": {k: int(v) for k, v in dropped.most_common() if k != "not_judged"},
+        "dropped": {k: int(v) for k, v in dropped.most_common() if k != Dropped.NOT_JUDGED},
         "human_agreement": {
             "pool": human_agreement(human_label[judged], both_bad[judged], direction[judged]),
             "kept": human_agreement(human_label[kept], both_bad[kept], direction[kept]),
@@ -102,7 +104,7 @@ def estimated_tokens(utf8_bytes: np.ndarray, digits: np.ndarray) -> np.ndarray:
 
 
 def estimated_lengths(sizes: pa.Table) -> dict[str, Any]:
-    """`token_lengths` estimated from `Warehouse.text_sizes` (bytes and digits of each text)."""
+    """`token_lengths` estimated from `wh.versions.text_sizes` (bytes and digits of each text)."""
     def col(name: str) -> np.ndarray:
         return sizes.column(name).to_numpy().astype(np.int64)
 

@@ -10,9 +10,10 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from common.errors import UserError, validated
+from tasks.curate.exports import DEFAULT_EXPORTS, EXPORTS, check_export_names
 
 
 class PolicyError(UserError, ValueError):
@@ -61,6 +62,16 @@ class FilterPolicy(BaseModel):
     # rm export carries the judge's margin as `judge_margin` unless this asks for TRL's column on purpose.
     rm_margin_column: bool = Field(False, description="write the judge's margin as TRL's `margin` column in the rm "
                                    "export")
+    # which formats a version publishes (tasks/curate/exports.py); None: those on by default
+    exports: list[str] | None = Field(None, description="the export formats to publish, by name (default: those on "
+                                      f"by default: {', '.join(DEFAULT_EXPORTS)}; there are {', '.join(EXPORTS)})")
+
+    @field_validator("exports")
+    @classmethod
+    def _known_exports(cls, names: list[str] | None) -> list[str] | None:
+        if names is not None:
+            check_export_names(names)
+        return names
 
 
 def make_policy(values: dict) -> FilterPolicy:

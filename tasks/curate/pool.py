@@ -127,7 +127,7 @@ class JudgedPool:
 
     @classmethod
     def from_arrow(cls, pairs: pa.Table, verdicts: pa.Table) -> JudgedPool:
-        """From `Warehouse.judged_pool`'s two tables."""
+        """From `wh.versions.judged_pool`'s two tables."""
 
         def obj(name: str) -> np.ndarray:
             return pairs.column(name).to_numpy(zero_copy_only=False).astype(object)

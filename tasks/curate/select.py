@@ -3,7 +3,7 @@ the first reason it meets), its caps, the bias controls, the chosen/rejected dir
 split by prompt, and a content hash (pure functions over the pool's columns).
 
 The texts of a kept row (prompt, chosen, rejected) are not handled here: `version_table` says which
-response is chosen, and the warehouse writes the texts from the pairs table (`Warehouse.write_version`).
+response is chosen, and the warehouse writes the texts from the pairs table (`wh.versions.write_version`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from common.errors import UserError
+from common.reasons import Dropped
 from tasks.curate.bias import Preferences, hold_share
 from tasks.curate.confidence import Confidences
 from tasks.curate.policy import FilterPolicy
@@ -33,10 +34,7 @@ class ReviewOverrides(Protocol):
 
 
 # Every reason a judged pair is dropped for, in the order they are checked (a pair counts under the first).
-REASONS = ("not_judged", "contaminated", "both_bad", "human_tie", "judge_tie", "margin_below_min",
-           "confidence_below_min", "p_correct_below_min", "one_order_only", "second_order_failed",
-           "second_order_missing", "one_order_decisive", "orders_disagree", "scores_disagree", "spread_above_max",
-           "human_disagrees", "reviewed_tie", "reviewed_both_bad", "reviewed_split")
+REASONS: tuple[Dropped, ...] = tuple(Dropped)
 
 # The columns of a version's rows, in the warehouse's order (`prompt`, `chosen`, `rejected` come from the pairs).
 ROW_SCHEMA = pa.schema([
@@ -71,36 +69,37 @@ def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_corre
     agreeing with the ranking), and nothing of the pair failed."""
     code = np.zeros(len(pool), np.int8)
 
-    def drop(reason: str, mask: np.ndarray) -> None:
+    def drop(reason: Dropped, mask: np.ndarray) -> None:
         code[(code == 0) & mask] = REASONS.index(reason) + 1
 
-    drop("not_judged", c.verdicts == 0)
+    drop(Dropped.NOT_JUDGED, c.verdicts == 0)
     if policy.exclude_contaminated:
-        drop("contaminated", pool.contaminated)
+        drop(Dropped.CONTAMINATED, pool.contaminated)
     if policy.both_bad == "drop":
-        drop("both_bad", pool.both_bad)
+        drop(Dropped.BOTH_BAD, pool.both_bad)
     if policy.human_ties == "drop":
-        drop("human_tie", pool.human_label == 0)
-    drop("judge_tie", c.direction == 0)
-    drop("margin_below_min", np.abs(c.margin) < policy.min_abs_margin)
-    drop("confidence_below_min", c.confidence < policy.min_confidence)
+        drop(Dropped.HUMAN_TIE, pool.human_label == 0)
+    drop(Dropped.JUDGE_TIE, c.direction == 0)
+    drop(Dropped.MARGIN_BELOW_MIN, np.abs(c.margin) < policy.min_abs_margin)
+    drop(Dropped.CONFIDENCE_BELOW_MIN, c.confidence < policy.min_confidence)
     if policy.min_p_correct is not None:
-        drop("p_correct_below_min", np.isnan(p_correct) | (np.nan_to_num(p_correct) < policy.min_p_correct))
+        drop(Dropped.P_CORRECT_BELOW_MIN, np.isnan(p_correct) | (np.nan_to_num(p_correct) < policy.min_p_correct))
     if policy.require_order_agreement:
         one = c.orders_agree == -1
-        drop("one_order_only", one & ~pool.one_order_on_purpose)  # e.g. `single`: nothing checked its position bias
-        drop("second_order_failed", one & pool.has_failed)
+        # e.g. `single`: nothing checked its position bias
+        drop(Dropped.ONE_ORDER_ONLY, one & ~pool.one_order_on_purpose)
+        drop(Dropped.SECOND_ORDER_FAILED, one & pool.has_failed)
         decisive = (np.abs(c.margin) > policy.decisive_margin) & c.scores_agree
-        drop("second_order_missing", one & ~decisive)
+        drop(Dropped.SECOND_ORDER_MISSING, one & ~decisive)
         if policy.one_order_decisive == "drop":
-            drop("one_order_decisive", one)
-        drop("orders_disagree", c.orders_agree == 0)
+            drop(Dropped.ONE_ORDER_DECISIVE, one)
+        drop(Dropped.ORDERS_DISAGREE, c.orders_agree == 0)
     if policy.require_score_agreement:
-        drop("scores_disagree", ~c.scores_agree)
+        drop(Dropped.SCORES_DISAGREE, ~c.scores_agree)
     if policy.max_spread is not None:
-        drop("spread_above_max", c.spread > policy.max_spread)
+        drop(Dropped.SPREAD_ABOVE_MAX, c.spread > policy.max_spread)
     if policy.human_label == "require_agreement":
-        drop("human_disagrees", c.human_agrees == 0)
+        drop(Dropped.HUMAN_DISAGREES, c.human_agrees == 0)
     return code
 
 
@@ -195,7 +194,7 @@ def version_table(pool: JudgedPool, c: Confidences, p_correct: np.ndarray, kept:
 
 
 def content_hash(row_digests: Iterable[str], export_options: dict | None = None) -> str:
-    """A hash of what a version holds, from each row's digest in pair id order (`Warehouse.row_digests`): the
+    """A hash of what a version holds, from each row's digest in pair id order (`wh.versions.row_digests`): the
     same policy over the same judgments gives the same hash. `export_options` that change the published files
     (a TRL `margin` column) are part of it when set."""
     h = hashlib.blake2b(digest_size=16)

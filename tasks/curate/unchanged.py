@@ -8,13 +8,13 @@ import json
 
 from schemas.summaries import VersionSummary
 from tasks.curate.policy import FilterPolicy
-from warehouse.store import Warehouse
+from warehouse.versions import VersionStore
 
 
-def unchanged_version(wh: Warehouse, name: str, config_id: str, policy: FilterPolicy) -> VersionSummary | None:
+def unchanged_version(store: VersionStore, name: str, config_id: str, policy: FilterPolicy) -> VersionSummary | None:
     """The summary of the latest version of `name` when nothing it is built from has changed, else None."""
-    latest = wh.latest_version(name)
-    if latest is None or latest["inputs"] != wh.version_inputs(config_id) \
+    latest = store.latest_version(name)
+    if latest is None or latest["inputs"] != store.version_inputs(config_id) \
             or json.loads(latest["policy"]) != policy.model_dump():
         return None
     return {"name": name, "version": latest["version"], "rows": latest["row_count"],

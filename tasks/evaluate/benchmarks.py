@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from common.settings import Settings
 
 # Model-card accuracy of nvidia/Qwen3-Nemotron-235B-A22B-GenRM (DESIGN.md §1), in percent.
 MODEL_CARD = {
@@ -45,15 +48,15 @@ class Comparison:
 BENCHMARKS = ("rm-bench", "judgebench")
 
 
-def scoring_plan(benchmark: str, strategy: str | None, borderline_margin: float):
+def scoring_plan(benchmark: str, strategy: str | None, settings: Settings | None = None):
     """The benchmark and the judge strategy it is scored with, refused when either cannot be: a benchmark is scored
     on the same orders for every comparison (a strategy that asks everything up front; never one with follow-ups,
     such as adaptive)."""
-    from tasks.judge.strategies import Strategy, names, usage
+    from tasks.judge.strategies import names, parse_strategy, usage
 
     if benchmark not in BENCHMARKS:
         raise InvalidInputError(f"{benchmark} is not a judge benchmark: use rm-bench or judgebench")
-    plan = Strategy.parse(strategy or "swap", borderline_margin)  # parse_strategy, given the margin alone
+    plan = parse_strategy(strategy or "swap", settings)
     if plan.asks_follow_ups:
         raise InvalidInputError(f"evaluate with {usage(names(follow_ups=False))}, not {plan.label}: a benchmark is "
                                 "scored on the same orders for every comparison")

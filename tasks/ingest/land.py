@@ -23,7 +23,7 @@ from tasks.ingest import normalize as nz
 from tasks.ingest.decontam import Decontaminator, prompt_text
 from tasks.ingest.dedup import NearDupIndex, first_occurrences, near_dup_text
 from tasks.ingest.prepare import PreparedBatch
-from warehouse.store import Warehouse
+from warehouse.ingest import IngestStore
 
 
 @dataclass
@@ -190,7 +190,7 @@ def _pairs_table(prepared: PreparedBatch, rows: list[int], source: str, revision
 
 
 def land_batch(
-    wh: Warehouse,
+    store: IngestStore,
     prepared: PreparedBatch,
     *,
     source: str,
@@ -210,13 +210,13 @@ def land_batch(
     for r in prepared.quarantined:
         counts.quarantined.update(r.reasons)
     q_keys = {(r.row_hash, r.position) for r in prepared.quarantined}
-    counts.new_quarantined = len(q_keys - wh.known_quarantine(source, sorted(q_keys)))
+    counts.new_quarantined = len(q_keys - store.known_quarantine(source, sorted(q_keys)))
 
     pairs, ids = prepared.pairs, prepared.pair_ids
     source_ids, responses_a = [p.source_id for p in pairs], [p.response_a for p in pairs]
     first_a = dict(reversed(list(zip(ids, responses_a))))  # each pair id's first response A in the batch
-    c = classify(source_ids, ids, responses_a, run_id, wh.known_sightings(source, list(zip(source_ids, ids))),
-                 wh.known_pair_ids(list(first_a), list(first_a.values())))
+    c = classify(source_ids, ids, responses_a, run_id, store.known_sightings(source, list(zip(source_ids, ids))),
+                 store.known_pair_ids(list(first_a), list(first_a.values())))
     counts.already_ingested, counts.exact_duplicates = c.already_ingested, c.exact_duplicates
 
     new = c.new
@@ -238,7 +238,7 @@ def land_batch(
     near = [(ids[k], d, s) for k, d, s in zip(new, verdicts.duplicate_of, verdicts.similarity) if d is not None]
     kept = [(ids[k], sigs[j]) for j, (k, d) in enumerate(zip(new, verdicts.duplicate_of)) if d is None]
     (writer.submit if writer is not None else _call)(
-        wh.write_ingest_batch,
+        store.write_ingest_batch,
         pairs=_pairs_table(prepared, new, source, revision, run_id, now),
         # The sighting of every fresh row is recorded, duplicates included: nothing read is forgotten.
         sightings=_sightings_table(prepared, c, source, revision, run_id, now),
@@ -261,16 +261,16 @@ def contamination_table(rows: list[tuple[str, str, str, float]], now: datetime) 
                      "detected_at": [now] * len(rows)}, schema=CONTAMINATION_SCHEMA)
 
 
-def flag_contamination(wh: Warehouse, decontaminator: Decontaminator) -> int:
+def flag_contamination(store: IngestStore, decontaminator: Decontaminator) -> int:
     """Check every pair in the warehouse against the evaluation prompts; return how many are flagged."""
     if len(decontaminator):
         rows = [
             (pid, hit)
-            for ids, histories in wh.iter_pair_histories()
+            for ids, histories in store.iter_pair_histories()
             for pid, hist in zip(ids, histories)
             for hit in decontaminator.check(prompt_text(hist))
         ]
         if rows:
-            wh.write_table("contamination", contamination_table(
+            store.write_table("contamination", contamination_table(
                 [(pid, h.benchmark, h.benchmark_id, h.overlap) for pid, h in rows], _now()))
-    return wh.count_contaminated()
+    return store.count_contaminated()

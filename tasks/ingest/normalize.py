@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from common.reasons import AdapterRejection
 from schemas.checks import is_valid_utf8
 from schemas.pair import CandidatePair
 
@@ -197,15 +198,15 @@ def split_shared_history(
     judge would see a history that one of the two models never saw.
     """
     if not side_a or not side_b:
-        return "conversation_empty"
+        return AdapterRejection.CONVERSATION_EMPTY
     if side_a[-1]["role"] != "assistant" or side_b[-1]["role"] != "assistant":
-        return "conversation_not_ending_with_answer"
+        return AdapterRejection.CONVERSATION_NOT_ENDING_WITH_ANSWER
     head_a, head_b = side_a[:-1], side_b[:-1]
     if len(head_a) != len(head_b) or any(
         x["role"] != y["role"] or normalize_text(x["content"]) != normalize_text(y["content"])
         for x, y in zip(head_a, head_b)
     ):
-        return "multi_turn_divergent_history"
+        return AdapterRejection.MULTI_TURN_DIVERGENT_HISTORY
     return head_a, side_a[-1]["content"], side_b[-1]["content"]
 
 
@@ -214,9 +215,9 @@ def last_turn_only(
 ) -> tuple[list[dict[str, str]], str, str] | str:
     """The final user turn alone as history (the `last_turn` multi-turn policy)."""
     if len(side_a) < 2 or len(side_b) < 2:
-        return "conversation_empty"
+        return AdapterRejection.CONVERSATION_EMPTY
     if side_a[-1]["role"] != "assistant" or side_b[-1]["role"] != "assistant":
-        return "conversation_not_ending_with_answer"
+        return AdapterRejection.CONVERSATION_NOT_ENDING_WITH_ANSWER
     if side_a[-2] != side_b[-2] or side_a[-2]["role"] != "user":
-        return "multi_turn_divergent_history"
+        return AdapterRejection.MULTI_TURN_DIVERGENT_HISTORY
     return [side_a[-2]], side_a[-1]["content"], side_b[-1]["content"]

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from common.reasons import AdapterRejection
 from common.settings import Settings
 from schemas.checks import value_faults
 from schemas.pair import CandidatePair, Rejection, pair_frame_schema
@@ -113,15 +114,16 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
             results = [nz.normalize_pair(r) if isinstance(r, CandidatePair) else r for r in source.adapt(row, ctx)]
         except Exception as err:  # noqa: BLE001 - an adapter bug must not lose the row or crash the run
             # what it made before failing is dropped too: a failing adapter is trusted with none of the row
-            results = [Rejection([f"adapter_error:{type(err).__name__}"], nz.printable(str(err))[:500])]
+            results = [Rejection([AdapterRejection.ADAPTER_ERROR.of(type(err).__name__)],
+                                 nz.printable(str(err))[:500])]
         if not results:  # a row that vanished without a word would break the count of rows read
-            results = [Rejection(["adapter_made_nothing"])]
+            results = [Rejection([AdapterRejection.ADAPTER_MADE_NOTHING])]
         for result in results:
             if not isinstance(result, Rejection):
                 adapted.append((i, result))
                 continue
             _reject(rejected, i, "adapter", result.reasons, result.detail, batch, _safe_source_id(source, row))
-            if "multi_turn_divergent_history" in result.reasons:
+            if AdapterRejection.MULTI_TURN_DIVERGENT_HISTORY in result.reasons:
                 out.multi_turn["quarantined_divergent"] += 1
 
     if source.kind == "eval_prompts":

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from common.errors import UserError
+from common.reasons import ReadFault
 from schemas.checks import MAX_DEPTH
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ def _row_of(obj: Any, strict: bool, text: bytes, position: str, batch: RawBatch)
         batch.rows.append(obj)
         batch.positions.append(position)
     else:
-        batch.unreadable.append(UnreadableRow(position, "not_an_object", type(obj).__name__, _shown(text)))
+        batch.unreadable.append(UnreadableRow(position, ReadFault.NOT_AN_OBJECT, type(obj).__name__, _shown(text)))
 
 
 def _shown(text: bytes, limit: int = 100_000) -> str:
@@ -149,9 +150,9 @@ def read_jsonl(path: Path, batch_size: int, split: str = "train") -> Iterator[Ra
                 try:
                     obj, strict = _parse_line(line)
                 except _TooDeep as err:
-                    batch.unreadable.append(UnreadableRow(position, "json_too_deep", str(err), _shown(line)))
+                    batch.unreadable.append(UnreadableRow(position, ReadFault.JSON_TOO_DEEP, str(err), _shown(line)))
                 except (ValueError, UnicodeDecodeError) as err:
-                    batch.unreadable.append(UnreadableRow(position, "malformed_json", str(err), _shown(line)))
+                    batch.unreadable.append(UnreadableRow(position, ReadFault.MALFORMED_JSON, str(err), _shown(line)))
                 else:
                     _row_of(obj, strict, line, position, batch)
                 if len(batch) >= batch_size:

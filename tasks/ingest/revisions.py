@@ -11,7 +11,7 @@ from tenacity import Retrying, stop_after_attempt, wait_exponential
 from common.settings import Settings
 from tasks.ingest.read import RawBatch, SourceReadError, file_revision, read_source, resolve_hub_revision
 from tasks.ingest.sources import Source
-from warehouse.store import Warehouse
+from warehouse.ingest import IngestStore
 
 
 def resolve_revision(source: Source, requested: str | None, pinned: str | None, path: str | None,
@@ -31,11 +31,11 @@ def resolve_revision(source: Source, requested: str | None, pinned: str | None, 
     raise AssertionError("unreachable")  # Retrying either returns or re-raises
 
 
-def pin_revision(wh: Warehouse, source: Source, revision: str | None, path: str | None) -> tuple[str, str]:
+def pin_revision(store: IngestStore, source: Source, revision: str | None, path: str | None) -> tuple[str, str]:
     """(revision, location) a run reads; a Hub revision becomes the source's pin."""
-    rev = resolve_revision(source, revision, wh.source_pin(source.name), path)
+    rev = resolve_revision(source, revision, store.source_pin(source.name), path)
     if path is None:
-        wh.set_source_pin(source.name, source.hub_id, rev)
+        store.set_source_pin(source.name, source.hub_id, rev)
     return rev, str(Path(path).resolve()) if path else f"hf://datasets/{source.hub_id}"
 
 

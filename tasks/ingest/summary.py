@@ -49,14 +49,14 @@ def record_if_unchanged(wh: Warehouse, source: Source, revision: str, location: 
                         settings: Settings, started: float) -> IngestSummary | None:
     """When `source` at `revision` was read in full before, record this run as reading nothing and return its
     summary (a nightly run on an unchanged source costs nothing); None when there is reading to do."""
-    earlier = wh.completed_full_ingest(source.name, revision)
+    earlier = wh.runs.completed_full_ingest(source.name, revision)
     if earlier is None:
         return None
-    with wh.recorded_run("ingest", run_id, source=source.name, location=location, revision=revision,
+    with wh.runs.recorded_run("ingest", run_id, source=source.name, location=location, revision=revision,
                          settings={**settings.model_dump(mode="json"), "limit": None}) as run:
         run.summary = summarize(BatchCounts(), source=source.name, location=location, source_revision=revision,
                                 run_id=run_id, warehouse=str(settings.warehouse),
-                                decontaminated_against=wh.eval_prompt_counts(),
+                                decontaminated_against=wh.ingest.eval_prompt_counts(),
                                 seconds=round(time.perf_counter() - started, 3))
         run.summary["note"] = (f"unchanged: {source.name} at {revision} was read in full by run {earlier}; nothing "
                                "read (force to read it again)")

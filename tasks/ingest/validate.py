@@ -10,9 +10,10 @@ import pandera.pandas as pa
 from pandera.errors import SchemaErrors
 
 from common.errors import UserError
+from common.reasons import SchemaCheck, column_reason
 
 # pandera's built-in check names, renamed to say what a person would say.
-_CHECK_NAMES = {"not_nullable": "missing"}
+_CHECK_NAMES = {"not_nullable": SchemaCheck.MISSING}
 
 
 class MissingColumnsError(UserError, ValueError):
@@ -41,7 +42,7 @@ def row_failures(df: pd.DataFrame, schema: pa.DataFrameSchema) -> dict[int, list
     for column, check, index in zip(cases["column"], cases["check"], cases["index"]):
         check = _CHECK_NAMES.get(str(check), str(check))
         # A frame-level check reports every column of a failing row: its name alone is the reason.
-        reason = check if check in frame_checks or not isinstance(column, str) else f"{column}:{check}"
+        reason = check if check in frame_checks or not isinstance(column, str) else column_reason(column, check)
         if index is None or (isinstance(index, float) and pd.isna(index)):
             # A frame-level failure (a missing column) is reported by `missing_columns`, not per row.
             continue

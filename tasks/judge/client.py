@@ -32,6 +32,7 @@ import openai
 import orjson
 
 from common.errors import UserError
+from common.reasons import JudgeFailure
 from common.settings import JUDGE_MAX_REPLY_BYTES
 from tasks.judge.concurrency import Concurrency, parse_vllm_gauges
 from tasks.judge.config import JudgeConfig
@@ -199,25 +200,21 @@ class EndpointsDownError(UserError, RuntimeError):
     """Every endpoint failed again and again: the run stops, nothing is lost."""
 
 
-OVER_BUDGET = "over_budget"
-TOO_LONG = "too_long"
-
-
 def _transient(err: BaseException) -> tuple[bool, str]:
     """(worth retrying, failure reason) for a request error."""
     if isinstance(err, (openai.APITimeoutError, TimeoutError, httpx2.TimeoutException)):
-        return True, "timeout"
+        return True, JudgeFailure.TIMEOUT
     if isinstance(err, (openai.APIConnectionError, httpx2.TransportError)):
-        return True, "connection_error"
+        return True, JudgeFailure.CONNECTION_ERROR
     if isinstance(err, openai.APIStatusError):
         code = err.status_code
         if code == 400 and is_context_error(str(err.message)):
-            return False, TOO_LONG  # the server's context cannot hold it: final, never sent again as it is
-        return (code == 429 or code >= 500), f"http_{code}"
+            return False, JudgeFailure.TOO_LONG  # the server's context cannot hold it: final, never sent again as it is
+        return (code == 429 or code >= 500), JudgeFailure.HTTP_STATUS.of(code)
     if isinstance(err, httpx2.HTTPStatusError):
         code = err.response.status_code
-        return (code == 429 or code >= 500), f"http_{code}"
-    return False, f"client_error:{type(err).__name__}"
+        return (code == 429 or code >= 500), JudgeFailure.HTTP_STATUS.of(code)
+    return False, JudgeFailure.CLIENT_ERROR.of(type(err).__name__)
 
 
 def _cause(err: BaseException, kind: type) -> BaseException | None:
@@ -352,10 +349,10 @@ class Dispatcher:
             self._prefix_reuse(request)
             return True
         self.stats.over_budget_pairs.add(request.pair_id)
-        result = JudgeResult(request, "failed", failure_reason=OVER_BUDGET, endpoint=endpoint.url,
+        result = JudgeResult(request, "failed", failure_reason=JudgeFailure.OVER_BUDGET, endpoint=endpoint.url,
                              error=f"the prompt has {count} tokens, over the judge's input budget of "
                                    f"{self.options.input_budget} (max_model_len - max_tokens); not sent")
-        self._finish(result, record=request.prior_failure != OVER_BUDGET)  # recorded once
+        self._finish(result, record=request.prior_failure != JudgeFailure.OVER_BUDGET)  # recorded once
         return False
 
     async def _request(self, request: JudgeRequest, endpoint: _Endpoint) -> None:
@@ -389,7 +386,7 @@ class Dispatcher:
                 self._failed_request(request, endpoint, err, time.perf_counter() - started)
             else:  # an answer came back, one too large to read: final, and it counts as an attempt
                 self._answered(request, endpoint, JudgeResult(
-                    request, "failed", failure_reason="too_large", error=str(too_large),
+                    request, "failed", failure_reason=JudgeFailure.TOO_LARGE, error=str(too_large),
                     latency_s=time.perf_counter() - started, endpoint=endpoint.url))
             return
         self._answered(request, endpoint, self._result_from_data(request, endpoint, data, time.perf_counter() - started))
@@ -404,7 +401,7 @@ class Dispatcher:
             self.stats.first_response_at = time.time()
         endpoint.concurrency.on_completion(result.latency_s, endpoint.in_flight, time.monotonic())
         if result.status == "failed":  # it came back without a verdict: a parse failure or a truncation
-            self.stats.failed_answers[result.failure_reason or "unknown"] += 1
+            self.stats.failed_answers[result.failure_reason or JudgeFailure.UNKNOWN] += 1
         self._finish(result)
 
     def _result_from_data(self, request: JudgeRequest, endpoint: _Endpoint, data: bytes, latency: float) -> JudgeResult:
@@ -412,12 +409,12 @@ class Dispatcher:
         try:
             body = orjson.loads(data)  # skipping pydantic: measurably cheaper per request
         except orjson.JSONDecodeError as err:
-            return JudgeResult(request, "failed", failure_reason="bad_response:not_json",
+            return JudgeResult(request, "failed", failure_reason=JudgeFailure.BAD_RESPONSE_NOT_JSON,
                                error=f"{err}; body began {data[:120]!r}", latency_s=latency, endpoint=endpoint.url)
         try:
             return self._result_from_body(request, endpoint, body, latency)
         except Exception as err:  # noqa: BLE001 - a reply no rule foresaw is still one failed judgment
-            return JudgeResult(request, "failed", failure_reason="bad_response:unreadable",
+            return JudgeResult(request, "failed", failure_reason=JudgeFailure.BAD_RESPONSE_UNREADABLE,
                                error=f"{type(err).__name__}: {str(err)[:500]}", latency_s=latency, endpoint=endpoint.url)
 
     def _result_from_body(self, request: JudgeRequest, endpoint: _Endpoint, body: Any, latency: float) -> JudgeResult:
@@ -472,7 +469,7 @@ class Dispatcher:
         if result.status == "ok":
             self.stats.judged += 1
         else:
-            reason = result.failure_reason or "unknown"
+            reason = result.failure_reason or JudgeFailure.UNKNOWN
             self.stats.failed[reason] += 1
             self.stats.first_errors.setdefault(reason, (result.error or "")[:300])
         self.stats.tokens_in += result.tokens_in

@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from common.reasons import ExchangeReject
 from tasks.judge.genrm import ORDERS, Verdict, to_a_side
 
 KEY_ENV = "CURATE_JUDGE_EXCHANGE_KEY"
@@ -70,33 +71,33 @@ def _int_in(value: Any, low: int, high: int) -> bool:
 def row_problem(row: dict[str, Any], plan: ShardPlan, run_id: str) -> str | None:
     """Why a judgment row from the exchange cannot be merged under `plan`, or None when it can."""
     if row.get("pair_id") not in plan.pair_ids:
-        return "not_planned"
+        return ExchangeReject.NOT_PLANNED
     if row.get("judge_config_id") != plan.config_id:
-        return "wrong_config"
+        return ExchangeReject.WRONG_CONFIG
     order, sample = row.get("order"), row.get("sample_index")
     if order not in ORDERS or (order, sample) not in plan.slots:
-        return "unplanned_slot"
+        return ExchangeReject.UNPLANNED_SLOT
     if row.get("judge_run_id") != run_id:
-        return "wrong_run"
+        return ExchangeReject.WRONG_RUN
     if not _int_in(row.get("attempts"), 0, 10_000) or not _int_in(row.get("requests"), 0, 1_000_000):
-        return "bad_counts"
+        return ExchangeReject.BAD_COUNTS
     status = row.get("status")
     if status == "failed":
         if not row.get("failure_reason") or any(row.get(f) is not None for f in _VERDICT_FIELDS):
-            return "bad_failure"
+            return ExchangeReject.BAD_FAILURE
         return None
     if status != "ok":
-        return "bad_status"
+        return ExchangeReject.BAD_STATUS
     if row.get("failure_reason") is not None:
-        return "bad_verdict"
+        return ExchangeReject.BAD_VERDICT
     s1, s2, rank = row.get("score_1"), row.get("score_2"), row.get("ranking")
     if not (_int_in(s1, 1, 5) and _int_in(s2, 1, 5) and _int_in(rank, 1, 6)):
-        return "bad_verdict"
+        return ExchangeReject.BAD_VERDICT
     side = to_a_side(Verdict(s1, s2, rank), order)
     margin = row.get("margin_a")
     if (row.get("score_a"), row.get("score_b"), row.get("ranking_a")) != (side.score_a, side.score_b, side.ranking_a) \
             or not isinstance(margin, float) or not math.isclose(margin, side.margin, abs_tol=1e-9):
-        return "bad_verdict"
+        return ExchangeReject.BAD_VERDICT
     return None
 
 

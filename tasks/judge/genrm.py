@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from common.reasons import JudgeFailure
+
 ORDERS = ("ab", "ba")
 THINK_END = "</think>"
 _DECODER = json.JSONDecoder()
@@ -130,21 +132,21 @@ def _last_verdict_object(text: str) -> dict[str, Any] | None:
 def parse_completion(content: str | None, finish_reason: str | None = None, reasoning: str | None = None) -> Verdict | ParseFailure:
     """A completion's verdict, or why there is none."""
     if finish_reason == "length":
-        return ParseFailure("truncated", "cut off at max_tokens before a complete answer")
+        return ParseFailure(JudgeFailure.TRUNCATED, "cut off at max_tokens before a complete answer")
     if not (content or "").strip() and not (reasoning or "").strip():
-        return ParseFailure("empty")
+        return ParseFailure(JudgeFailure.EMPTY)
     answer = answer_text(content, reasoning)
     if answer is None:
-        return ParseFailure("no_answer_after_reasoning", "the reasoning never reached </think>")
+        return ParseFailure(JudgeFailure.NO_ANSWER_AFTER_REASONING, "the reasoning never reached </think>")
     obj = _last_verdict_object(answer)
     if obj is None:
-        return ParseFailure("no_json", answer.strip()[-200:])
+        return ParseFailure(JudgeFailure.NO_JSON, answer.strip()[-200:])
     values = [_as_int(obj[k]) for k in _KEYS]
     if any(v is None for v in values):
-        return ParseFailure("not_a_number", json.dumps({k: obj[k] for k in _KEYS})[:200])
+        return ParseFailure(JudgeFailure.NOT_A_NUMBER, json.dumps({k: obj[k] for k in _KEYS})[:200])
     s1, s2, rank = values
     if not (1 <= s1 <= 5 and 1 <= s2 <= 5 and 1 <= rank <= 6):
-        return ParseFailure("out_of_range", f"score_1={s1} score_2={s2} ranking={rank}")
+        return ParseFailure(JudgeFailure.OUT_OF_RANGE, f"score_1={s1} score_2={s2} ranking={rank}")
     return Verdict(s1, s2, rank)
 
 

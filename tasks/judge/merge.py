@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from common.errors import InvalidInputError
+from common.reasons import ExchangeFileFault
 from tasks.judge.exchange import (
     Exchange,
     ResultFile,
@@ -29,6 +30,7 @@ from tasks.judge.exchange import (
     shared_secret,
 )
 from tasks.judge.exchange_checks import (
+    KEY_ENV,
     ShardPlan,
     plan_key,
     record_signature,
@@ -67,7 +69,7 @@ class _Merge:
     def quarantine(self, path: str, reason: str) -> None:
         key = self.ex.relative(path)
         moved = self.ex.move_aside(path, reason)
-        self.wh.record_quarantined_file(key, self.ex.relative(moved), reason)
+        self.wh.judging.record_quarantined_file(key, self.ex.relative(moved), reason)
         self.report.quarantined.append({"file": key, "reason": reason})
         _log.warning("judge exchange: %s moved aside to %s: %s", key, self.ex.relative(moved), reason)
 
@@ -89,22 +91,22 @@ class _Merge:
         except FileNotFoundError:
             return  # moved or removed since it was listed
         if run_id is None:
-            return self.quarantine(f.path, "not a result file name (<run_id>-<seq>[.<signature>].parquet)")
+            return self.quarantine(f.path, ExchangeFileFault.BAD_NAME.of("<run_id>-<seq>[.<signature>].parquet"))
         if not self.signed(plan_id, data, claimed):
-            return self.quarantine(f.path, "no valid signature for its plan (CURATE_JUDGE_EXCHANGE_KEY)")
+            return self.quarantine(f.path, ExchangeFileFault.UNSIGNED.of(KEY_ENV))
         plan = self.plan(plan_id, label)
         if plan is None:
-            return self.quarantine(f.path, f"no plan {plan_id} {label} in the exchange to check it against")
+            return self.quarantine(f.path, ExchangeFileFault.NO_PLAN.of(plan_id, label))
         try:
             table = pq.read_table(io.BytesIO(data))
             table = table.select(JUDGMENT_SCHEMA.names).cast(JUDGMENT_SCHEMA)
         except Exception as err:  # noqa: BLE001 - truncated, corrupt, or not judgments at all
-            return self.quarantine(f.path, f"unreadable as judgments ({type(err).__name__}: {str(err)[:200]})")
+            return self.quarantine(f.path, ExchangeFileFault.UNREADABLE.of(type(err).__name__, str(err)[:200]))
         good, rejected = split_rows(table, plan, run_id)
         digest = file_digest(data)
-        outcome = self.wh.merge_result_file(f.key, digest, good, rejected)
+        outcome = self.wh.judging.merge_result_file(f.key, digest, good, rejected)
         if outcome == "rewritten":
-            return self.quarantine(f.path, "rewritten after it was merged (files are written once)")
+            return self.quarantine(f.path, ExchangeFileFault.REWRITTEN.of("files are written once"))
         if outcome == "merged":
             self.report.files += 1
             self.report.rows += good.num_rows
@@ -119,26 +121,26 @@ class _Merge:
         except FileNotFoundError:
             return
         except ValueError as err:
-            return self.quarantine(path, f"run record is not JSON ({str(err)[:120]})")
+            return self.quarantine(path, ExchangeFileFault.RUN_RECORD_NOT_JSON.of(str(err)[:120]))
         problem = run_record_problem(record)
         if problem is not None:
-            return self.quarantine(path, f"run record: {problem}")
+            return self.quarantine(path, ExchangeFileFault.RUN_RECORD_INVALID.of(problem))
         plan_id = self.ex.relative(path).split("/")[1]
         if self.secret is not None and record.get("signature") != record_signature(plan_key(self.secret, plan_id),
                                                                                     record):
-            return self.quarantine(path, "run record: no valid signature for its plan (CURATE_JUDGE_EXCHANGE_KEY)")
+            return self.quarantine(path, ExchangeFileFault.RUN_RECORD_UNSIGNED.of(KEY_ENV))
         try:  # the record names its strategy; what that strategy declares is recorded beside it
             on_purpose = parse_strategy(record["strategy"]).one_order_on_purpose
         except InvalidInputError as err:
-            return self.quarantine(path, f"run record: {err}")
-        self.wh.record_judge_run({**record, "one_order_on_purpose": on_purpose})
+            return self.quarantine(path, ExchangeFileFault.RUN_RECORD_INVALID.of(err))
+        self.wh.runs.record_judge_run({**record, "one_order_on_purpose": on_purpose})
         self.report.run_records += 1
 
 
 def merge_exchange_into(wh: Warehouse, ex: Exchange, secret: str | None = None) -> MergeReport:
     """Merge every result file and run record of `ex` not merged yet (see the module's notes)."""
     merge = _Merge(wh, ex, shared_secret() if secret is None else secret or None)
-    done = wh.merged_file_keys()
+    done = wh.judging.merged_file_keys()
     for f in result_files(ex):
         if f.key not in done:
             merge.result_file(f)

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from common.reasons import JudgeFailure
+
 # Stored raw texts keep their head and tail: enough to see how an answer began and how it ended.
 RAW_TEXT_LIMIT = 200_000
 _HEAD_SHARE = 0.75
@@ -32,14 +34,14 @@ class Completion:
 
 @dataclass(frozen=True, slots=True)
 class BadResponse:
-    """A reply that is not a chat completion; `what` names the field (the reason is `bad_response:<what>`)."""
+    """A reply that is not a chat completion: its reason is `bad_response:<what>`, `what` naming the field."""
 
-    what: str
+    reason: str  # JudgeFailure.BAD_RESPONSE filled with the field
     detail: str = ""
 
     @property
-    def reason(self) -> str:
-        return f"bad_response:{self.what}"
+    def what(self) -> str:
+        return self.reason.removeprefix(JudgeFailure.BAD_RESPONSE.prefix)
 
 
 def _text_or_none(value: Any) -> tuple[bool, str | None]:
@@ -67,37 +69,38 @@ def reasoning_of(message: dict[str, Any]) -> Any:
 def read_completion(body: Any) -> Completion | BadResponse:
     """A parsed JSON body as a completion, or what is wrong with it."""
     if not isinstance(body, dict):
-        return BadResponse("body", f"a JSON {type(body).__name__}, not an object")
+        return BadResponse(JudgeFailure.BAD_RESPONSE.of("body"), f"a JSON {type(body).__name__}, not an object")
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices:
-        return BadResponse("choices", f"{type(choices).__name__}, not a non-empty list")
+        return BadResponse(JudgeFailure.BAD_RESPONSE.of("choices"), f"{type(choices).__name__}, not a non-empty list")
     choice = choices[0]
     if not isinstance(choice, dict):
-        return BadResponse("choice", f"{type(choice).__name__}, not an object")
+        return BadResponse(JudgeFailure.BAD_RESPONSE.of("choice"), f"{type(choice).__name__}, not an object")
     message = choice.get("message")
     if not isinstance(message, dict):
-        return BadResponse("message", f"{type(message).__name__}, not an object")
+        return BadResponse(JudgeFailure.BAD_RESPONSE.of("message"), f"{type(message).__name__}, not an object")
     ok, content = _text_or_none(message.get("content"))
     if not ok:
-        return BadResponse("content", f"{type(content).__name__}, not a string")
+        return BadResponse(JudgeFailure.BAD_RESPONSE.of("content"), f"{type(content).__name__}, not a string")
     ok, reasoning = _text_or_none(reasoning_of(message))
     if not ok:
-        return BadResponse("reasoning", f"{type(reasoning).__name__}, not a string")
+        return BadResponse(JudgeFailure.BAD_RESPONSE.of("reasoning"), f"{type(reasoning).__name__}, not a string")
     ok, finish = _text_or_none(choice.get("finish_reason"))
     if not ok:
-        return BadResponse("finish_reason", f"{type(finish).__name__}, not a string")
+        return BadResponse(JudgeFailure.BAD_RESPONSE.of("finish_reason"), f"{type(finish).__name__}, not a string")
     usage = body.get("usage")
     if usage is None:
         usage = {}
     if not isinstance(usage, dict):
-        return BadResponse("usage", f"{type(usage).__name__}, not an object")
+        return BadResponse(JudgeFailure.BAD_RESPONSE.of("usage"), f"{type(usage).__name__}, not an object")
     tokens_in, tokens_out = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
     if tokens_in is None or tokens_out is None:
-        return BadResponse("usage", f"token counts {usage.get('prompt_tokens')!r:.40} / "
-                                    f"{usage.get('completion_tokens')!r:.40} are not counts")
+        return BadResponse(JudgeFailure.BAD_RESPONSE.of("usage"),
+                           f"token counts {usage.get('prompt_tokens')!r:.40} / "
+                           f"{usage.get('completion_tokens')!r:.40} are not counts")
     ok, model = _text_or_none(body.get("model"))
     if not ok:
-        return BadResponse("model", f"{type(model).__name__}, not a string")
+        return BadResponse(JudgeFailure.BAD_RESPONSE.of("model"), f"{type(model).__name__}, not a string")
     return Completion(content, reasoning, finish, tokens_in, tokens_out, model)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.errors import UserError
+from common.processes import stop_process
 from tasks.judge.config import DEFAULT_MODEL
 
 
@@ -146,16 +146,8 @@ class ManagedServer:
         return self
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
-        except ProcessLookupError:
-            pass
+        if self.process is not None:
+            stop_process(self.process, 30, group=True, kill_wait=10)
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

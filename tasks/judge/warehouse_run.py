@@ -11,6 +11,7 @@ from tasks.judge.context import JudgeRun
 from tasks.judge.run import Plan, States, as_states, run_judging, split_pending
 from tasks.judge.shards import pairs_of_shard
 from tasks.judge.strategies import Strategy
+from warehouse.judging import JudgingStore
 from warehouse.store import Warehouse
 
 
@@ -24,28 +25,28 @@ class JudgeWork:
     done: Plan  # counts what the cache answers for the others
 
 
-def plan_work(wh: Warehouse, config_id: str, strategy: Strategy, shard: str | None, limit: int | None,
+def plan_work(store: JudgingStore, config_id: str, strategy: Strategy, shard: str | None, limit: int | None,
               max_attempts: int) -> JudgeWork:
-    ids = pairs_of_shard(wh.curation_pair_ids(), shard, limit)
-    states = as_states(wh.judgment_states(config_id, ids))
+    ids = pairs_of_shard(store.curation_pair_ids(), shard, limit)
+    states = as_states(store.judgment_states(config_id, ids))
     pending, done = split_pending(ids, strategy, states, max_attempts)
     return JudgeWork(ids, states, pending, done)
 
 
 def work_of(wh: Warehouse, run: JudgeRun) -> JudgeWork:
     """The work of `run`: its shard's pairs (at most its limit) under its configuration and strategy."""
-    return plan_work(wh, run.config.id, run.strategy, run.shard, run.limit, run.max_attempts)
+    return plan_work(wh.judging, run.config.id, run.strategy, run.shard, run.limit, run.max_attempts)
 
 
 def judge_and_record(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSummary:
     """Judge the pending pairs (their texts read only now: a rerun with nothing left reads none) as `run`,
     recorded in the warehouse whether it completes or fails."""
     config, targets = run.config, list(run.targets)
-    wh.register_judge_config(config_record(config))
-    with wh.recorded_run("judge", run.run_id, **run.start_record()) as outcome:
-        summary = run_judging(run, wh.pair_texts(work.pending), work.states, work.done, wh.write_judgments)
+    wh.judging.register_judge_config(config_record(config))
+    with wh.runs.recorded_run("judge", run.run_id, **run.start_record()) as outcome:
+        summary = run_judging(run, wh.judging.pair_texts(work.pending), work.states, work.done, wh.judging.write_judgments)
         summary.update(pairs=len(work.ids), judge_config_id=config.id, strategy=run.strategy.label, shard=run.shard,
-                       endpoints=targets, run_id=run.run_id, served_models=wh.served_models(run.run_id),
+                       endpoints=targets, run_id=run.run_id, served_models=wh.judging.served_models(run.run_id),
                        simulated=config.simulated)
         outcome.summary = summary
     return summary

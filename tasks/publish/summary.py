@@ -8,7 +8,7 @@ from typing import Any
 from common.errors import UserError
 from schemas.summaries import PublishSummary
 from tasks.publish.layout import already_there, list_files, version_folder
-from warehouse.store import Warehouse
+from warehouse.versions import VersionStore
 
 
 class UnknownVersionError(UserError, LookupError):
@@ -21,11 +21,11 @@ class SimulatedVersionError(UserError):
     hint = "pass --allow-simulated to push it anyway (its card says SIMULATED at the top), or judge with the real GenRM"
 
 
-def version_to_publish(wh: Warehouse, name: str, version: int | None) -> dict[str, Any]:
+def version_to_publish(store: VersionStore, name: str, version: int | None) -> dict[str, Any]:
     """The version's record (the latest when `version` is None), or the error naming the versions there are."""
-    meta = wh.version_meta(name, version)
+    meta = store.version_meta(name, version)
     if meta is None:
-        known = [v["version"] for v in wh.versions(name)]
+        known = [v["version"] for v in store.versions(name)]
         if not known:
             raise UnknownVersionError(f"{name!r} has no versions yet: build one with `curate build-version {name}`")
         raise UnknownVersionError(f"{name!r} has no version {version}: its versions are "
@@ -47,10 +47,10 @@ def publish_summary(meta: dict[str, Any], target: str, tag: str, commit: str | N
             "already_published": already, "rows": meta["row_count"], "content_hash": meta["content_hash"]}
 
 
-def record_if_already_published(wh: Warehouse, name: str, version: int | None, to: str) -> PublishSummary | None:
+def record_if_already_published(store: VersionStore, name: str, version: int | None, to: str) -> PublishSummary | None:
     """When the version is already in its folder under the local target `to`, record that and return the
     summary; None when there is something to write (or something to refuse: the publish flow says what)."""
-    meta = wh.version_meta(name, version)
+    meta = store.version_meta(name, version)
     if meta is None:
         return None
     final = version_folder(to, meta)
@@ -60,5 +60,5 @@ def record_if_already_published(wh: Warehouse, name: str, version: int | None, t
     except Exception:  # noqa: BLE001 - a target to refuse: the flow refuses it with its message
         return None
     tag, target = f"v{meta['version']}", str(final.resolve())
-    wh.mark_published(name, meta["version"], target, tag, None)
+    store.mark_published(name, meta["version"], target, tag, None)
     return publish_summary(meta, target, tag, None, list_files(final), True)

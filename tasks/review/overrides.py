@@ -16,13 +16,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
+from common.reasons import Dropped
 from tasks.curate.confidence import Confidences
 from tasks.review.majority import CODES
 from tasks.review.select import SELECTIONS
 
-REVIEW_REASONS = ("reviewed_tie", "reviewed_both_bad", "reviewed_split")
+REVIEW_REASONS = (Dropped.REVIEWED_TIE, Dropped.REVIEWED_BOTH_BAD, Dropped.REVIEWED_SPLIT)
 # drop reasons a review does not lift: the pair cannot be a row of this version at all
-_STANDING = ("not_judged", "contaminated")
+_STANDING = (Dropped.NOT_JUDGED, Dropped.CONTAMINATED)
 
 
 @dataclass(frozen=True)

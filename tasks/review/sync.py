@@ -22,6 +22,8 @@ from tasks.review.labels import changes, review_rows
 from tasks.review.majority import resolve
 from tasks.review.select import DEFAULT_SEED, SELECTIONS, Candidates, pick
 from tasks.review.tasks import answer_1_from_texts, draw_answer_1, task_data
+from warehouse.reviews import ReviewStore
+from warehouse.versions import VersionStore
 from warehouse.store import Warehouse
 
 
@@ -69,13 +71,13 @@ def preflight(ls: LabelStudio, title: str | None, must_exist: bool) -> None:
 
 
 # -- push -----------------------------------------------------------------------------------------
-def reconcile(wh: Warehouse, ls: LabelStudio, project: Project, key: str,
+def reconcile(store: ReviewStore, ls: LabelStudio, project: Project, key: str,
               tasks: list[dict[str, Any]] | None = None) -> int:
     """Record the tasks Label Studio holds for pairs whose task id the warehouse lacks (a push whose answer was
     lost, or a project this warehouse did not make), their sides read from their texts. Returns how many. Lists
     the project's tasks only when the counts say something is missing (or `tasks` are given)."""
-    known = wh.review_task_map(key)
-    pushed, planned = wh.review_task_counts(key)
+    known = store.review_task_map(key)
+    pushed, planned = store.review_task_counts(key)
     if tasks is None:
         if not planned and project.task_number == pushed:
             return 0
@@ -84,35 +86,35 @@ def reconcile(wh: Warehouse, ls: LabelStudio, project: Project, key: str,
                and isinstance(t["data"].get("pair_id"), str)]
     if not unknown:
         return 0
-    pairs = {p["pair_id"]: p for p in wh.review_pair_texts(sorted({t["data"]["pair_id"] for t in unknown}))}
+    pairs = {p["pair_id"]: p for p in store.review_pair_texts(sorted({t["data"]["pair_id"] for t in unknown}))}
     found = []
     for t in unknown:
         pair = pairs.get(t["data"]["pair_id"])
         side = answer_1_from_texts(t["data"], pair["response_a"], pair["response_b"]) if pair else None
         if side is not None:
             found.append((pair["pair_id"], int(t["id"]), side))
-    wh.record_pushed_tasks(key, found)
+    store.record_pushed_tasks(key, found)
     return len(found)
 
 
 def push_planned(wh: Warehouse, ls: LabelStudio, project: Project, key: str) -> int:
     """Ask Label Studio for every planned task, a batch at a time, recording each batch's task ids."""
-    planned = wh.planned_review_tasks(key)
+    planned = wh.reviews.planned_review_tasks(key)
     done = 0
     for start in range(0, len(planned), IMPORT_BATCH):
         batch = planned[start:start + IMPORT_BATCH]
-        texts = wh.review_pair_texts([t["pair_id"] for t in batch])
+        texts = wh.reviews.review_pair_texts([t["pair_id"] for t in batch])
         data = [task_data(p, t["answer_1"]) for p, t in zip(texts, batch)]
         ids = ls.import_tasks(project.id, data)
         if ids is None:  # the server did not say the ids: find the tasks by their pair ids
-            reconcile(wh, ls, project, key, list(ls.tasks(project.id)))
+            reconcile(wh.reviews, ls, project, key, list(ls.tasks(project.id)))
         else:
-            wh.record_pushed_tasks(key, [(t["pair_id"], i, t["answer_1"]) for t, i in zip(batch, ids)])
+            wh.reviews.record_pushed_tasks(key, [(t["pair_id"], i, t["answer_1"]) for t, i in zip(batch, ids)])
         done += len(batch)
     return done
 
 
-def open_project(wh: Warehouse, ls: LabelStudio, title: str, annotators_per_task: int) -> tuple[Project, str, bool]:
+def open_project(store: ReviewStore, ls: LabelStudio, title: str, annotators_per_task: int) -> tuple[Project, str, bool]:
     """(the project, its key, whether it was made now): found by title (its interface checked) or made."""
     project = checked_project(ls, title, must_exist=False)
     created = project is None
@@ -120,19 +122,19 @@ def open_project(wh: Warehouse, ls: LabelStudio, title: str, annotators_per_task
         project = ls.create_project(title, LABEL_CONFIG, DESCRIPTION, annotators_per_task)
         ensure_ours(ls, project)
     key = project_key(ls.url, project.id)
-    wh.save_review_project(key, ls.url, project.id, project.title, INTERFACE)
+    store.save_review_project(key, ls.url, project.id, project.title, INTERFACE)
     return project, key, created
 
 
-def plan(wh: Warehouse, key: str, name: str, version: int, selection: str, limit: int,
+def plan(store: ReviewStore, key: str, name: str, version: int, selection: str, limit: int,
          seed: int = DEFAULT_SEED) -> dict[str, Any]:
     """Take the first `limit` pairs of `selection` from a version and plan the tasks they still need (answer
     sides drawn per task) in the warehouse; returns what was chosen."""
     if selection not in SELECTIONS:
         raise ValueError(f"unknown selection {selection!r}: one of {', '.join(SELECTIONS)}")
-    table = wh.review_candidates(name, version)
+    table = store.review_candidates(name, version)
     candidates = Candidates.from_arrow(table)
-    state = wh.review_state(key)
+    state = store.review_state(key)
     picked = pick(candidates, selection, limit, state["tasks"], state["reviewed"], seed)
     ids = candidates.pair_id[picked.index]
     fresh = ids[picked.needs_task].tolist()
@@ -148,7 +150,7 @@ def plan(wh: Warehouse, key: str, name: str, version: int, selection: str, limit
         "rank": pa.array(list(range(len(ids))), pa.int64()),
         "seed": pa.array([seed if selection == "audit" else None] * len(ids), pa.int64()),
     })
-    wh.plan_review(key, pa.table({"pair_id": pa.array(fresh, pa.string()), "answer_1": pa.array(sides, pa.string())}),
+    store.plan_review(key, pa.table({"pair_id": pa.array(fresh, pa.string()), "answer_1": pa.array(sides, pa.string())}),
                    selections, {"name": name, "version": version, "selection": selection, "limit": limit,
                                 "seed": seed if selection == "audit" else None, "selected": len(ids),
                                 "new_tasks": len(fresh)})
@@ -163,19 +165,19 @@ def _nullable(values: np.ndarray) -> list[float | None]:
     return [None if np.isnan(v) else round(float(v), 6) for v in values]
 
 
-def version_of(wh: Warehouse, name: str, version: int | None) -> int:
-    meta = wh.version_meta(name, version)
+def version_of(store: VersionStore, name: str, version: int | None) -> int:
+    meta = store.version_meta(name, version)
     if meta is None:
         raise NotFoundError(f"{name} has no version {version}" if version is not None else f"no version of {name} yet")
     return int(meta["version"])
 
 
 # -- pull -----------------------------------------------------------------------------------------
-def projects_to_pull(wh: Warehouse, ls: LabelStudio, title: str | None) -> list[Project]:
+def projects_to_pull(store: ReviewStore, ls: LabelStudio, title: str | None) -> list[Project]:
     """The project titled `title`, or every project this warehouse pushed to on this server; each checked."""
     if title is not None:
         return [checked_project(ls, title, must_exist=True)]
-    known = wh.review_projects_at(ls.url)
+    known = store.review_projects_at(ls.url)
     if not known:
         raise NotFoundError(f"this warehouse has pushed no pairs to Label Studio at {ls.url}: name a project with "
                             "--project, or push first")
@@ -200,21 +202,21 @@ def pull(wh: Warehouse, ls: LabelStudio, projects: list[Project]) -> dict[str, A
     per_project, all_new, all_changed = [], [], []
     for project in projects:
         key = project_key(ls.url, project.id)
-        wh.save_review_project(key, ls.url, project.id, project.title, INTERFACE)
+        wh.reviews.save_review_project(key, ls.url, project.id, project.title, INTERFACE)
         tasks = list(ls.tasks(project.id))
-        adopted = reconcile(wh, ls, project, key, tasks)
-        rows, passed = review_rows(key, ls.url, tasks, wh.review_task_map(key), annotators)
-        new, changed, same = changes(rows, wh.human_reviews_of(key))
+        adopted = reconcile(wh.reviews, ls, project, key, tasks)
+        rows, passed = review_rows(key, ls.url, tasks, wh.reviews.review_task_map(key), annotators)
+        new, changed, same = changes(rows, wh.reviews.human_reviews_of(key))
         all_new += new
         all_changed += changed
         per_project.append({"project": project.title, "project_id": project.id, "tasks": len(tasks),
                             "annotations": len(rows), "new": len(new), "updated": len(changed), "unchanged": same,
                             "tasks_adopted": adopted, **passed})
     if all_new or all_changed:
-        wh.land_reviews(all_new, all_changed, resolve)
-    outcomes = wh.review_outcomes().column("outcome").to_pylist()
+        wh.reviews.land_reviews(all_new, all_changed, resolve)
+    outcomes = wh.reviews.review_outcomes().column("outcome").to_pylist()
     return {"url": ls.url, "projects": per_project, "new": len(all_new), "updated": len(all_changed),
             "unchanged": sum(p["unchanged"] for p in per_project), "pairs_reviewed": len(outcomes),
             "outcomes": {o: outcomes.count(o) for o in ("a", "b", "tie", "both_bad", "split")},
-            "progress": [r for r in wh.review_progress() if r["url"] == ls.url
+            "progress": [r for r in wh.reviews.review_progress() if r["url"] == ls.url
                          and r["ls_project_id"] in {p.id for p in projects}]}

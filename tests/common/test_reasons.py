@@ -26,7 +26,7 @@ from common import reasons as r
 from common.reasons import (GROUPS, AdapterRejection, Dropped, JudgeFailure, Reasons, SchemaCheck, ValueFault,
                             catalog, column_reason, lookup, meaning)
 
-STRICT = False
+STRICT = True
 
 REPO = Path(__file__).resolve().parents[2]
 REGISTRY = "common/reasons.py"

@@ -395,17 +395,17 @@ def test_a_stopped_process_s_runs_are_interrupted_not_failed(tmp_path, monkeypat
 
     since = datetime.now(timezone.utc).replace(tzinfo=None)
     with Warehouse(tmp_path / "w.duckdb") as wh:
-        wh.start_ingest_run("earlier", "helpsteer3", "x", "file:1", {})
+        wh.runs.start_ingest_run("earlier", "helpsteer3", "x", "file:1", {})
         wh.con.execute("UPDATE ingest_runs SET started_at = ? WHERE run_id = 'earlier'", [since - timedelta(hours=1)])
         for run_id in ("done", "failing", "running"):
-            wh.start_ingest_run(run_id, "helpsteer3", "x", "file:1", {})
-        wh.start_judge_run("judging", "jc-1", "single", ["http://127.0.0.1:9/v1"], None)
-        wh.finish_ingest_run("done", "completed", {})
+            wh.runs.start_ingest_run(run_id, "helpsteer3", "x", "file:1", {})
+        wh.runs.start_judge_run("judging", "jc-1", "single", ["http://127.0.0.1:9/v1"], None)
+        wh.runs.finish_ingest_run("done", "completed", {})
         monkeypatch.setattr(processes, "_stopping", [signal.SIGINT])
-        wh.finish_ingest_run("failing", "failed", {}, error="Interrupted: SIGINT")  # its flow's own record
+        wh.runs.finish_ingest_run("failing", "failed", {}, error="Interrupted: SIGINT")  # its flow's own record
         assert wh.query("SELECT status, interrupted_at IS NOT NULL FROM ingest_runs WHERE run_id = 'failing'") \
             == [("interrupted", True)]
-        assert wh.mark_own_runs_interrupted(since) == 3  # 'failing', 'running' and the judge run
+        assert wh.runs.mark_own_runs_interrupted(since) == 3  # 'failing', 'running' and the judge run
         status = dict(wh.query("SELECT run_id, status FROM ingest_runs"))
         assert status == {"earlier": "running", "done": "completed", "failing": "interrupted", "running": "interrupted"}
         assert wh.query("SELECT status FROM judge_runs") == [("interrupted",)]

@@ -45,7 +45,7 @@ def test_default_version_reports_calibration_and_the_length_bias(biased):
     assert bias["pool"]["chosen_longer_share"] > 0.58 and bias["kept"]["chosen_longer_share"] > 0.58
     assert bias["kept"]["pairs"] == v["rows"] and bias["pool"]["pairs"] >= v["rows"]
     with Warehouse(biased, read_only=True) as wh:
-        rows = wh.version_rows("cal", v["version"])
+        rows = wh.versions.version_rows("cal", v["version"])
     assert all(r["p_correct"] is not None and 0.0 <= r["p_correct"] <= 1.0 for r in rows)
     assert all(r["confidence"] is not None for r in rows)  # the heuristic stays beside it
 
@@ -58,8 +58,8 @@ def test_max_chosen_longer_share_holds_by_dropping_the_least_confident_longer_pa
     dropped = held["stats"]["dropped"]["chosen_longer_share"]
     assert dropped > 0 and held["rows"] == free["rows"] - dropped
     with Warehouse(biased, read_only=True) as wh:
-        before = {r["pair_id"]: r for r in wh.version_rows("cal-free", 1)}
-        after = {r["pair_id"] for r in wh.version_rows("cal-held", 1)}
+        before = {r["pair_id"]: r for r in wh.versions.version_rows("cal-free", 1)}
+        after = {r["pair_id"] for r in wh.versions.version_rows("cal-held", 1)}
     gone = [r for pid, r in before.items() if pid not in after]
     stayed_longer = [r for pid, r in before.items() if pid in after and len(r["chosen"]) > len(r["rejected"])]
     assert all(len(r["chosen"]) > len(r["rejected"]) for r in gone)  # only the over-represented side lost pairs
@@ -70,7 +70,7 @@ def test_min_p_correct_09_keeps_pairs_that_agree_with_the_latent_truth(biased):
     v = build_version("cal-sure", policy_overrides={"min_p_correct": 0.9}, warehouse=str(biased))
     assert v["stats"]["dropped"]["p_correct_below_min"] > 0
     with Warehouse(biased, read_only=True) as wh:
-        rows = wh.version_rows("cal-sure", v["version"])
+        rows = wh.versions.version_rows("cal-sure", v["version"])
     assert len(rows) >= 200 and min(r["p_correct"] for r in rows) >= 0.9
     right = sum(latent_direction(r["chosen"], r["rejected"]) == "a" for r in rows)
     assert right / len(rows) >= 0.9

@@ -254,7 +254,7 @@ def test_nightly_deployment_judges_every_pending_pair_once_and_publishes(cluster
     assert _requests(cluster) - before == 2 * n  # each judgment asked exactly once, over both GPU workers
     with Warehouse(paths["warehouse"], read_only=True) as wh:
         runs = wh.query("SELECT shard, status FROM judge_runs ORDER BY shard")
-        version = wh.versions("nightly-e2e")
+        version = wh.versions.versions("nightly-e2e")
     assert runs == [("0/2", "completed"), ("1/2", "completed")]
     assert len(version) == 1 and version[0]["published_target"]
     assert list(paths["published"].glob("nightly-e2e/v1-*/data/*"))
@@ -281,7 +281,7 @@ def test_a_rerun_on_unchanged_sources_judges_nothing_and_makes_no_version(cluste
     assert run["state"]["type"] == "COMPLETED", run["state"]["message"]
     assert _requests(cluster) == before
     with Warehouse(paths["warehouse"], read_only=True) as wh:
-        assert len(wh.versions("nightly-e2e")) == 1
+        assert len(wh.versions.versions("nightly-e2e")) == 1
 
 
 def test_a_gpu_worker_killed_mid_shard_then_the_rerun_finishes_without_rejudging(cluster, paths):
@@ -331,7 +331,7 @@ def test_two_pipeline_runs_at_once_one_runs_the_other_stops_clearly(cluster, pat
     write_synth(third, "helpsteer3", 300, seed=73, pair_bytes=400, bad_rate=0.0, near_dup_rate=0.0)
     files = [paths["data"] / "first.jsonl", paths["data"] / "second.jsonl", third]
     with Warehouse(paths["warehouse"], read_only=True) as wh:
-        versions_before = [v["version"] for v in wh.versions("nightly-e2e")]
+        versions_before = [v["version"] for v in wh.versions.versions("nightly-e2e")]
     a = cluster.run_pipeline(**_params(paths, *files))
     b = cluster.run_pipeline(**_params(paths, *files))
     runs = [cluster.wait_final(a), cluster.wait_final(b)]
@@ -344,4 +344,4 @@ def test_two_pipeline_runs_at_once_one_runs_the_other_stops_clearly(cluster, pat
     assert len(rows) == 2 * n and {r[4] for r in rows} == {"ok"}
     with Warehouse(paths["warehouse"], read_only=True) as wh:
         # exactly one new version: the run that stopped made nothing
-        assert [v["version"] for v in wh.versions("nightly-e2e")] == versions_before + [versions_before[-1] + 1]
+        assert [v["version"] for v in wh.versions.versions("nightly-e2e")] == versions_before + [versions_before[-1] + 1]

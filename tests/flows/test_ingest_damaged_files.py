@@ -19,6 +19,7 @@ import pytest
 from flows.ingest import ingest
 from tasks.ingest.read import SourceDamagedError
 from tasks.ingest.synth import write_synth
+from warehouse.ingest import IngestStore
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect
@@ -36,7 +37,7 @@ def _pause(seconds: float) -> float:
 def slow_writes(monkeypatch):
     """Every batch write keeps the connection busy a while after it commits, so the damage is met while the last
     write still runs: the moment the error path used to touch the connection too."""
-    real = Warehouse.write_ingest_batch
+    real = IngestStore.write_ingest_batch
 
     def write(self, **tables):
         real(self, **tables)
@@ -46,7 +47,7 @@ def slow_writes(monkeypatch):
         self.con.execute("SELECT pause_for(0.4)").fetchall()
 
     with monkeypatch.context() as m:
-        m.setattr(Warehouse, "write_ingest_batch", write)
+        m.setattr(IngestStore, "write_ingest_batch", write)
         yield
 
 
@@ -78,7 +79,7 @@ def _run_damaged(kind, path, warehouse) -> SourceDamagedError:
     with pytest.raises(SourceDamagedError) as raised:
         ingest(kind, str(path), warehouse=str(warehouse), batch_size=BATCH)
     with Warehouse(warehouse, read_only=True) as wh:
-        run = wh.ingest_runs(1)[0]
+        run = wh.runs.ingest_runs(1)[0]
     assert run["status"] == "failed" and run["error"] == f"SourceDamagedError: {raised.value}"
     assert "are in the warehouse" in raised.value.hint
     return raised.value
@@ -174,7 +175,7 @@ def test_the_cli_lands_a_cut_gzip_then_exits_2_with_one_line_naming_the_damage(t
                                "end marker"), proc.stderr
     assert f"the {complete:,} rows that could be read are in the warehouse" in lines[1]
     with Warehouse(warehouse, read_only=True) as wh:
-        run = wh.ingest_runs(1)[0]
+        run = wh.runs.ingest_runs(1)[0]
         landed = sum(wh.query(f"SELECT count(*) FROM {t}")[0][0] for t in ("pair_sightings", "quarantine"))
     assert run["status"] == "failed" and run["error"].startswith("SourceDamagedError: ")
     assert json.loads(run["summary"])["read"] == complete and landed > complete * 0.9  # a duplicate line counts once

@@ -53,7 +53,7 @@ def test_ingest_lands_pairs_accounts_for_every_row_and_is_idempotent(tmp_path, w
         counts = wh.counts()
         near = dict(wh.query("SELECT pair_id, kept_pair_id FROM near_duplicates"))
         contaminated = {r[0] for r in wh.query("SELECT DISTINCT pair_id FROM contamination")}
-        run = wh.ingest_runs(1)[0]
+        run = wh.runs.ingest_runs(1)[0]
     assert counts["candidate_pairs"] == s["new_pairs"] + s["near_duplicates"]
     assert counts["quarantine"] == s["quarantined_rows"]
     assert counts["pair_sightings"] == len(set(keys.values()))  # one per distinct (source row, pair)
@@ -121,7 +121,7 @@ def test_wrong_file_for_the_source_names_the_missing_columns_and_writes_nothing(
         ingest("helpsteer3", str(path), warehouse=str(warehouse_path))
     with Warehouse(warehouse_path, read_only=True) as wh:
         assert wh.counts()["quarantine"] == 0 and wh.counts()["candidate_pairs"] == 0
-        assert wh.ingest_runs(1)[0]["status"] == "failed"
+        assert wh.runs.ingest_runs(1)[0]["status"] == "failed"
 
 
 def test_summary_is_left_as_a_table_artifact(tmp_path, warehouse_path):

@@ -58,7 +58,7 @@ def test_every_hostile_row_is_quarantined_and_every_good_row_lands(tmp_path, war
     assert s["valid"] == 2000 == s["already_ingested"] + s["exact_duplicates"] + s["near_duplicates"] + s["new_pairs"]
     with Warehouse(warehouse_path, read_only=True) as wh:
         rows = wh.query("SELECT position, reasons FROM quarantine")
-        assert wh.ingest_runs(1)[0]["status"] == "completed"
+        assert wh.runs.ingest_runs(1)[0]["status"] == "completed"
         stored = wh.query("SELECT count(*) FROM candidate_pairs")[0][0]
     assert stored == s["new_pairs"] + s["near_duplicates"]
     got = {int(pos.rsplit(":", 1)[1]) - 1: reasons for pos, reasons in rows}

@@ -49,7 +49,7 @@ def test_ultrafeedback_rows_land_their_pairs_and_every_row_is_accounted_for(tmp_
         counts = wh.counts()
         stored = wh.query("SELECT source, count(*), count(DISTINCT source_id), min(human_label), max(human_label) "
                           "FROM candidate_pairs GROUP BY source")
-        pool, _ = wh.judged_pool("no-judge-yet", MARKDOWN_RE2)
+        pool, _ = wh.versions.judged_pool("no-judge-yet", MARKDOWN_RE2)
         metadata = {pid: json.loads(meta) for pid, meta in wh.query("SELECT pair_id, metadata FROM candidate_pairs")}
     assert counts["candidate_pairs"] == s["new_pairs"] + s["near_duplicates"]
     assert counts["quarantine"] == s["quarantined_rows"]

@@ -37,7 +37,7 @@ def test_first_run_publishes_and_a_rerun_on_unchanged_sources_makes_nothing_new(
     assert not second["version"]["new_version"] and "unchanged" in second["version"]["note"]
     assert second["publish"]["already_published"]
     with Warehouse(warehouse_path, read_only=True) as wh:
-        assert [v["version"] for v in wh.versions("nightly")] == [1]
+        assert [v["version"] for v in wh.versions.versions("nightly")] == [1]
         runs = len(wh.query("SELECT * FROM dash_runs"))
     # the dashboard's snapshot followed: refreshed after the rerun too (its runs are there)
     from curator.dashboard import data

@@ -93,8 +93,8 @@ def reviewed(label_studio, tmp_path_factory):
         project_id = pushes["borderline"]["project_id"]
         tasks = _tasks(label_studio, project_id)
         with Warehouse(warehouse, read_only=True) as wh:
-            rows = {r["pair_id"]: r for r in wh.version_rows("rev", v1["version"])}
-            pairs = {p["pair_id"]: p for p in wh.review_pair_texts([t["data"]["pair_id"] for t in tasks])}
+            rows = {r["pair_id"]: r for r in wh.versions.version_rows("rev", v1["version"])}
+            pairs = {p["pair_id"]: p for p in wh.reviews.review_pair_texts([t["data"]["pair_id"] for t in tasks])}
         reviewers = [label_studio.reviewer(f"reviewer{i}@example.com") for i in (1, 2, 3)]
         votes: dict[str, list[tuple[str, str]]] = {}  # pair -> (reviewer, side), as the test meant them
 
@@ -236,7 +236,7 @@ def test_the_version_takes_the_reviewers_side_and_counts_what_they_dropped(revie
     for reason, outcome in (("reviewed_tie", "tie"), ("reviewed_both_bad", "both_bad"), ("reviewed_split", "split")):
         assert dropped.get(reason, 0) == sum(o == outcome for o in outcomes.values()) == 1
     with Warehouse(reviewed.warehouse, read_only=True) as wh:
-        rows = {r["pair_id"]: r for r in wh.version_rows("rev", v2["version"])}
+        rows = {r["pair_id"]: r for r in wh.versions.version_rows("rev", v2["version"])}
     assert v2["rows"] == v1["rows"] - 3
     for pair, outcome in outcomes.items():
         if outcome in ("a", "b"):
@@ -305,7 +305,7 @@ def test_the_card_and_the_dashboard_show_the_review(reviewed, monkeypatch, tmp_p
     assert row["project"] == PROJECT and row["pushed"] == f"{len(reviewed.tasks):,}"
     assert row["annotated"] == f"{len(reviewed.votes):,}"
     with Warehouse(reviewed.warehouse, read_only=True) as wh:
-        (progress,) = wh.review_progress()
+        (progress,) = wh.reviews.review_progress()
     assert row["agreement, audit (unbiased)"].endswith(f"of {progress['audit_decided']}")
 
 

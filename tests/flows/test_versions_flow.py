@@ -40,8 +40,8 @@ def test_versions_are_deterministic_immutable_and_chained(judged):
     stricter = build_version("helpful", policy_overrides={"min_abs_margin": 2.0}, warehouse=str(judged))
     assert stricter["version"] == 2 and stricter["parent_version"] == 1 and stricter["rows"] < first["rows"]
     with Warehouse(judged, read_only=True) as wh:
-        v1 = wh.version_rows("helpful", 1)
-        listed = wh.versions("helpful")
+        v1 = wh.versions.version_rows("helpful", 1)
+        listed = wh.versions.versions("helpful")
     assert len(v1) == first["rows"] and [v["version"] for v in listed] == [1, 2]
     for row in v1:
         assert row["margin"] >= 1.0 and row["orders_agree"] is True and row["chosen"] != row["rejected"]
@@ -56,7 +56,7 @@ def test_content_equal_to_any_earlier_version_makes_no_new_one(judged):
     assert not back["new_version"] and back["version"] == first["version"]
     assert back["note"] == f"unchanged: same content as back-and-forth v{first['version']}"
     with Warehouse(judged, read_only=True) as wh:
-        assert len(wh.versions("back-and-forth")) == 2
+        assert len(wh.versions.versions("back-and-forth")) == 2
 
 
 def test_an_rm_margin_column_only_on_purpose(judged, tmp_path):
@@ -83,7 +83,7 @@ def test_empty_result_bad_policy_and_bad_name_are_refused(judged, tmp_path):
         with pytest.raises(ValueError, match="invalid dataset name"):
             build_version(name, warehouse=str(judged))
     with Warehouse(judged, read_only=True) as wh:
-        assert not wh.versions("nothing")
+        assert not wh.versions.versions("nothing")
 
 
 def test_cli_build_version_and_versions_json(judged):
@@ -144,7 +144,7 @@ def test_publish_locally_in_hub_layout_then_again_is_a_no_op(judged, tmp_path):
     again = publish("pub-set", to=str(target), warehouse=str(judged))
     assert again["already_published"] and again["files"] == first["files"]
     with Warehouse(judged, read_only=True) as wh:
-        assert wh.version_meta("pub-set")["published_tag"] == f"v{made['version']}"
+        assert wh.versions.version_meta("pub-set")["published_tag"] == f"v{made['version']}"
 
 
 def test_publish_refuses_unknown_versions_and_occupied_folders(judged, tmp_path):
@@ -197,8 +197,8 @@ def test_publish_to_the_hub_one_commit_a_tag_and_no_token_leak(judged, monkeypat
             publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged), allow_simulated=True)
         assert token not in str(info.value)
     with Warehouse(judged, read_only=True) as wh:
-        assert wh.version_meta("hub-set", 1)["published_tag"] == "v1"
-        assert wh.version_meta("hub-set", 2)["published_target"] is None  # a failed upload records nothing
+        assert wh.versions.version_meta("hub-set", 1)["published_tag"] == "v1"
+        assert wh.versions.version_meta("hub-set", 2)["published_target"] is None  # a failed upload records nothing
 
 
 def test_cli_diff_and_publish_json(judged, tmp_path):

@@ -22,8 +22,8 @@ def _start_runs_and_die(warehouse) -> None:
         import os, signal
         from warehouse.store import Warehouse
         wh = Warehouse({str(warehouse)!r})
-        wh.start_ingest_run("ingest-killed", "helpsteer3", "x.jsonl", "file:abc", {{}})
-        wh.start_judge_run("judge-killed", "jc-1", "swap", ["http://127.0.0.1:9/v1"], None)
+        wh.runs.start_ingest_run("ingest-killed", "helpsteer3", "x.jsonl", "file:abc", {{}})
+        wh.runs.start_judge_run("judge-killed", "jc-1", "swap", ["http://127.0.0.1:9/v1"], None)
         wh.con.execute("CHECKPOINT")
         os.kill(os.getpid(), signal.SIGKILL)
     """)
@@ -35,16 +35,16 @@ def test_runs_of_a_killed_process_are_marked_interrupted_by_the_next_writer(ware
     _start_runs_and_die(warehouse_path)
     with Warehouse(warehouse_path, read_only=True) as wh:  # a reader changes nothing, but sees them
         assert wh.query("SELECT status FROM ingest_runs") == [("running",)]
-        seen = wh.interrupted_runs()
+        seen = wh.runs.interrupted_runs()
         assert {r["run_id"] for r in seen} == {"ingest-killed", "judge-killed"}
         assert all(r["interrupted_at"] is None for r in seen)
     with Warehouse(warehouse_path) as wh:
         mine = "ingest-alive"
-        wh.start_ingest_run(mine, "arena", "y.jsonl", "file:def", {})
-        interrupted = {r["run_id"]: r for r in wh.interrupted_runs()}
+        wh.runs.start_ingest_run(mine, "arena", "y.jsonl", "file:def", {})
+        interrupted = {r["run_id"]: r for r in wh.runs.interrupted_runs()}
         assert set(interrupted) == {"ingest-killed", "judge-killed"}
         assert all(r["interrupted_at"] is not None and r["pid"] for r in interrupted.values())
-        assert wh.mark_interrupted_runs() == 0  # this process's own running run is alive: left alone
+        assert wh.runs.mark_interrupted_runs() == 0  # this process's own running run is alive: left alone
         assert dict(wh.query("SELECT run_id, status FROM ingest_runs"))[mine] == "running"
 
 
@@ -52,7 +52,7 @@ def test_runs_of_a_killed_process_are_marked_interrupted_by_the_next_writer(ware
 def test_an_unreadable_warehouse_is_named_and_left_untouched(tmp_path, damage):
     path = tmp_path / "warehouse.duckdb"
     with Warehouse(path) as wh:
-        wh.start_ingest_run("r1", "helpsteer3", "x", "file:1", {})
+        wh.runs.start_ingest_run("r1", "helpsteer3", "x", "file:1", {})
     data = path.read_bytes()
     broken = b"not a database at all " * 100 if damage == "garbage" else data[: len(data) // 3]
     path.write_bytes(broken)

@@ -18,7 +18,7 @@ def _signatures(ids: list[str], sigs: np.ndarray, perms: int) -> pa.Table:
 
 
 def _store(wh: Warehouse, index: NearDupIndex, ids: list[str], sigs: np.ndarray) -> None:
-    wh.write_ingest_batch(pairs=None, sightings=None, quarantine=None, near_duplicates=None, contamination=None,
+    wh.ingest.write_ingest_batch(pairs=None, sightings=None, quarantine=None, near_duplicates=None, contamination=None,
                           signatures=_signatures(ids, sigs, index.num_perm), band_keys=index.stored_keys(sigs))
 
 
@@ -28,12 +28,12 @@ def test_a_later_run_finds_near_duplicates_of_stored_pairs_loading_only_candidat
     probe = NearDupIndex(128, 0.8)
     with Warehouse(warehouse_path) as wh:
         _store(wh, probe, [f"o{i}" for i in range(600)], probe.signatures_of(originals))
-        before = wh.index_start()
+        before = wh.ingest.index_start()
         assert before == 601
         loaded: list[int] = []
 
         def lookup(keys):
-            ids, sigs = wh.near_dup_candidates(128, keys, before)
+            ids, sigs = wh.ingest.near_dup_candidates(128, keys, before)
             loaded.append(len(ids))
             return ids, sigs
 
@@ -49,10 +49,10 @@ def test_a_later_run_finds_near_duplicates_of_stored_pairs_loading_only_candidat
 
         # pairs stored from here on (this run's) are not looked up again: they are in memory already
         _store(wh, probe, [f"f{i}" for i in range(20)], probe.signatures_of(fresh))
-        ids, _ = wh.near_dup_candidates(128, probe.stored_keys(probe.signatures_of(fresh[:1])).ravel(), before)
+        ids, _ = wh.ingest.near_dup_candidates(128, probe.stored_keys(probe.signatures_of(fresh[:1])).ravel(), before)
         assert ids == []
-        ids, _ = wh.near_dup_candidates(128, probe.stored_keys(probe.signatures_of(fresh[:1])).ravel(),
-                                        wh.index_start())
+        ids, _ = wh.ingest.near_dup_candidates(128, probe.stored_keys(probe.signatures_of(fresh[:1])).ravel(),
+                                        wh.ingest.index_start())
         assert ids == ["f0"]
 
 
@@ -66,10 +66,10 @@ def test_signatures_stored_before_the_index_get_their_keys(warehouse_path):
         wh.query("INSERT INTO pair_signatures (pair_id, num_perm, signature) SELECT * FROM "
                  "(VALUES " + ", ".join(f"('p{i}', 128, from_hex('{s.astype('<u4').tobytes().hex()}'))"
                                         for i, s in enumerate(sigs)) + ")")
-        assert wh.near_dup_candidates(128, probe.stored_keys(sigs[:1]).ravel(), 10**9)[0] == []
-        assert wh.index_unkeyed_signatures(128, probe.stored_keys, chunk=20) == 50
-        assert wh.index_unkeyed_signatures(128, probe.stored_keys) == 0
-        ids, found = wh.near_dup_candidates(128, probe.stored_keys(sigs[7:8]).ravel(), wh.index_start())
+        assert wh.ingest.near_dup_candidates(128, probe.stored_keys(sigs[:1]).ravel(), 10**9)[0] == []
+        assert wh.ingest.index_unkeyed_signatures(128, probe.stored_keys, chunk=20) == 50
+        assert wh.ingest.index_unkeyed_signatures(128, probe.stored_keys) == 0
+        ids, found = wh.ingest.near_dup_candidates(128, probe.stored_keys(sigs[7:8]).ravel(), wh.ingest.index_start())
         assert "p7" in ids and np.array_equal(found[ids.index("p7")], sigs[7])
 
 
@@ -81,10 +81,10 @@ def test_the_look_up_runs_under_a_lower_memory_limit_and_restores_it(warehouse_p
     with Warehouse(warehouse_path) as wh:
         _store(wh, probe, [f"p{i}" for i in range(30)], sigs)
         configured = wh.query("SELECT current_setting('memory_limit')")[0][0]
-        ids, found = wh.near_dup_candidates(128, probe.stored_keys(sigs[3:4]).ravel(), wh.index_start())
+        ids, found = wh.ingest.near_dup_candidates(128, probe.stored_keys(sigs[3:4]).ravel(), wh.ingest.index_start())
         assert "p3" in ids and np.array_equal(found[ids.index("p3")], sigs[3])
         assert wh.query("SELECT current_setting('memory_limit')")[0][0] == configured
-        during = wh._streamed("SELECT current_setting('memory_limit') AS m", []).column("m")[0].as_py()
+        during = wh.ingest._streamed("SELECT current_setting('memory_limit') AS m", []).column("m")[0].as_py()
         assert during != configured  # the query ran under the lower limit
         assert wh.query("SELECT current_setting('memory_limit')")[0][0] == configured
 
@@ -93,7 +93,7 @@ def test_a_look_up_that_needs_more_memory_runs_again_under_the_full_limit(wareho
     with Warehouse(warehouse_path) as wh:
         wh.query("CREATE TABLE big AS SELECT range AS i, repeat('x', 100) AS t FROM range(300000)")
         configured = wh.query("SELECT current_setting('memory_limit')")[0][0]
-        monkeypatch.setattr(wh, "_streaming_limit", lambda: 1)  # a byte: DuckDB refuses it
+        monkeypatch.setattr(wh.ingest, "_streaming_limit", lambda: 1)  # a byte: DuckDB refuses it
         sql = "SELECT i % 7 AS k, count(DISTINCT t || i) AS n FROM big GROUP BY 1 ORDER BY 1"
-        assert wh._streamed(sql, []).column("n").to_pylist() == [n for _, n in wh.query(sql)]
+        assert wh.ingest._streamed(sql, []).column("n").to_pylist() == [n for _, n in wh.query(sql)]
         assert wh.query("SELECT current_setting('memory_limit')")[0][0] == configured

@@ -42,10 +42,10 @@ def test_an_older_warehouse_is_backfilled_from_its_strategy_labels(warehouse_pat
 
 def test_a_run_records_what_its_strategy_declares(warehouse_path):
     with Warehouse(warehouse_path) as wh:
-        with wh.recorded_run("judge", "r1", config_id="jc-1", strategy="adaptive:1", endpoints=["http://x/v1"],
+        with wh.runs.recorded_run("judge", "r1", config_id="jc-1", strategy="adaptive:1", endpoints=["http://x/v1"],
                              shard=None, one_order_on_purpose=True) as run:
             run.summary = {}
-        wh.start_judge_run("r2", "jc-1", "swap", ["http://x/v1"], None)  # callers that say nothing: not on purpose
+        wh.runs.start_judge_run("r2", "jc-1", "swap", ["http://x/v1"], None)  # callers that say nothing: not on purpose
         assert dict(wh.query("SELECT run_id, one_order_on_purpose FROM judge_runs")) == {"r1": True, "r2": False}
 
 
@@ -54,7 +54,7 @@ def _pair_judged_once(wh: Warehouse, pair_id: str, run_id: str, strategy: str, o
         "INSERT INTO candidate_pairs (pair_id, source, source_id, source_revision, history, response_a, response_b, "
         "both_bad, est_tokens, ingest_run_id, ingested_at) VALUES (?, 'helpsteer3', ?, 'r', "
         "[{'role': 'user', 'content': 'q'}], 'A', 'B', false, 1, 'run', now())", [pair_id, pair_id])
-    wh.start_judge_run(run_id, "jc-1", strategy, ["http://x/v1"], None, one_order_on_purpose=on_purpose)
+    wh.runs.start_judge_run(run_id, "jc-1", strategy, ["http://x/v1"], None, one_order_on_purpose=on_purpose)
     wh.con.execute(
         "INSERT INTO judgments (pair_id, judge_config_id, \"order\", sample_index, status, score_a, score_b, "
         "ranking_a, margin_a, attempts, judge_run_id, finished_at) VALUES (?, 'jc-1', 'ab', 0, 'ok', 5, 1, 1, 2.5, "
@@ -67,6 +67,6 @@ def test_the_curation_reads_the_recorded_fact_not_the_strategy_name(warehouse_pa
         _pair_judged_once(wh, "p2", "r2", "single", False)
         _pair_judged_once(wh, "p3", "r3", "settle-early:2", True)  # a strategy SQL has never heard of
         _pair_judged_once(wh, "p4", "r4", "adaptive:1", False)  # the name alone decides nothing
-        pairs, _ = wh.judged_pool("jc-1", MARKDOWN_RE2)
+        pairs, _ = wh.versions.judged_pool("jc-1", MARKDOWN_RE2)
     got = dict(zip(pairs.column("pair_id").to_pylist(), pairs.column("one_order_on_purpose").to_pylist()))
     assert got == {"p1": True, "p2": False, "p3": True, "p4": False}

@@ -139,7 +139,7 @@ def test_storage_errors_are_told_apart_from_damage_and_locks() -> None:
 def test_a_warehouse_on_a_read_only_filesystem_is_named_read_only_never_corrupt(read_only_mount) -> None:
     writable, read_only = read_only_mount
     with Warehouse(writable / "warehouse.duckdb") as wh:
-        wh.start_ingest_run("r1", "helpsteer3", "x.jsonl", "file:1", {})
+        wh.runs.start_ingest_run("r1", "helpsteer3", "x.jsonl", "file:1", {})
     before = (writable / "warehouse.duckdb").read_bytes()
     path = read_only / "warehouse.duckdb"
 
@@ -259,5 +259,5 @@ def test_a_disk_filling_mid_ingest_ends_in_one_line_and_the_rerun_resumes_withou
     assert summary["already_ingested"] >= landed["pair_sightings"] > 0
     assert summary["new_pairs"] + summary["near_duplicates"] == expected["candidate_pairs"] - landed["candidate_pairs"]
     with Warehouse(path, read_only=True) as wh:
-        statuses = [r["status"] for r in wh.ingest_runs()]
+        statuses = [r["status"] for r in wh.runs.ingest_runs()]
     assert sorted(statuses) == ["completed", "failed"] or sorted(statuses) == ["completed", "interrupted"], statuses

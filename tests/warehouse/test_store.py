@@ -49,17 +49,17 @@ def test_batch_write_is_all_or_nothing(warehouse_path):
         good = pa.table({"pair_id": ["p1"], "kept_pair_id": ["p0"], "similarity": [0.9], "ingest_run_id": ["r"]})
         bad = pa.table({"pair_id": ["p1"], "num_perm": pa.array([None], pa.int32()), "signature": pa.array([b"x"], pa.binary())})
         with pytest.raises(Exception):
-            wh.write_ingest_batch(pairs=None, sightings=None, quarantine=None, near_duplicates=good, signatures=bad,
+            wh.ingest.write_ingest_batch(pairs=None, sightings=None, quarantine=None, near_duplicates=good, signatures=bad,
                                   contamination=None)
         assert wh.counts()["near_duplicates"] == 0  # the first insert was rolled back with the failing one
 
 
 def test_source_pins(warehouse_path):
     with Warehouse(warehouse_path) as wh:
-        assert wh.source_pin("helpsteer3") is None
-        wh.set_source_pin("helpsteer3", "nvidia/HelpSteer3", "a" * 40)
-        wh.set_source_pin("helpsteer3", "nvidia/HelpSteer3", "b" * 40)
-        assert wh.source_pin("helpsteer3") == "b" * 40
+        assert wh.ingest.source_pin("helpsteer3") is None
+        wh.ingest.set_source_pin("helpsteer3", "nvidia/HelpSteer3", "a" * 40)
+        wh.ingest.set_source_pin("helpsteer3", "nvidia/HelpSteer3", "b" * 40)
+        assert wh.ingest.source_pin("helpsteer3") == "b" * 40
 
 
 def test_read_only_needs_an_existing_file(tmp_path):
@@ -108,7 +108,7 @@ def test_an_ingest_checkpoints_per_row_group_and_at_the_end(warehouse_path, monk
     wal = warehouse_path.with_name(warehouse_path.name + ".wal")
 
     def write(wh, ids):
-        wh.write_ingest_batch(pairs=_pairs(ids), sightings=None, quarantine=None, near_duplicates=None,
+        wh.ingest.write_ingest_batch(pairs=_pairs(ids), sightings=None, quarantine=None, near_duplicates=None,
                               signatures=None, contamination=None)
 
     def threshold(wh):
@@ -118,7 +118,7 @@ def test_an_ingest_checkpoints_per_row_group_and_at_the_end(warehouse_path, monk
         default = threshold(wh)
         write(wh, ["p0"])  # an earlier run's pair: the table's last row group holds one
         wh.query("CHECKPOINT")
-        with wh.checkpoints_per_row_group():
+        with wh.ingest.checkpoints_per_row_group():
             assert threshold(wh) != default  # no checkpoint by WAL size meanwhile
             write(wh, ["p1", "p2"])
             assert wal.stat().st_size > 0  # 3 of 4 rows: not checkpointed yet
@@ -126,7 +126,7 @@ def test_an_ingest_checkpoints_per_row_group_and_at_the_end(warehouse_path, monk
             assert not wal.exists() or wal.stat().st_size == 0  # the row group is full: checkpointed
             write(wh, ["p5"])
             assert wal.stat().st_size > 0
-            wh._pair_bytes_budget = 1  # as if the pairs since the last checkpoint filled a third of memory_limit
+            wh.ingest._pair_bytes_budget = 1  # as if the pairs since the last checkpoint filled a third of memory_limit
             write(wh, ["p6"])
             assert not wal.exists() or wal.stat().st_size == 0
             write(wh, ["p7"])

@@ -42,7 +42,7 @@ def test_lengths_markdown_marks_and_prompt_json_match_the_python_definitions(war
     pairs.append(("p9999", [{"role": "user", "content": "".join(chr(c) for c in range(1, 0x80))}], "", "- x"))
     with Warehouse(warehouse_path) as wh:
         _insert_pairs(wh, pairs)
-        table, verdicts = wh.judged_pool("no-config", MARKDOWN_RE2)
+        table, verdicts = wh.versions.judged_pool("no-config", MARKDOWN_RE2)
     assert verdicts.num_rows == 0
     got = {r["pair_id"]: r for r in table.to_pylist()}
     assert list(got) == sorted(got)
@@ -66,7 +66,7 @@ def test_row_digests_see_every_field_and_null_apart_from_empty(warehouse_path):
                "domain": "general", "language": "english", "split": "train"}
 
         def digest(**change) -> str:
-            return wh.row_digests(pa.Table.from_pylist([{**row, **change}], schema=ROW_SCHEMA))[0]
+            return wh.versions.row_digests(pa.Table.from_pylist([{**row, **change}], schema=ROW_SCHEMA))[0]
 
         base = digest()
         assert digest() == base
@@ -74,5 +74,5 @@ def test_row_digests_see_every_field_and_null_apart_from_empty(warehouse_path):
                    {"domain": None}, {"domain": ""}, {"split": "validation"}, {"human_label": -2.0}, {"pair_id": "p2"}]
         digests = [digest(**c) for c in changes]
         assert base not in digests and len(set(digests)) == len(digests)
-        both = wh.row_digests(pa.Table.from_pylist([{**row, "pair_id": "p2"}, row], schema=ROW_SCHEMA))
+        both = wh.versions.row_digests(pa.Table.from_pylist([{**row, "pair_id": "p2"}, row], schema=ROW_SCHEMA))
         assert both == [base, digest(pair_id="p2")]  # in pair id order

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.reasons import AdapterRejection
 from schemas import checks as c
 from schemas.pair import CandidatePair, Rejection, model_names
 from tasks.ingest.sources.arena_common import arena_pair, arena_raw_schema
@@ -21,13 +22,13 @@ RAW_SCHEMA = arena_raw_schema("id", ("model_a", "model_b", "tie", "both_bad"), c
 def flatten_message(message: dict[str, Any] | None) -> dict[str, str] | str:
     """{role, content: [parts]} -> {role, content: text}, or the rejection reason."""
     if not isinstance(message, dict):
-        return "message_missing"
+        return AdapterRejection.MESSAGE_MISSING
     parts = message.get("content") or []
     texts = []
     for part in parts:
         kind = part.get("type") or "unknown"
         if kind != "text" or part.get("image") is not None:
-            return f"non_text_content:{'image' if part.get('image') is not None else kind}"
+            return AdapterRejection.NON_TEXT_CONTENT.of("image" if part.get("image") is not None else kind)
         texts.append(part.get("text") or "")
     return {"role": str(message.get("role") or ""), "content": "\n\n".join(texts)}
 
@@ -50,7 +51,7 @@ def sides(row: dict[str, Any]) -> tuple[list[dict[str, str]], list[dict[str, str
         side_b: list[Any] = []
         for turn in full:
             if not isinstance(turn, dict):
-                return "full_conversation_malformed"
+                return AdapterRejection.FULL_CONVERSATION_MALFORMED
             side_a += [turn.get("user"), turn.get("model_side_a")]
             side_b += [turn.get("user"), turn.get("model_side_b")]
     else:

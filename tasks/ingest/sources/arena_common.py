@@ -13,6 +13,7 @@ from typing import Any
 
 import pandera.pandas as pa
 
+from common.reasons import AdapterRejection, SchemaCheck
 from common.settings import MultiTurnPolicy
 from schemas.pair import CandidatePair, Rejection
 from schemas.raw import element_check, text_column
@@ -36,9 +37,9 @@ def arena_raw_schema(id_column: str, winners: tuple[str, ...],
             id_column: text_column(),
             "model_a": text_column(nullable=True),
             "model_b": text_column(nullable=True),
-            "winner": pa.Column(None, element_check(lambda v: v in winners, f"in({'|'.join(winners)})")),
-            "conversation_a": pa.Column(None, element_check(is_conversation, "is_message_list")),
-            "conversation_b": pa.Column(None, element_check(is_conversation, "is_message_list")),
+            "winner": pa.Column(None, element_check(lambda v: v in winners, SchemaCheck.IN.of("|".join(winners)))),
+            "conversation_a": pa.Column(None, element_check(is_conversation, SchemaCheck.IS_MESSAGE_LIST)),
+            "conversation_b": pa.Column(None, element_check(is_conversation, SchemaCheck.IS_MESSAGE_LIST)),
         },
         strict=False,
     )
@@ -51,7 +52,7 @@ def pair_turns(
     shared = split_shared_history(side_a, side_b)
     if not isinstance(shared, str):
         return (*shared, {})
-    if shared == "multi_turn_divergent_history" and policy == MultiTurnPolicy.last_turn:
+    if shared == AdapterRejection.MULTI_TURN_DIVERGENT_HISTORY and policy == MultiTurnPolicy.last_turn:
         last = last_turn_only(side_a, side_b)
         if not isinstance(last, str):
             dropped = len(side_a) - 2

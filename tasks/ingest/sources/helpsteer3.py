@@ -6,6 +6,7 @@ from typing import Any
 
 import pandera.pandas as pa
 
+from common.reasons import SchemaCheck
 from schemas import checks as c
 from schemas.pair import CandidatePair
 from schemas.raw import element_check, text_column
@@ -16,14 +17,14 @@ RAW_SCHEMA = pa.DataFrameSchema(
     {
         "domain": text_column(nullable=True),
         "language": text_column(nullable=True),
-        "context": pa.Column(None, element_check(c.is_message_list, "is_message_list")),
+        "context": pa.Column(None, element_check(c.is_message_list, SchemaCheck.IS_MESSAGE_LIST)),
         "response1": text_column(),
         "response2": text_column(),
         "overall_preference": pa.Column(
             None,
             [
-                element_check(c.is_int_like, "is_int"),
-                element_check(lambda v: not c.is_int_like(v) or -3 <= v <= 3, "in_range(-3,3)"),
+                element_check(c.is_int_like, SchemaCheck.IS_INT),
+                element_check(lambda v: not c.is_int_like(v) or -3 <= v <= 3, SchemaCheck.IN_RANGE.of(-3, 3)),
             ],
         ),
     },

@@ -35,6 +35,7 @@ from typing import Any
 
 import pandera.pandas as pa
 
+from common.reasons import AdapterRejection, SchemaCheck
 from schemas.checks import is_str_or_none, text_not_empty
 from schemas.pair import HUMAN_LABEL_MAX, CandidatePair, Rejection, model_names
 from schemas.raw import element_check, text_column
@@ -55,9 +56,10 @@ def _is_text_list_or_none(v: Any) -> bool:
 RAW_SCHEMA = pa.DataFrameSchema(
     {
         "instruction": text_column(),
-        "completions": pa.Column(None, element_check(lambda v: isinstance(v, list), "is_list")),
-        "source": pa.Column(None, element_check(is_str_or_none, "is_text"), nullable=True, required=False),
-        "models": pa.Column(None, element_check(_is_text_list_or_none, "is_text_list"), nullable=True, required=False),
+        "completions": pa.Column(None, element_check(lambda v: isinstance(v, list), SchemaCheck.IS_LIST)),
+        "source": pa.Column(None, element_check(is_str_or_none, SchemaCheck.IS_TEXT), nullable=True, required=False),
+        "models": pa.Column(None, element_check(_is_text_list_or_none, SchemaCheck.IS_TEXT_LIST), nullable=True,
+                            required=False),
     },
     strict=False,
 )
@@ -96,7 +98,7 @@ def rate(position: int, completion: Any, models: Any) -> Rated | Rejection:
     """A completion as a usable `Rated`, or why it is not usable."""
     where = f"completion {position}"
     if not isinstance(completion, dict):
-        return Rejection(["completion_not_an_object"], where)
+        return Rejection([AdapterRejection.COMPLETION_NOT_AN_OBJECT], where)
     model = completion.get("model")
     if not isinstance(model, str) and isinstance(models, list) and position < len(models):
         model = models[position]
@@ -104,14 +106,15 @@ def rate(position: int, completion: Any, models: Any) -> Rated | Rejection:
     where += f" ({model})" if model else ""
     response = completion.get("response")
     if not text_not_empty(response):  # white space, zero-width characters and NULs alone are empty too
-        return Rejection(["completion_response_empty"], where)
+        return Rejection([AdapterRejection.COMPLETION_RESPONSE_EMPTY], where)
     fine, overall = _number(completion.get(FINE)), _number(completion.get(OVERALL))
     if fine is None:
-        return Rejection([f"completion_score_invalid:{FINE}"], f"{where}: {completion.get(FINE)!r}")
+        return Rejection([AdapterRejection.COMPLETION_SCORE_INVALID.of(FINE)], f"{where}: {completion.get(FINE)!r}")
     if not FINE_GRAINED_RANGE[0] <= fine <= FINE_GRAINED_RANGE[1]:
-        return Rejection([f"completion_score_out_of_range:{FINE}"], f"{where}: {fine:g}")
+        return Rejection([AdapterRejection.COMPLETION_SCORE_OUT_OF_RANGE.of(FINE)], f"{where}: {fine:g}")
     if overall is None:
-        return Rejection([f"completion_score_invalid:{OVERALL}"], f"{where}: {completion.get(OVERALL)!r}")
+        return Rejection([AdapterRejection.COMPLETION_SCORE_INVALID.of(OVERALL)],
+                         f"{where}: {completion.get(OVERALL)!r}")
     annotations = completion.get("annotations")
     ratings = {aspect: (a.get("Rating") if isinstance(a, dict) else None)
                for aspect, a in annotations.items()} if isinstance(annotations, dict) else {}
@@ -169,13 +172,14 @@ def to_pairs(row: dict[str, Any], ctx: AdapterContext) -> Iterator[CandidatePair
         else:
             rated.append(result)
     if len(rated) < 2:
-        yield Rejection(["fewer_than_two_completions"], f"{len(rated)} of {len(completions)} completions usable")
+        yield Rejection([AdapterRejection.FEWER_THAN_TWO_COMPLETIONS],
+                        f"{len(rated)} of {len(completions)} completions usable")
         return
     best, worse = rank(rated)
     if not worse:
         runner_up = max(r.fine for r in rated if r is not best)
-        yield Rejection(["no_clear_preference"], f"best fine-grained {best.fine:g}, next {runner_up:g}: none "
-                                                 f"{PAIR_THRESHOLD:g} below")
+        yield Rejection([AdapterRejection.NO_CLEAR_PREFERENCE], f"best fine-grained {best.fine:g}, next "
+                                                                 f"{runner_up:g}: none {PAIR_THRESHOLD:g} below")
         return
     row_id = source_id(row)
     for other in worse:

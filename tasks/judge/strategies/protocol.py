@@ -63,11 +63,3 @@ class Strategy(Protocol):
     def asks_follow_ups(self) -> bool:
         """Whether a pair's judgments can depend on its verdicts (else every pair gets the same ones)."""
         return set(self.all_slots()) != set(self.initial())
-
-    @classmethod
-    def parse(cls, text: str, borderline_margin: float = 1.0) -> Strategy:
-        """`parse_strategy` for callers that hold only the adaptive margin, not the settings."""
-        from common.settings import Settings
-        from tasks.judge.strategies import parse_strategy
-
-        return parse_strategy(text, Settings.model_construct(judge_adaptive_margin=borderline_margin))

@@ -53,9 +53,9 @@ def _card(warehouse, name: str, version: int) -> str:
     from tasks.publish.card import card_markdown
 
     with Warehouse(warehouse, read_only=True) as wh:
-        meta = wh.version_meta(name, version)
-        rows = wh.version_rows(name, version)
-        judge_config = wh.judge_config(meta["judge_config_id"])
+        meta = wh.versions.version_meta(name, version)
+        rows = wh.versions.version_rows(name, version)
+        judge_config = wh.judging.judge_config(meta["judge_config_id"])
     return card_markdown(name=name, version=version, content_hash=meta["content_hash"], rows=rows,
                          stats=meta["stats"], policy=meta["policy"], judge_config=judge_config,
                          source_revisions=meta["source_revisions"], licenses=[], configs={"dpo": ["train"]},

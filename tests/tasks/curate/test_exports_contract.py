@@ -20,7 +20,7 @@ from tasks.curate.exports import (
     selected_exports,
 )
 
-# A stored version row as `Warehouse.version_rows` returns it.
+# A stored version row as `wh.versions.version_rows` returns it.
 ROW = {"pair_id": "p1", "prompt": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "q?"}],
        "chosen": "good", "rejected": "bad", "chosen_side": "a", "margin": 1.5, "confidence": 0.7, "p_correct": 0.91,
        "orders_agree": True, "scores_agree": True, "spread": 0.2, "verdicts": 2, "human_label": 1.0,

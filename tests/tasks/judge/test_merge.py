@@ -79,7 +79,7 @@ def _tamper_and_merge(ex: Exchange, warehouse, secret: str | None = None) -> tup
         assert _ok_pairs(wh) == {("p0", "ab"), ("p0", "ba"), ("p2", "ab")}  # nothing forged is a verdict
         assert wh.query("SELECT count(*) FROM judgments WHERE pair_id = 'ghost' OR pair_id = 'p3'") == [(0,)]
         assert wh.query("SELECT status FROM judge_runs WHERE run_id = ?", [RUN]) == [("completed",)]
-        assert wh.exchange_rejects()["not_planned"] == 1
+        assert wh.judging.exchange_rejects()["not_planned"] == 1
     return report, again
 
 
@@ -134,7 +134,7 @@ def test_a_file_rewritten_after_its_merge_merges_nothing(tmp_path, monkeypatch):
         ex.put(f"{folder}/{RUN}-00001.parquet", _bytes(_table(_result("p1")).to_pylist()))
         assert merge_exchange_into(wh, ex, "").rows == 0  # a merged name is never read again
         # rewritten while a merge listed it (the race): moved aside, nothing of it merged
-        monkeypatch.setattr(wh, "merged_file_keys", lambda: set())
+        monkeypatch.setattr(wh.judging, "merged_file_keys", lambda: set())
         report = merge_exchange_into(wh, ex, "")
         assert [q["reason"] for q in report.quarantined] == ["rewritten after it was merged (files are written once)"]
         assert _ok_pairs(wh) == {("p0", "ab")}

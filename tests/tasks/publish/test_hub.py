@@ -348,7 +348,7 @@ def test_curate_publish_to_an_unreachable_hub_fails_within_30_s_in_one_line_and_
     from warehouse.store import Warehouse
 
     with Warehouse(tmp_path / "warehouse.duckdb") as wh:
-        wh.write_version({"name": "helpful", "version": 1, "parent_version": None, "judge_config_id": "jc-test",
+        wh.versions.write_version({"name": "helpful", "version": 1, "parent_version": None, "judge_config_id": "jc-test",
                           "policy": {}, "source_revisions": {}, "row_count": 0, "content_hash": "0" * 32, "stats": {},
                           "simulated": False}, ROW_SCHEMA.empty_table())
     started = time.monotonic()

@@ -23,8 +23,6 @@ def test_what_is_not_a_strategy_is_refused_naming_the_ones_that_are(bad):
 def test_the_settings_supply_tunables():
     assert parse_strategy("adaptive", Settings(judge_adaptive_margin=0.5)).borderline_margin == 0.5
     assert parse_strategy("adaptive").borderline_margin == 1.0  # no settings: the default
-    # the spelling for callers that hold the margin alone goes through the same entry point
-    assert Strategy.parse("adaptive:2", 0.5) == parse_strategy("adaptive:2", Settings(judge_adaptive_margin=0.5))
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
