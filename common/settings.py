@@ -6,7 +6,7 @@ from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common.errors import InvalidInputError, explain, validated
@@ -138,3 +138,20 @@ def settings_with(**overrides: object) -> Settings:
     if not given:
         return get_settings()
     return validated(Settings, {**get_settings().model_dump(), **given}, "invalid settings")
+
+
+class RunContext(BaseModel):
+    """What one run of a stage was asked to do, checked: a frozen model per stage (`IngestRun`, `VersionRun`,
+    `PublishRun`, the review runs, `PipelineRun`; `JudgeRun` is the same idea as a frozen dataclass, since it holds
+    a strategy and a judge configuration). The CLI, the flows (their parameters, as a deployment
+    or another flow passes them) and the no-op answers build it with the same `of(...)`, so a value is refused in the
+    same words whichever way it came in. Bounds live on the fields (the CLI's flags read theirs from there and from
+    `Settings`); a value out of them is an `InvalidInputError`, one line naming it, its value and the range."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    settings: Settings
+
+    @property
+    def warehouse(self) -> Path:
+        return self.settings.warehouse

@@ -14,10 +14,10 @@ from prefect.artifacts import (
     create_table_artifact,
 )
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from common.errors import InvalidInputError, validated
-from common.settings import Settings, settings_with
+from common.settings import RunContext, settings_with
 from flows.ingest import ingest
 from flows.judge import judge
 from flows.judge_shards import judge_sharded
@@ -35,14 +35,9 @@ from warehouse.store import Warehouse
 STAGES = PIPELINE_STAGES
 
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
-
-
-class PipelineRun(BaseModel):
+class PipelineRun(RunContext):
     """One pipeline run: what each stage is given, checked before any stage starts (a deployment's typo fails in
     seconds, not after the ingest)."""
-
-    model_config = _FROZEN
 
     sources: list[str] = Field(default_factory=list, description="NAME (the Hub) or NAME=FILE, one per source")
     endpoints: list[str] | None = None
@@ -57,7 +52,6 @@ class PipelineRun(BaseModel):
     judge_deployment: str | None = None
     exchange: str | None = None
     stale_seconds: float | None = None  # bounded by Settings.judge_shard_stale_seconds
-    settings: Settings
 
     @classmethod
     def of(cls, sources: list[str] | None = None, *, skip: list[str] | None = None, dataset: str = "preferences",

@@ -1,35 +1,25 @@
-"""One version build's context, checked.
-
-The CLI, the flows (their parameters, as a deployment or another flow passes them) and the no-op answers
-build it with the same `of(...)`, so a value is refused in the same words whichever way it came in. Bounds live
-on the fields (the CLI's flags read theirs from here and from `Settings`); a value out of them is an
-`InvalidInputError`, one line naming it, its value and the range. Nothing here imports Prefect.
-"""
+"""One version build's context (`common.settings.RunContext`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from common.errors import validated
-from common.settings import Settings, settings_with
+from common.settings import RunContext, settings_with
 from tasks.curate.policy import FilterPolicy
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
-class VersionRun(BaseModel):
+class VersionRun(RunContext):
     """One version build: the dataset's name, the policy (file and flags merged), the judge configuration."""
-
-    model_config = _FROZEN
 
     name: str = Field(description="the dataset (letters, digits, . _ -)")
     policy_path: Path | None = Field(None, description="the filter policy's TOML file (default: the default policy)")
     policy: FilterPolicy
     judge_config_id: str | None = Field(None, description="the judge configuration (default: the latest)")
-    settings: Settings
 
     @classmethod
     def of(cls, name: str, policy_path: str | Path | None = None, overrides: dict[str, Any] | None = None,
@@ -44,6 +34,3 @@ class VersionRun(BaseModel):
                                "judge_config_id": judge_config_id, "settings": settings_with(warehouse=warehouse)},
                          "invalid version build")
 
-    @property
-    def warehouse(self) -> Path:
-        return self.settings.warehouse

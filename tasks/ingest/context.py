@@ -1,38 +1,28 @@
-"""One ingest run's context, checked.
-
-The CLI, the flows (their parameters, as a deployment or another flow passes them) and the no-op answers
-build it with the same `of(...)`, so a value is refused in the same words whichever way it came in. Bounds live
-on the fields (the CLI's flags read theirs from here and from `Settings`); a value out of them is an
-`InvalidInputError`, one line naming it, its value and the range. Nothing here imports Prefect.
-"""
+"""One ingest run's context (`common.settings.RunContext`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from common.errors import validated
-from common.settings import Settings, settings_with
+from common.settings import RunContext, settings_with
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 if TYPE_CHECKING:
     from tasks.ingest.sources import Source
 
 
-class IngestRun(BaseModel):
+class IngestRun(RunContext):
     """One ingest: which source, from where, how much, and the settings it runs under."""
-
-    model_config = _FROZEN
 
     source: str = Field(description="a source of pairs, by its canonical name")
     path: Path | None = Field(None, description="a local JSONL(.gz) / JSON / Parquet file instead of the Hub")
     revision: str | None = Field(None, description="Hub branch, tag or commit (default: the pinned one)")
     limit: int | None = Field(None, ge=1, description="read at most N rows")
     force: bool = Field(False, description="read a revision again even if it was read in full")
-    settings: Settings
 
     @classmethod
     def of(cls, source: str, path: str | Path | None = None, revision: str | None = None, limit: int | None = None,
@@ -59,6 +49,3 @@ class IngestRun(BaseModel):
     def batch_size(self) -> int:
         return self.settings.batch_size
 
-    @property
-    def warehouse(self) -> Path:
-        return self.settings.warehouse

@@ -1,27 +1,18 @@
-"""The contexts of a review push and a scheduled review sync, checked.
-
-The CLI, the flows (their parameters, as a deployment or another flow passes them) and the no-op answers
-build it with the same `of(...)`, so a value is refused in the same words whichever way it came in. Bounds live
-on the fields (the CLI's flags read theirs from here and from `Settings`); a value out of them is an
-`InvalidInputError`, one line naming it, its value and the range. Nothing here imports Prefect.
-"""
+"""The contexts of a review push and of a scheduled review sync (`common.settings.RunContext`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from common.errors import InvalidInputError, validated
-from common.settings import Settings, settings_with
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+from common.settings import RunContext, settings_with
 
 
-class ReviewPushRun(BaseModel):
+
+class ReviewPushRun(RunContext):
     """One push to Label Studio: which version's pairs, chosen how, how many."""
-
-    model_config = _FROZEN
 
     name: str
     version: int | None = Field(None, ge=1, description="the version (default: the latest)")
@@ -29,7 +20,6 @@ class ReviewPushRun(BaseModel):
     limit: int = Field(100, ge=1, description="the first N pairs of the selection")
     seed: int = Field(0, description="audit: the sample's seed")
     annotators_per_task: int = Field(1, ge=1, description="reviewers asked per task")
-    settings: Settings
 
     @classmethod
     def of(cls, name: str, version: int | None = None, selection: str = "borderline", limit: int = 100,
@@ -43,15 +33,12 @@ class ReviewPushRun(BaseModel):
                                "settings": settings_with(warehouse=warehouse)}, "invalid review push")
 
 
-class ReviewSyncRun(BaseModel):
+class ReviewSyncRun(RunContext):
     """One scheduled review sync: the datasets whose new versions are pushed, and how many pairs of each."""
-
-    model_config = _FROZEN
 
     datasets: list[str] | None = Field(None, description="the datasets (default: every dataset with a version)")
     limit: int = Field(100, ge=0, description="borderline pairs pushed per new version (0: none)")
     audit_limit: int = Field(0, ge=0, description="audit pairs pushed per new version (0: none)")
-    settings: Settings
 
     @classmethod
     def of(cls, datasets: list[str] | None = None, limit: int = 100, audit_limit: int = 0, *,
