@@ -68,3 +68,33 @@ def test_ultrafeedback_rows_land_their_pairs_and_every_row_is_accounted_for(tmp_
     forced = _ingest(data, warehouse_path, "--force")
     assert forced["read"] == 600 and forced["already_ingested"] == s["valid"]  # every pair's sighting is known
     assert forced["new_pairs"] == forced["new_quarantined"] == forced["exact_duplicates"] == 0
+
+
+def test_ultrafeedback_goes_through_judge_build_and_publish_like_any_source(tmp_path, warehouse_path):
+    """The same pipeline as every source: its pairs are judged, kept by the policy into a version whose bias audit
+    reads the models' families and whose calibration counts its clear labels, then published."""
+    import pyarrow.parquet as pq
+
+    from flows.pipeline import curate_pipeline
+    from tasks.ingest.synth import write_synth
+    from testing.genrm_standin import StandinConfig, StandinProcess
+
+    data = tmp_path / "uf.jsonl"
+    write_synth(data, "ultrafeedback", 80, seed=5, pair_bytes=500, bad_rate=0.0, exact_dup_rate=0.0,
+                near_dup_rate=0.0)
+    out = tmp_path / "published"
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
+        s = curate_pipeline([f"ultrafeedback={data}"], [server.url], dataset="uf", publish_to=str(out),
+                            warehouse=str(warehouse_path))
+    assert s["ingest"]["ultrafeedback"]["new_pairs"] > s["ingest"]["ultrafeedback"]["rows_paired"] // 2
+    assert s["judge"]["judged"] > 0 and s["version"]["new_version"] and s["publish"]["published"]
+    with Warehouse(warehouse_path, read_only=True) as wh:
+        meta = wh.versions.version_meta("uf")
+    stats = meta["stats"]
+    assert stats["by_source"] == {"ultrafeedback": meta["row_count"]} and meta["row_count"] > 0
+    families = stats["bias"]["pool"]["model_families"]
+    assert families and all(f["pairs"] > 0 for f in families.values())  # the bias audit sees the models
+    assert stats["calibration"]["labelled"] > 0  # a rating difference of 1.0 or more is a clear label
+    shards = list(out.rglob("data/dpo/*.parquet"))
+    assert shards and {src for f in shards for src in pq.read_table(f, columns=["source"]).column("source").to_pylist()} \
+        == {"ultrafeedback"}
