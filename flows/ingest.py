@@ -90,9 +90,8 @@ def ingest_batch(
     first: bool,
 ) -> BatchCounts:
     prepared = prepare_batch(batch, source, settings, where, first=first)
-    return land_batch(wh.ingest, prepared, source=source.name, revision=revision, run_id=run_id, index=index, decontaminator=decontaminator,
-        writer=writer,
-    )
+    return land_batch(wh.ingest, prepared, source=source.name, revision=revision, run_id=run_id, index=index,
+                      decontaminator=decontaminator, writer=writer)
 
 
 def landed_before_damage(counts: BatchCounts) -> str:
