@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from common.reasons import AdapterRejection
+from common.reasons import AdapterRejection, SchemaCheck, lookup
 from common.settings import Settings
 from schemas.checks import value_faults
 from schemas.pair import CandidatePair, Rejection, pair_frame_schema
@@ -158,7 +158,8 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
     paired: set[int] = set()
     for k, ((i, _), pair) in enumerate(zip(adapted, pairs)):
         if k in pair_fail:
-            detail = f"{sizes[k]} bytes of text" if any("fits_judge" in r for r in pair_fail[k]) else ""
+            detail = (f"{sizes[k]} bytes of text"
+                      if any(lookup(r) is SchemaCheck.FITS_JUDGE_CONTEXT for r in pair_fail[k]) else "")
             if made[i] > 1:  # the row's record says which of its pairs failed; its source id is the row's
                 detail = f"{pair.source_id}: {detail}" if detail else pair.source_id
             _reject(rejected, i, "pair", pair_fail[k], detail, batch,
