@@ -140,3 +140,13 @@ def test_an_adapter_that_makes_nothing_or_fails_part_way_loses_no_row(settings):
     assert silent.reasons == ["adapter_made_nothing"]
     failed = _prepare([row], _several_source(part_way), settings)
     assert failed.pairs == [] and [q.reasons for q in failed.quarantined] == [["adapter_error:ValueError"]]
+
+
+def test_a_pair_too_long_for_the_judge_says_its_size(settings):
+    budget_bytes = settings.judge_input_budget * 8  # the ingest's rule: 8 UTF-8 bytes a token at most
+    row = {"domain": "general", "language": "English", "context": [{"role": "user", "content": "q"}],
+           "response1": "a" * budget_bytes, "response2": "b", "overall_preference": -1}
+    prepared = prepare_batch(RawBatch("train", [row], ["x:1"]), get_source("helpsteer3"), settings, "x")
+    (record,) = prepared.quarantined
+    assert any(r.startswith("utf8_bytes:fits_judge_context") for r in record.reasons)
+    assert record.detail == f"{budget_bytes + 2} bytes of text"
