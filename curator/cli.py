@@ -929,7 +929,7 @@ def publish(
 
 @app.command()
 def synth(
-    kind: str = typer.Argument(..., help="helpsteer3 | arena | ultrafeedback | eval"),
+    kind: str = typer.Argument(..., help="a source with synthetic rows (`curate sources` marks them) or eval"),
     out_path: Path = typer.Argument(..., metavar="OUT", help="JSONL file to write (a .manifest.json goes beside it)"),
     rows: int = typer.Option(1000, "--rows", "-n", min=1, help="rows to write"),
     seed: int = typer.Option(0, "--seed", help="the same seed writes the same rows (any integer)"),
@@ -949,7 +949,7 @@ def synth(
     """Write seeded synthetic rows with planted duplicates, near duplicates and bad rows."""
     from tasks.ingest import synth as s
 
-    kinds = (*s.KINDS, "eval")
+    kinds = (*s.synth_kinds(), "eval")
     if kind not in kinds:
         _fail(f"unknown kind {kind!r}: use {', '.join(kinds[:-1])} or {kinds[-1]}")
     for flag, rate in (("--exact-dup-rate", exact_dup_rate), ("--near-dup-rate", near_dup_rate),
@@ -980,9 +980,9 @@ def sources() -> None:
     """List the sources and evaluation sets this build knows."""
     from tasks.ingest.sources import SOURCES
 
-    print_table(out, ["name", "kind", "hub dataset", "splits", "license"],
-                [(s.name, s.kind, s.hub_id + (f" ({s.config})" if s.config else ""), ", ".join(s.splits), s.license)
-                 for s in SOURCES.values()])
+    print_table(out, ["name", "kind", "hub dataset", "splits", "license", "synthetic rows"],
+                [(s.name, s.kind, s.hub_id + (f" ({s.config})" if s.config else ""), ", ".join(s.splits), s.license,
+                  s.synth is not None) for s in SOURCES.values()])
 
 
 @app.command()
