@@ -160,10 +160,9 @@ class ArenaRows(SynthRows):
 
     def damage(self, row: dict[str, Any], kind: str) -> None:
         if kind == "image_part":
-            row["conversation_a"][0]["content"].append({"type": "image", "text": None, "image": "img.png", "mimeType": "image/png"})
-            row["full_conversation"][0]["user"]["content"].append(
-                {"type": "image", "text": None, "image": "img.png", "mimeType": "image/png"}
-            )
+            image = {"type": "image", "text": None, "image": "img.png", "mimeType": "image/png"}
+            row["conversation_a"][0]["content"].append(dict(image))
+            row["full_conversation"][0]["user"]["content"].append(dict(image))
         elif kind == "bad_role":  # a user turn with a role no judge template knows
             row["full_conversation"][0]["user"]["role"] = "tool"
             row["conversation_a"][0]["role"] = "tool"

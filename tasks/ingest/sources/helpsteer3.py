@@ -101,7 +101,8 @@ class HelpSteer3Rows(SynthRows):
         elif kind == "bad_role":
             g["history"].insert(0, {"role": "tool", "content": "tool output"})
         elif kind == "system_not_first":
-            g["history"] = [{"role": "user", "content": "hello"}, {"role": "system", "content": "be brief"}] + g["history"]
+            g["history"] = [{"role": "user", "content": "hello"}, {"role": "system", "content": "be brief"},
+                            *g["history"]]
         elif kind == "history_empty":
             g["history"] = []
         else:

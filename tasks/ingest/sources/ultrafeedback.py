@@ -39,8 +39,8 @@ from common.reasons import AdapterRejection, ReadFault, SchemaCheck, ValueFault,
 from schemas.checks import is_str_or_none, text_not_empty
 from schemas.pair import HUMAN_LABEL_MAX, CandidatePair, Rejection, model_names
 from schemas.raw import element_check, text_column
-from tasks.ingest.normalize import row_hash
 from tasks.ingest.latent import latent_quality
+from tasks.ingest.normalize import row_hash
 from tasks.ingest.sources.base import AdapterContext, Source
 from tasks.ingest.synth import SynthRows, pair_sizes, too_deep
 
@@ -189,9 +189,10 @@ def to_pairs(row: dict[str, Any], ctx: AdapterContext) -> Iterator[CandidatePair
 
 
 class UltraFeedbackRows(SynthRows):
-    """Synthetic UltraFeedback rows (`curate synth ultrafeedback`): one instruction, four rated completions. A good row's best completion leads
-    one or two others by at least the pairing threshold (1.0) and the rest by less, never tying it, so the
-    pairs each row makes are known by construction; a tie row's completions all lie within the threshold."""
+    """Synthetic UltraFeedback rows (`curate synth ultrafeedback`): one instruction, four rated completions. A good
+    row's best completion leads one or two others by at least the pairing threshold (1.0) and the rest by less,
+    never tying it, so the pairs each row makes are known by construction; a tie row's completions all lie within
+    the threshold."""
 
     ASPECTS = ("helpfulness", "honesty", "instruction_following", "truthfulness")
     PROMPT_SOURCES = ("evol_instruct", "false_qa", "flan_v2_cot", "sharegpt", "ultrachat", "truthful_qa")
@@ -214,10 +215,10 @@ class UltraFeedbackRows(SynthRows):
         "identical_responses": SchemaCheck.RESPONSES_DIFFER,
         "partly_empty_completion": AdapterRejection.COMPLETION_RESPONSE_EMPTY,
         "partly_invisible_completion": AdapterRejection.COMPLETION_RESPONSE_EMPTY,
-        "partly_score_missing": AdapterRejection.COMPLETION_SCORE_INVALID.of("fine-grained_score"),
-        "partly_score_not_numeric": AdapterRejection.COMPLETION_SCORE_INVALID.of("fine-grained_score"),
-        "partly_score_out_of_range": AdapterRejection.COMPLETION_SCORE_OUT_OF_RANGE.of("fine-grained_score"),
-        "partly_overall_not_numeric": AdapterRejection.COMPLETION_SCORE_INVALID.of("overall_score"),
+        "partly_score_missing": AdapterRejection.COMPLETION_SCORE_INVALID.of(FINE),
+        "partly_score_not_numeric": AdapterRejection.COMPLETION_SCORE_INVALID.of(FINE),
+        "partly_score_out_of_range": AdapterRejection.COMPLETION_SCORE_OUT_OF_RANGE.of(FINE),
+        "partly_overall_not_numeric": AdapterRejection.COMPLETION_SCORE_INVALID.of(OVERALL),
         "partly_completion_not_object": AdapterRejection.COMPLETION_NOT_AN_OBJECT,
     }
 
