@@ -37,7 +37,7 @@ import pyarrow as pa  # noqa: E402
 from cli_runs import bench_env, curate_exe  # noqa: E402  (sets offline Prefect defaults)
 
 from common.settings import get_settings  # noqa: E402
-from tasks.ingest.synth import TextMaker, _Generator, write_synth  # noqa: E402
+from tasks.ingest.synth import TextMaker, synth_class, write_synth  # noqa: E402
 from tasks.judge.config import config_record  # noqa: E402
 from tasks.judge.genrm import Verdict, build_messages, to_a_side  # noqa: E402
 from tasks.judge.run import JUDGMENT_SCHEMA  # noqa: E402
@@ -73,7 +73,7 @@ def increment_rows(big: Path, out: Path, rows: int, near: int, seed: int) -> int
     the rest fresh rows. Returns how many near duplicates were planted."""
     write_synth(out, "arena", rows - near, seed=seed, pair_bytes=1000, bad_rate=0.0, near_dup_rate=0.0,
                 exact_dup_rate=0.0)
-    gen, tm, rng = _Generator("arena", seed, 1000, []), TextMaker(seed), random.Random(seed)
+    gen, tm, rng = synth_class("arena")(seed, 1000, []), TextMaker(seed), random.Random(seed)
     picked: list[dict] = []
     with big.open(encoding="utf-8") as f:
         for line in f:

@@ -3,7 +3,7 @@ exception is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 M = TypeVar("M")
@@ -21,6 +21,12 @@ class InvalidInputError(UserError, ValueError):
 
 class NotFoundError(UserError, FileNotFoundError):
     """Something the command needs is not where it was said to be."""
+
+
+def choices(names: Iterable[str]) -> str:
+    """Names as a refusal lists what it would take: `a, b or c`."""
+    names = list(names)
+    return f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
 
 
 def allowed_range(model: type, field: str) -> str | None:

@@ -30,6 +30,7 @@ from tasks.ingest.context import IngestRun  # noqa: E402
 from tasks.publish.context import PublishRun  # noqa: E402
 from schemas.summaries import PipelineSummary  # noqa: E402
 from tasks.curate.policy import FilterPolicy  # noqa: E402
+from tasks.evaluate.benchmarks import BENCHMARKS  # noqa: E402
 from tasks.judge.strategies import names as strategy_names  # noqa: E402
 from tasks.judge.strategies import usage as strategy_usage  # noqa: E402
 
@@ -375,7 +376,7 @@ def ingest(
 @eval_app.command("load")
 @_stoppable("eval-set load")
 def eval_set_load(
-    benchmark: str = typer.Argument(..., help="rm-bench | judgebench"),
+    benchmark: str = typer.Argument(..., help="an evaluation set (`curate sources` lists them)"),
     path: Optional[Path] = typer.Option(None, "--path", help="local JSONL or Parquet file instead of the Hub"),
     revision: Optional[str] = typer.Option(None, "--revision", help="Hub branch, tag or commit (default: the pinned "
                                                                     "one)"),
@@ -556,7 +557,7 @@ def _print_pipeline(summary: PipelineSummary) -> None:
 @app.command("evaluate-judge")
 @_stoppable("evaluate-judge")
 def evaluate_judge(
-    benchmark: str = typer.Option(..., "--benchmark", "-b", help="rm-bench | judgebench"),
+    benchmark: str = typer.Option(..., "--benchmark", "-b", help=" | ".join(BENCHMARKS)),
     path: Optional[Path] = typer.Option(None, "--path", help="a local JSONL/Parquet copy (default: the Hub)"),
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="OpenAI-compatible base URL "
                                                                                 "(repeatable)"),
@@ -571,7 +572,7 @@ def evaluate_judge(
                                                 "--oracle file (checking the scoring) and stop"),
     as_json: bool = _json_option(),
 ) -> None:
-    """Judge RM-Bench or JudgeBench and report accuracy by category beside the model card's figures."""
+    """Judge a benchmark and report accuracy by category beside the model card's figures."""
     _settings_env(warehouse)
     from common.settings import get_settings
     from curator import refusals
@@ -929,7 +930,7 @@ def publish(
 
 @app.command()
 def synth(
-    kind: str = typer.Argument(..., help="helpsteer3 | arena | ultrafeedback | eval"),
+    kind: str = typer.Argument(..., help="a source with synthetic rows (`curate sources` marks them) or eval"),
     out_path: Path = typer.Argument(..., metavar="OUT", help="JSONL file to write (a .manifest.json goes beside it)"),
     rows: int = typer.Option(1000, "--rows", "-n", min=1, help="rows to write"),
     seed: int = typer.Option(0, "--seed", help="the same seed writes the same rows (any integer)"),
@@ -949,7 +950,7 @@ def synth(
     """Write seeded synthetic rows with planted duplicates, near duplicates and bad rows."""
     from tasks.ingest import synth as s
 
-    kinds = (*s.KINDS, "eval")
+    kinds = (*s.synth_kinds(), "eval")
     if kind not in kinds:
         _fail(f"unknown kind {kind!r}: use {', '.join(kinds[:-1])} or {kinds[-1]}")
     for flag, rate in (("--exact-dup-rate", exact_dup_rate), ("--near-dup-rate", near_dup_rate),
@@ -980,9 +981,9 @@ def sources() -> None:
     """List the sources and evaluation sets this build knows."""
     from tasks.ingest.sources import SOURCES
 
-    print_table(out, ["name", "kind", "hub dataset", "splits", "license"],
-                [(s.name, s.kind, s.hub_id + (f" ({s.config})" if s.config else ""), ", ".join(s.splits), s.license)
-                 for s in SOURCES.values()])
+    print_table(out, ["name", "kind", "hub dataset", "splits", "license", "synthetic rows"],
+                [(s.name, s.kind, s.hub_id + (f" ({s.config})" if s.config else ""), ", ".join(s.splits), s.license,
+                  s.synth is not None) for s in SOURCES.values()])
 
 
 @app.command()
@@ -1050,6 +1051,13 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
+# The demo's choice of data, by name (the guard tests allow it here alone): the source it reads from the Hub when
+# the Hub is reachable, else a seeded sample of each synthetic source (--rows divided by its number).
+DEMO_HUB_SOURCE = "helpsteer3"
+DEMO_SYNTH_SOURCES = {"helpsteer3": 1, "arena": 2}
+DEMO_EVAL_SET = "rm-bench"
+
+
 @app.command()
 @_stoppable("demo")
 def demo(
@@ -1071,18 +1079,18 @@ def demo(
     prompts = s.synth_eval_prompts(200)
     s.write_eval_set(workdir / "eval_prompts.jsonl", prompts)
     if _hub_reachable():
-        sources, limit, made_from = ["helpsteer3"], rows, "HelpSteer3 rows from the Hub"
+        sources, limit, made_from = [DEMO_HUB_SOURCE], rows, "HelpSteer3 rows from the Hub"
         read_from = f"the first {rows:,} rows of HelpSteer3 from the Hub (pinned revision)"
     else:
-        s.write_synth(workdir / "helpsteer3.jsonl", "helpsteer3", rows, seed=1, contamination_rate=0.01,
-                      eval_prompts=prompts)
-        s.write_synth(workdir / "arena.jsonl", "arena", rows // 2, seed=2, contamination_rate=0.01, eval_prompts=prompts)
+        for seed, (name, divided_by) in enumerate(DEMO_SYNTH_SOURCES.items(), start=1):
+            s.write_synth(workdir / f"{name}.jsonl", name, rows // divided_by, seed=seed, contamination_rate=0.01,
+                          eval_prompts=prompts)
         # whole files, read in full: a rerun reads nothing (the same seed writes the same bytes)
-        sources, limit = [f"helpsteer3={workdir / 'helpsteer3.jsonl'}", f"arena={workdir / 'arena.jsonl'}"], None
+        sources, limit = [f"{name}={workdir / f'{name}.jsonl'}" for name in DEMO_SYNTH_SOURCES], None
         made_from = "synthetic rows"
         read_from = f"synthetic rows (the Hub is not reachable): a seeded sample written to {workdir}"
     out.print(f"[bold]demo:[/] reading {read_from}", highlight=False)
-    _run(load_eval_set, "rm-bench", str(workdir / "eval_prompts.jsonl"))
+    _run(load_eval_set, DEMO_EVAL_SET, str(workdir / "eval_prompts.jsonl"))
     out.print("[bold yellow]demo:[/] judging with the GenRM STAND-IN: its verdicts are SIMULATED, not the real judge",
               highlight=False)
     with StandinProcess(StandinConfig(capacity=64, latency_mean=0.01, position_bias=0.3)) as standin:

@@ -29,9 +29,8 @@ def strategy(text: str | None, settings: Settings) -> None:
 def benchmark(name: str, text: str | None, settings: Settings) -> None:
     """A judge benchmark and a strategy it can be scored with."""
     from tasks.evaluate.benchmarks import scoring_plan
-    from tasks.ingest.sources import get_source
 
-    scoring_plan(get_source(name).name, text, settings)
+    scoring_plan(name, text, settings)
 
 
 def endpoint_given(urls: list[str] | None, launch: str | None, settings: Settings) -> None:

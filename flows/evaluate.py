@@ -1,5 +1,5 @@
-"""Evaluate the judge on a benchmark before trusting a deployment: RM-Bench or JudgeBench, scored the
-benchmark's way and set beside the model card's figures.
+"""Evaluate the judge on a benchmark before trusting a deployment: any benchmark of the registry
+(`tasks.evaluate.benchmarks`), scored the benchmark's way and set beside the model card's figures.
 
 Reads like the process: read the benchmark, turn its rows into comparisons, judge what the cache lacks
 (benchmark judgments are cached apart from curation judgments, never paid twice), score, record.
@@ -15,10 +15,9 @@ from prefect.artifacts import create_table_artifact
 from common.reasons import BenchmarkRejection
 from common.settings import settings_with
 from flows.runs import current_run_id
-from tasks.evaluate.benchmarks import comparisons, scoring_plan
+from tasks.evaluate.benchmarks import get_benchmark, scoring_plan
 from tasks.evaluate.scoring import score
 from tasks.ingest.revisions import pin_revision, source_batches
-from tasks.ingest.sources import get_source
 from flows.judge import JUDGE_SERVERS
 from tasks.judge.config import config_record
 from tasks.judge.context import JudgeRun
@@ -50,11 +49,13 @@ def evaluate_judge(
     revision: str | None = None,
     warehouse: str | None = None,
 ) -> dict[str, Any]:
-    """Judge `benchmark` (rm-bench | judgebench) on the endpoints and report accuracy by category."""
+    """Judge `benchmark` (a name of `tasks.evaluate.benchmarks.BENCHMARKS`) on the endpoints and report accuracy by
+    category."""
     log = get_run_logger()
     settings = settings_with(warehouse=warehouse)
-    src = get_source(benchmark)
-    plan = scoring_plan(src.name, strategy, settings)
+    bench = get_benchmark(benchmark)
+    src = bench.source
+    plan = scoring_plan(bench.name, strategy, settings)
     orders = sorted({order for order, _ in plan.initial()})
     run = JudgeRun(settings, judge_config_from(settings), plan, current_run_id())
     server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
@@ -68,7 +69,7 @@ def evaluate_judge(
             items = []
             for i, row in enumerate(rows):
                 try:
-                    items.extend(comparisons(src.name, [row]))
+                    items.extend(bench.comparisons(row))
                 except (KeyError, TypeError, ValueError) as err:
                     rejected.append({"position": f"{location}[{i}]",
                                      "reason": BenchmarkRejection.NOT_A_COMPARISON.of(type(err).__name__),
@@ -82,7 +83,7 @@ def evaluate_judge(
             keep = set(pending)
             pairs = [(c.item_id, c.history, c.response_a, c.response_b) for c in items if c.item_id in keep]
             judged = run_judging(run, pairs, states, done, lambda t: wh.judging.write_judgments(t, "eval_judgments"), log)
-            result = score(src.name, items, wh.judging.eval_margins(config.id, ids), orders)
+            result = score(bench.name, items, wh.judging.eval_margins(config.id, ids), orders)
             served = wh.judging.served_models(run_id, "eval_judgments")
             result.update(rows=len(rows), rejected=rejected, benchmark_revision=rev, location=location,
                           judge_config_id=config.id, strategy=plan.label, endpoints=targets, served_models=served,

@@ -18,6 +18,7 @@ import streamlit as st
 from common.numbers import count, percent, rate
 from curator.dashboard import data, reviews
 from curator.dashboard.data import Filters, NoSnapshotError, Snapshot
+from tasks.evaluate.benchmarks import BENCHMARKS
 
 
 def _snapshot_path() -> str:
@@ -286,7 +287,7 @@ def main() -> None:
     st.header("Judge quality checks")
     show(data.evaluations(snap), ["benchmark", "created_at", "accuracy", "model_card_accuracy", "scored", "failed",
                                   "strategy", "served_models"],
-         "No judge quality check yet: `curate evaluate-judge --benchmark rm-bench --endpoint URL` (or judgebench) "
+         f"No judge quality check yet: `curate evaluate-judge --benchmark {' | '.join(BENCHMARKS)} --endpoint URL` "
          "fills this.")
 
     st.header("Runs")

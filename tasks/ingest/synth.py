@@ -1,6 +1,8 @@
-"""Seeded synthetic HelpSteer3-, arena- and UltraFeedback-shaped rows with planted duplicates, near
-duplicates, contamination and bad rows (and, for UltraFeedback, rows whose completions all tie). Tests and
-benchmarks use it; the manifest is the ground truth.
+"""Seeded synthetic rows with planted duplicates, near duplicates, contamination and bad rows, in the shape of
+each source that declares them: a source's `Source.synth` is a `SynthRows` class beside its adapter, which says
+how a neutral row (a history, two answers, a label) looks in its raw form and which bad rows it plants. This
+module is what they share: the text, the neutral rows, the bad rows every shape knows, the planting and the
+manifest. Tests and benchmarks use them; the manifest is the ground truth.
 
 Rows are generated in a stream (no 100k-row list in memory); a duplicate copies one of the last
 `_WINDOW` good rows.
@@ -15,19 +17,19 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar
 
 import numpy as np
 
-from common.reasons import AdapterRejection, ReadFault, SchemaCheck, ValueFault, column_reason
+from common.errors import InvalidInputError
+from common.reasons import ReadFault, SchemaCheck, ValueFault, column_reason
 from tasks.ingest.latent import human_label, latent_quality
-
-Kind = Literal["helpsteer3", "arena", "ultrafeedback"]
 
 _WINDOW = 500
 _VOCAB_SIZE = 6000
 
-# Every kind of bad row, with the quarantine reason the pipeline must give it.
+# The bad rows of every source whose rows hold a chat history and two answers, with the quarantine reason the
+# pipeline must give each (a source adds its own in its `SynthRows.BAD_KINDS`).
 BAD_KINDS_COMMON: dict[str, str] = {
     "malformed_json": ReadFault.MALFORMED_JSON,
     "not_an_object": ReadFault.NOT_AN_OBJECT,
@@ -45,73 +47,10 @@ BAD_KINDS_COMMON: dict[str, str] = {
     "invisible_answer": column_reason("response_a", SchemaCheck.NOT_EMPTY),
     "nul_answer": column_reason("response_b", SchemaCheck.NOT_EMPTY),
 }
-BAD_KINDS: dict[Kind, dict[str, str]] = {
-    "helpsteer3": {
-        **BAD_KINDS_COMMON,
-        "history_ends_with_assistant": column_reason("history", SchemaCheck.ENDS_WITH_USER_TURN),
-        "system_not_first": column_reason("history", SchemaCheck.ROLES_ALLOWED),
-        "history_empty": column_reason("history", SchemaCheck.NOT_EMPTY),
-        "label_out_of_range": column_reason("overall_preference", SchemaCheck.IN_RANGE.of(-3, 3)),
-        "label_not_int": column_reason("overall_preference", SchemaCheck.IS_INT),
-        "missing_response": column_reason("response2", SchemaCheck.MISSING),
-        "context_not_list": column_reason("context", SchemaCheck.IS_MESSAGE_LIST),
-        "surrogate_in_domain": ValueFault.INVALID_UTF8.of("domain"),
-        "nan_domain": ValueFault.NOT_FINITE.of("domain"),
-        "surrogate_in_metadata": ValueFault.INVALID_UTF8.of("individual_preference"),
-    },
-    "arena": {
-        **BAD_KINDS_COMMON,
-        "answer_missing": AdapterRejection.MESSAGE_MISSING,
-        "image_part": AdapterRejection.NON_TEXT_CONTENT.of("image"),
-        "bad_winner": column_reason("winner", SchemaCheck.IN.of("model_a|model_b|tie|both_bad")),
-        "missing_id": column_reason("id", SchemaCheck.MISSING),
-        "divergent_multi_turn": AdapterRejection.MULTI_TURN_DIVERGENT_HISTORY,
-        "conversation_not_list": column_reason("conversation_a", SchemaCheck.IS_MESSAGE_LIST),
-        "surrogate_in_id": ValueFault.INVALID_UTF8.of("id"),
-        "surrogate_in_model": ValueFault.INVALID_UTF8.of("model_a"),
-        "bad_row_with_surrogate_id": ValueFault.INVALID_UTF8.of("id"),
-        "language_not_text": column_reason("language", SchemaCheck.IS_TEXT),
-    },
-    # `partly`: the row still makes its pairs; one completion is quarantined (see `_UltraFeedback.bad`)
-    "ultrafeedback": {
-        "malformed_json": ReadFault.MALFORMED_JSON,
-        "not_an_object": ReadFault.NOT_AN_OBJECT,
-        "too_deep_for_parsers": ReadFault.JSON_TOO_DEEP,
-        "too_deep_for_storage": ValueFault.JSON_TOO_DEEP,
-        "lone_surrogate": ValueFault.INVALID_UTF8.of("completions"),
-        "surrogate_in_source": ValueFault.INVALID_UTF8.of("source"),
-        "nan_score": ValueFault.NOT_FINITE.of("completions"),
-        "too_long": column_reason("utf8_bytes", SchemaCheck.FITS_JUDGE_CONTEXT.prefix),
-        "empty_last_user_turn": column_reason("history", SchemaCheck.LAST_USER_TURN_NOT_EMPTY),
-        "missing_instruction": column_reason("instruction", SchemaCheck.MISSING),
-        "instruction_not_text": column_reason("instruction", SchemaCheck.IS_TEXT),
-        "completions_not_list": column_reason("completions", SchemaCheck.IS_LIST),
-        "one_completion": AdapterRejection.FEWER_THAN_TWO_COMPLETIONS,
-        "identical_responses": SchemaCheck.RESPONSES_DIFFER,
-        "partly_empty_completion": AdapterRejection.COMPLETION_RESPONSE_EMPTY,
-        "partly_invisible_completion": AdapterRejection.COMPLETION_RESPONSE_EMPTY,
-        "partly_score_missing": AdapterRejection.COMPLETION_SCORE_INVALID.of("fine-grained_score"),
-        "partly_score_not_numeric": AdapterRejection.COMPLETION_SCORE_INVALID.of("fine-grained_score"),
-        "partly_score_out_of_range": AdapterRejection.COMPLETION_SCORE_OUT_OF_RANGE.of("fine-grained_score"),
-        "partly_overall_not_numeric": AdapterRejection.COMPLETION_SCORE_INVALID.of("overall_score"),
-        "partly_completion_not_object": AdapterRejection.COMPLETION_NOT_AN_OBJECT,
-    },
-}
-
-
-_ROW_VALUES: dict[str, tuple[str, Any]] = {
-    "label_out_of_range": ("overall_preference", 5),
-    "label_not_int": ("overall_preference", "much better"),
-    "context_not_list": ("context", "just a string"),
-    "bad_winner": ("winner", "model_c"),
-    "conversation_not_list": ("conversation_a", "hello"),
+# bad kind -> (field, a value of the wrong kind) for the common kinds (JSON writes NaN as a literal)
+_COMMON_ROW_VALUES: dict[str, tuple[str, Any]] = {
     "nan_language": ("language", float("nan")),
     "surrogate_in_language": ("language", "en\ud800"),
-    "surrogate_in_domain": ("domain", "stem\udfff"),
-    "nan_domain": ("domain", float("nan")),
-    "surrogate_in_metadata": ("individual_preference", [{"score": 1, "reasoning": "fine \ud83d"}]),
-    "surrogate_in_model": ("model_a", "model-\udc00"),
-    "language_not_text": ("language", 5),
 }
 
 
@@ -183,19 +122,31 @@ class TextMaker:
         return " ".join(words)
 
 
-def _sizes(rng: random.Random, mean_pair_bytes: int) -> tuple[int, int, int]:
+def pair_sizes(rng: random.Random, mean_pair_bytes: int) -> tuple[int, int, int]:
     """Bytes of (history, response 1, response 2): lognormal around a median pair size."""
     total = mean_pair_bytes * rng.lognormvariate(0, 0.35)
     return int(total * 0.34), int(total * 0.33 * rng.uniform(0.6, 1.4)), int(total * 0.33 * rng.uniform(0.6, 1.4))
 
 
-def _part(text: str) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": text, "image": None, "mimeType": None}]
+def too_deep() -> list[Any]:
+    """A value that parses, but deeper than any writer should be asked to go."""
+    deep: Any = "leaf"
+    for _ in range(200):
+        deep = [deep]
+    return deep
 
 
-class _Generator:
-    def __init__(self, kind: Kind, seed: int, pair_bytes: int, eval_prompts: list[str]):
-        self.kind = kind
+class SynthRows:
+    """A source's synthetic rows. A good row is kept in a neutral form (`good`: a history, two answers, a label in
+    -3..3 from A's side) and written in the source's raw form by `render`; a bad row of each kind of `BAD_KINDS`
+    is spoiled in its neutral form (`spoil`) or in its raw form (`damage`). A source subclasses it beside its
+    adapter (a source whose rows are of another shape overrides `good`, `near` and `bad` too) and declares it as
+    `Source.synth`."""
+
+    BAD_KINDS: ClassVar[dict[str, str]] = BAD_KINDS_COMMON  # every bad row it plants -> the reason it must get
+    ROW_VALUES: ClassVar[dict[str, tuple[str, Any]]] = {}  # bad kind -> (field, a value of the wrong kind)
+
+    def __init__(self, seed: int, pair_bytes: int, eval_prompts: list[str]):
         self.rng = random.Random(seed)
         self.tm = TextMaker(seed)
         self.pair_bytes = pair_bytes
@@ -203,13 +154,13 @@ class _Generator:
         # made-up names in the shape of arena's (family, version, size): the bias audit groups them by family
         self.models = [f"{family}-{v}" for family in ("gpt", "claude", "llama", "gemini", "qwen", "mistral")
                        for v in ("large-2", "small-1")]
+        self.last_pairs = 0  # the valid pairs the last bad row still makes (a source that makes several a row)
 
     def uid(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128)))
 
-    # A good row is kept in a neutral form: history, two answers, a label in -3..3 from A's side.
     def good(self, contaminate: int | None = None) -> dict[str, Any]:
-        h, r1, r2 = _sizes(self.rng, self.pair_bytes)
+        h, r1, r2 = pair_sizes(self.rng, self.pair_bytes)
         turns = 1 if self.rng.random() < 0.7 else self.rng.choice([2, 3])
         history: list[dict[str, str]] = []
         per_msg = max(40, h // (2 * turns - 1))
@@ -226,47 +177,13 @@ class _Generator:
                 "label": human_label(latent_quality(a), latent_quality(b), self.rng)}
 
     def render(self, g: dict[str, Any], swap: bool = False) -> dict[str, Any]:
-        a, b, label = (g["b"], g["a"], -g["label"]) if swap else (g["a"], g["b"], g["label"])
-        if self.kind == "helpsteer3":
-            return {
-                "domain": self.rng.choice(["general", "stem", "code", "multilingual"]),
-                "language": "english",
-                "context": [dict(m) for m in g["history"]],
-                "response1": a,
-                "response2": b,
-                "overall_preference": -label,
-                "individual_preference": [{"score": -label, "reasoning": "@Response 1 vs @Response 2."}],
-            }
-        winner = "model_a" if label > 0 else "model_b" if label < 0 else self.rng.choice(["tie", "both_bad"])
-        full, conv_a, conv_b = [], [], []
-        hist = g["history"]
-        for i in range(0, len(hist), 2):
-            user = {"role": "user", "content": _part(hist[i]["content"])}
-            last = i + 1 >= len(hist)
-            ans_a = a if last else hist[i + 1]["content"]
-            ans_b = b if last else hist[i + 1]["content"]
-            msg_a = {"role": "assistant", "content": _part(ans_a)}
-            msg_b = {"role": "assistant", "content": _part(ans_b), "num_tokens": len(ans_b) // 4}
-            full.append({"user": user, "model_side_a": msg_a, "model_side_b": msg_b})
-            conv_a += [user, msg_a]
-            conv_b += [dict(user, num_tokens=len(hist[i]["content"]) // 4), msg_b]
-        ma, mb = self.rng.sample(self.models, 2)
-        return {
-            "id": self.uid(),
-            "model_a": ma,
-            "model_b": mb,
-            "winner": winner,
-            "evaluation_session_id": self.uid(),
-            "evaluation_order": 1,
-            "conversation_a": conv_a,
-            "conversation_b": conv_b,
-            "full_conversation": full,
-            "conv_metadata": {"turns": len(full)},
-            "category_tag": {"math_v0.1": {"math": False}},
-            "language": "en",
-            "is_code": False,
-            "timestamp": "2025-06-01T12:00:00.000000",
-        }
+        """The neutral row `g` as the source's raw row (A and B swapped, the label with them, under `swap`)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def sides(g: dict[str, Any], swap: bool) -> tuple[str, str, int]:
+        """(answer A, answer B, label from A's side) of the neutral row `g`, swapped under `swap`."""
+        return (g["b"], g["a"], -g["label"]) if swap else (g["a"], g["b"], g["label"])
 
     def near(self, g: dict[str, Any], rate: float) -> dict[str, Any]:
         return {
@@ -278,20 +195,28 @@ class _Generator:
 
     def bad(self, kind: str) -> dict[str, Any] | str:
         """One bad row of `kind`: a dict, or raw line text for rows that are not JSON objects."""
+        line = self.unparsable(kind)
+        if line is not None:
+            return line
+        g = self.good()
+        self.spoil(g, kind)
+        row = self.render(g)
+        self.damage(row, kind)
+        return row
+
+    def unparsable(self, kind: str) -> str | None:
+        """The line of a bad row that is not a JSON object, or None for the other kinds."""
         if kind == "malformed_json":
             return '{"context": [{"role": "user", "content": "truncated ' + self.uid()
         if kind == "not_an_object":
             return json.dumps(["not", "an", "object", self.uid()])
         if kind == "too_deep_for_parsers":  # past orjson's and the standard library's nesting limits
             return '{"id": "%s", "context": %s%s}' % (self.uid(), "[" * 5000, "]" * 5000)
-        g = self.good()
-        if kind == "history_ends_with_assistant":
-            g["history"].append({"role": "assistant", "content": "a trailing answer"})
-        elif kind == "bad_role" and self.kind == "helpsteer3":
-            g["history"].insert(0, {"role": "tool", "content": "tool output"})
-        elif kind == "system_not_first":
-            g["history"] = [{"role": "user", "content": "hello"}, {"role": "system", "content": "be brief"}] + g["history"]
-        elif kind == "empty_response":
+        return None
+
+    def spoil(self, g: dict[str, Any], kind: str) -> None:
+        """Break the neutral row `g` as a bad row of `kind` (the kinds broken before the row is rendered)."""
+        if kind == "empty_response":
             g["a"] = "   \n "
         elif kind == "identical_responses":
             g["b"] = g["a"]
@@ -305,184 +230,36 @@ class _Generator:
             g["a"] = "\u200b\u200b\ufeff"
         elif kind == "nul_answer":
             g["b"] = "\x00\x00 "
-        elif kind == "history_empty":
-            g["history"] = []
-        row = self.render(g)
-        if kind in _ROW_VALUES:  # a field holding a value of the wrong kind (JSON writes NaN as a literal)
-            field_name, value = _ROW_VALUES[kind]
+
+    def damage(self, row: dict[str, Any], kind: str) -> None:
+        """Break the rendered `row` as a bad row of `kind` (the kinds broken in the source's raw form)."""
+        values = {**_COMMON_ROW_VALUES, **self.ROW_VALUES}
+        if kind in values:
+            field_name, value = values[kind]
             row[field_name] = value
-        elif kind == "missing_response":
-            del row["response2"]
-        elif kind == "image_part":
-            row["conversation_a"][0]["content"].append({"type": "image", "text": None, "image": "img.png", "mimeType": "image/png"})
-            row["full_conversation"][0]["user"]["content"].append(
-                {"type": "image", "text": None, "image": "img.png", "mimeType": "image/png"}
-            )
-        elif kind == "bad_role" and self.kind == "arena":  # a user turn with a role no judge template knows
-            row["full_conversation"][0]["user"]["role"] = "tool"
-            row["conversation_a"][0]["role"] = "tool"
-            row["conversation_b"][0]["role"] = "tool"
-        elif kind == "answer_missing":
-            row["full_conversation"][-1]["model_side_b"] = None
-        elif kind == "missing_id":
-            del row["id"]
-        elif kind == "too_deep_for_storage":  # parses, but deeper than any writer should be asked to go
-            deep: Any = "leaf"
-            for _ in range(200):
-                deep = [deep]
-            row["extra"] = deep
-        elif kind == "surrogate_in_id":
-            row["id"] = "id-\ud800-" + self.uid()
-        elif kind == "bad_row_with_surrogate_id":
-            row["id"] = "id-\udbff-" + self.uid()
-            row["winner"] = "model_c"
-        elif kind == "divergent_multi_turn":
-            extra = {"role": "user", "content": _part(self.tm.text(200))}
-            first = row["full_conversation"][-1]
-            row["full_conversation"].append(
-                {
-                    "user": extra,
-                    "model_side_a": {"role": "assistant", "content": _part(self.tm.text(300))},
-                    "model_side_b": {"role": "assistant", "content": _part(self.tm.text(300))},
-                }
-            )
-            row["conversation_a"] += [extra, row["full_conversation"][-1]["model_side_a"]]
-            row["conversation_b"] += [extra, row["full_conversation"][-1]["model_side_b"]]
-            assert first is not None
-        return row
+        elif kind == "too_deep_for_storage":
+            row["extra"] = too_deep()
 
 
-class _UltraFeedback(_Generator):
-    """UltraFeedback-shaped rows: one instruction, four rated completions. A good row's best completion leads
-    one or two others by at least the pairing threshold (1.0) and the rest by less, never tying it, so the
-    pairs each row makes are known by construction; a tie row's completions all lie within the threshold."""
+def synth_class(kind: str) -> type[SynthRows]:
+    """The synthetic rows of the source called `kind`, as it declares them (`Source.synth`)."""
+    from tasks.ingest.sources import SOURCES  # late: the sources import this module for `SynthRows`
 
-    ASPECTS = ("helpfulness", "honesty", "instruction_following", "truthfulness")
-    PROMPT_SOURCES = ("evol_instruct", "false_qa", "flan_v2_cot", "sharegpt", "ultrachat", "truthful_qa")
-    TIE_RATE = 0.05  # of the good rows
-
-    def __init__(self, kind: Kind, seed: int, pair_bytes: int, eval_prompts: list[str]):
-        super().__init__(kind, seed, pair_bytes, eval_prompts)
-        self.last_pairs = 0  # the pairs the last bad row still makes
-
-    def good(self, contaminate: int | None = None, tie: bool | None = None) -> dict[str, Any]:
-        h, r1, r2 = _sizes(self.rng, self.pair_bytes)
-        prompt = self.tm.text(max(40, h))
-        if contaminate is not None:
-            prompt += "\n\n" + self.eval_prompts[contaminate]
-        # the better-rated answers are the truly better ones: the stand-in judges by the same latent quality
-        texts = sorted((self.tm.text(n) for n in (r1, r2, (r1 + r2) // 2, self.rng.choice([r1, r2]))),
-                       key=latent_quality, reverse=True)
-        if tie is None:
-            tie = contaminate is None and self.rng.random() < self.TIE_RATE
-        best = self.rng.choice([3.0, 3.5, 4.0, 4.25, 4.5, 4.75, 5.0])
-        pairs = 0 if tie else self.rng.choice([1, 2])
-        below = ([self.rng.choice([0.0, 0.25, 0.5, 0.75]) for _ in range(3)] if tie else
-                 [self.rng.choice([0.25, 0.5, 0.75]) for _ in range(3 - pairs)]
-                 + [self.rng.choice([1.0, 1.25, 1.5, 2.0]) for _ in range(pairs)])
-        ranks = ["best"] + ["worse" if d >= 1.0 else "close" for d in sorted(below)]
-        scores = [best] + [best - d for d in sorted(below)]
-        completions = [
-            {"response": text, "fine": fine, "rank": rank, "model": model, "principle": self.rng.choice(self.ASPECTS),
-             "overall": min(10.0, max(1.0, 2 * fine + self.rng.choice([-1.0, -0.5, 0.0, 0.5])))}
-            for text, fine, rank, model in zip(texts, scores, ranks, self.rng.sample(self.models, 4))
-        ]
-        self.rng.shuffle(completions)  # the best is anywhere in the row
-        return {"history": [{"role": "user", "content": prompt}], "completions": completions, "pairs": pairs}
-
-    def _completion(self, c: dict[str, Any]) -> dict[str, Any]:
-        total = round(4 * c["fine"])  # four integer aspect ratings whose mean is the fine-grained score
-        ratings = [total // 4 + (k < total % 4) for k in range(4)]
-        return {
-            "annotations": {a: {"Rating": str(r), "Rationale": f"Rated {r} for {a.replace('_', ' ')}."}
-                            for a, r in zip(self.ASPECTS, ratings)},
-            "critique": "The answer addresses the question; some points could be clearer.",
-            "custom_system_prompt": f"You are an AI assistant. Answer with {c['principle'].replace('_', ' ')}.",
-            "fine-grained_score": c["fine"],
-            "model": c["model"],
-            "overall_score": c["overall"],
-            "principle": c["principle"],
-            "response": c["response"],
-        }
-
-    def render(self, g: dict[str, Any], swap: bool = False) -> dict[str, Any]:
-        completions = g["completions"][::-1] if swap else g["completions"]  # the same comparisons, reordered
-        return {
-            "source": self.rng.choice(self.PROMPT_SOURCES),
-            "instruction": g["history"][0]["content"],
-            "models": [c["model"] for c in completions],
-            "completions": [self._completion(c) for c in completions],
-            "correct_answers": ["None"],
-            "incorrect_answers": ["None"],
-        }
-
-    def near(self, g: dict[str, Any], rate: float) -> dict[str, Any]:
-        return {"history": [dict(m, content=self.tm.edit(m["content"], rate)) for m in g["history"]],
-                "completions": [dict(c, response=self.tm.edit(c["response"], rate)) for c in g["completions"]],
-                "pairs": g["pairs"]}
-
-    def bad(self, kind: str) -> dict[str, Any] | str:
-        """One bad row of `kind`; `last_pairs` is how many valid pairs it still makes."""
-        self.last_pairs = 0
-        if kind in ("malformed_json", "not_an_object", "too_deep_for_parsers"):
-            return super().bad(kind)
-        g = self.good(tie=False)
-        at = {c["rank"]: k for k, c in enumerate(g["completions"])}  # a position of each rank
-        if kind == "too_long":  # every pair is too long for the judge
-            g["history"][0]["content"] = self.tm.text(230_000)
-        elif kind == "empty_last_user_turn":
-            g["history"][0]["content"] = " "
-        elif kind == "identical_responses":  # one clearly worse completion says what the best says
-            g["completions"][at["worse"]]["response"] = g["completions"][at["best"]]["response"]
-            self.last_pairs = g["pairs"] - 1
-        row = self.render(g)
-        close = row["completions"][at["close"]]  # a completion that makes no pair: the row's pairs survive it
-        if kind.startswith("partly_"):
-            self.last_pairs = g["pairs"]
-        if kind == "too_deep_for_storage":
-            deep: Any = "leaf"
-            for _ in range(200):
-                deep = [deep]
-            row["extra"] = deep
-        elif kind == "lone_surrogate":
-            close["response"] = close["response"][:40] + "\ud800" + close["response"][40:]
-        elif kind == "surrogate_in_source":
-            row["source"] = "sharegpt\ud800"
-        elif kind == "nan_score":
-            close["fine-grained_score"] = float("nan")
-        elif kind == "missing_instruction":
-            del row["instruction"]
-        elif kind == "instruction_not_text":
-            row["instruction"] = 5
-        elif kind == "completions_not_list":
-            row["completions"] = "four answers"
-        elif kind == "one_completion":
-            row["completions"] = row["completions"][:1]
-        elif kind == "partly_empty_completion":
-            close["response"] = "   \n "
-        elif kind == "partly_invisible_completion":
-            close["response"] = "\u200b\u200b\ufeff"
-        elif kind == "partly_score_missing":
-            del close["fine-grained_score"]
-        elif kind == "partly_score_not_numeric":
-            close["fine-grained_score"] = "N/A"
-        elif kind == "partly_score_out_of_range":
-            close["fine-grained_score"] = 7.5
-        elif kind == "partly_overall_not_numeric":
-            close["overall_score"] = "ten"
-        elif kind == "partly_completion_not_object":
-            row["completions"][at["close"]] = "an answer without its ratings"
-        return row
+    source = SOURCES.get(kind)
+    if source is None or source.synth is None:
+        raise InvalidInputError(f"no synthetic rows of {kind!r}: one of {', '.join(synth_kinds())}")
+    return source.synth
 
 
-# The kinds `curate synth` writes, each with its generator.
-GENERATORS: dict[str, type[_Generator]] = {"helpsteer3": _Generator, "arena": _Generator,
-                                           "ultrafeedback": _UltraFeedback}
-KINDS: tuple[str, ...] = tuple(GENERATORS)
+def synth_kinds() -> tuple[str, ...]:
+    """The sources that declare synthetic rows, in the registry's order."""
+    from tasks.ingest.sources import SOURCES
+
+    return tuple(name for name, source in SOURCES.items() if source.synth is not None)
 
 
 def synth_lines(
-    kind: Kind,
+    kind: str,
     n: int,
     seed: int = 0,
     *,
@@ -496,11 +273,11 @@ def synth_lines(
     manifest: SynthManifest | None = None,
 ) -> Iterator[str]:
     """Yield `n` JSONL lines; fill `manifest` (if given) with what was planted where."""
-    gen = GENERATORS[kind](kind, seed, pair_bytes, eval_prompts or [])
+    gen = synth_class(kind)(seed, pair_bytes, eval_prompts or [])
     m = manifest if manifest is not None else SynthManifest(kind, seed)
     m.kind, m.seed = kind, seed
     recent: deque[tuple[int, dict[str, Any]]] = deque(maxlen=_WINDOW)
-    bad_kinds = list(BAD_KINDS[kind])
+    bad_kinds = list(gen.BAD_KINDS)
     n_bad = 0
     for i in range(n):
         roll = gen.rng.random()
@@ -508,8 +285,8 @@ def synth_lines(
             bad_kind = bad_kinds[n_bad % len(bad_kinds)]
             n_bad += 1
             row = gen.bad(bad_kind)
-            m.bad_rows[i] = (bad_kind, BAD_KINDS[kind][bad_kind])
-            if isinstance(gen, _UltraFeedback) and gen.last_pairs:
+            m.bad_rows[i] = (bad_kind, gen.BAD_KINDS[bad_kind])
+            if gen.last_pairs:
                 m.pairs[i] = gen.last_pairs
             yield row if isinstance(row, str) else json.dumps(row)
             continue
@@ -558,7 +335,7 @@ def synth_eval_prompts(n: int, seed: int = 1) -> list[str]:
     return [tm.text(rng.randint(80, 600)) + "?" for _ in range(n)]
 
 
-def write_synth(path: Path, kind: Kind, n: int, seed: int = 0, **kwargs: Any) -> SynthManifest:
+def write_synth(path: Path, kind: str, n: int, seed: int = 0, **kwargs: Any) -> SynthManifest:
     """Write `n` rows to `path` (JSONL) and the manifest beside it (`<path>.manifest.json`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

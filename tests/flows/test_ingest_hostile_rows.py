@@ -10,7 +10,7 @@ import pytest
 
 from flows.ingest import ingest
 from tasks.ingest.read import SourceReadError
-from tasks.ingest.synth import BAD_KINDS, _Generator, synth_lines
+from tasks.ingest.synth import synth_class, synth_lines
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect
@@ -22,10 +22,10 @@ def _hostile_file(path, kind: str, good: int, seed: int) -> dict[int, str]:
     """`good` good rows with one row of every bad class in the middle, then a last batch of bad rows
     only; returns {0-based line: expected reason prefix}."""
     lines = list(synth_lines(kind, good, seed, pair_bytes=500, exact_dup_rate=0, near_dup_rate=0, bad_rate=0))
-    gen = _Generator(kind, seed + 1, 500, [])
+    gen = synth_class(kind)(seed + 1, 500, [])
     rng = random.Random(seed)
     expected: dict[int, str] = {}
-    for bad_kind, reason in BAD_KINDS[kind].items():  # amid good rows
+    for bad_kind, reason in gen.BAD_KINDS.items():  # amid good rows
         at = rng.randrange(1, len(lines) - 1)
         row = gen.bad(bad_kind)
         lines.insert(at, row if isinstance(row, str) else json.dumps(row))
@@ -33,7 +33,7 @@ def _hostile_file(path, kind: str, good: int, seed: int) -> dict[int, str]:
         expected[at] = reason
     tail = []  # the last batch: bad rows only, every class again
     while len(tail) < BATCH // 2:
-        for bad_kind, reason in BAD_KINDS[kind].items():
+        for bad_kind, reason in gen.BAD_KINDS.items():
             row = gen.bad(bad_kind)
             expected[len(lines) + len(tail)] = reason
             tail.append(row if isinstance(row, str) else json.dumps(row))

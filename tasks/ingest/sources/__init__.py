@@ -3,14 +3,13 @@ name wherever a pair's source is all that is known (the calibration, human revie
 
 from __future__ import annotations
 
-from common.errors import InvalidInputError
+from common.errors import InvalidInputError, choices
 from tasks.ingest.sources import arena, chatbot_arena, eval_sets, helpsteer3, ultrafeedback
 from tasks.ingest.sources.base import DEFAULT_CLEAR_LABEL, AdapterContext, EvalPrompt, Source
 
 SOURCES: dict[str, Source] = {
     s.name: s
-    for s in (helpsteer3.SOURCE, arena.SOURCE, chatbot_arena.SOURCE, ultrafeedback.SOURCE, eval_sets.RM_BENCH,
-              eval_sets.JUDGEBENCH)
+    for s in (helpsteer3.SOURCE, arena.SOURCE, chatbot_arena.SOURCE, ultrafeedback.SOURCE, *eval_sets.EVAL_SETS)
 }
 PAIR_SOURCES: tuple[str, ...] = tuple(name for name, s in SOURCES.items() if s.kind == "pairs")
 
@@ -24,7 +23,8 @@ def get_source(name: str, kind: str | None = None) -> Source:
     if kind == "pairs" and source.kind != kind:
         raise InvalidInputError(f"{name} is an evaluation set: load it with `curate eval-set load {name}`")
     if kind == "eval_prompts" and source.kind != kind:
-        raise InvalidInputError(f"{name} is not an evaluation set (try: rm-bench, judgebench)")
+        raise InvalidInputError(f"{name} is not an evaluation set (try: "
+                                f"{choices(n for n, s in SOURCES.items() if s.kind == 'eval_prompts')})")
     return source
 
 

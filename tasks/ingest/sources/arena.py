@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.reasons import AdapterRejection
+from common.reasons import AdapterRejection, SchemaCheck, ValueFault, column_reason
 from schemas import checks as c
 from schemas.pair import CandidatePair, Rejection, model_names
 from tasks.ingest.sources.arena_common import arena_pair, arena_raw_schema
 from tasks.ingest.sources.base import AdapterContext, Source, one_per_row
+from tasks.ingest.synth import BAD_KINDS_COMMON, SynthRows
 
 # message contents are lists of typed parts
 RAW_SCHEMA = arena_raw_schema("id", ("model_a", "model_b", "tie", "both_bad"), c.is_part_message_list)
@@ -97,6 +98,99 @@ def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair | Rejecti
     )
 
 
+def _part(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text, "image": None, "mimeType": None}]
+
+
+class ArenaRows(SynthRows):
+    """Synthetic arena-140k rows (`curate synth arena`): the history in `full_conversation` and in both sides."""
+
+    BAD_KINDS = {
+        **BAD_KINDS_COMMON,
+        "answer_missing": AdapterRejection.MESSAGE_MISSING,
+        "image_part": AdapterRejection.NON_TEXT_CONTENT.of("image"),
+        "bad_winner": column_reason("winner", SchemaCheck.IN.of("model_a|model_b|tie|both_bad")),
+        "missing_id": column_reason("id", SchemaCheck.MISSING),
+        "divergent_multi_turn": AdapterRejection.MULTI_TURN_DIVERGENT_HISTORY,
+        "conversation_not_list": column_reason("conversation_a", SchemaCheck.IS_MESSAGE_LIST),
+        "surrogate_in_id": ValueFault.INVALID_UTF8.of("id"),
+        "surrogate_in_model": ValueFault.INVALID_UTF8.of("model_a"),
+        "bad_row_with_surrogate_id": ValueFault.INVALID_UTF8.of("id"),
+        "language_not_text": column_reason("language", SchemaCheck.IS_TEXT),
+    }
+    ROW_VALUES = {
+        "bad_winner": ("winner", "model_c"),
+        "conversation_not_list": ("conversation_a", "hello"),
+        "surrogate_in_model": ("model_a", "model-\udc00"),
+        "language_not_text": ("language", 5),
+    }
+
+    def render(self, g: dict[str, Any], swap: bool = False) -> dict[str, Any]:
+        a, b, label = self.sides(g, swap)
+        winner = "model_a" if label > 0 else "model_b" if label < 0 else self.rng.choice(["tie", "both_bad"])
+        full, conv_a, conv_b = [], [], []
+        hist = g["history"]
+        for i in range(0, len(hist), 2):
+            user = {"role": "user", "content": _part(hist[i]["content"])}
+            last = i + 1 >= len(hist)
+            ans_a = a if last else hist[i + 1]["content"]
+            ans_b = b if last else hist[i + 1]["content"]
+            msg_a = {"role": "assistant", "content": _part(ans_a)}
+            msg_b = {"role": "assistant", "content": _part(ans_b), "num_tokens": len(ans_b) // 4}
+            full.append({"user": user, "model_side_a": msg_a, "model_side_b": msg_b})
+            conv_a += [user, msg_a]
+            conv_b += [dict(user, num_tokens=len(hist[i]["content"]) // 4), msg_b]
+        ma, mb = self.rng.sample(self.models, 2)
+        return {
+            "id": self.uid(),
+            "model_a": ma,
+            "model_b": mb,
+            "winner": winner,
+            "evaluation_session_id": self.uid(),
+            "evaluation_order": 1,
+            "conversation_a": conv_a,
+            "conversation_b": conv_b,
+            "full_conversation": full,
+            "conv_metadata": {"turns": len(full)},
+            "category_tag": {"math_v0.1": {"math": False}},
+            "language": "en",
+            "is_code": False,
+            "timestamp": "2025-06-01T12:00:00.000000",
+        }
+
+    def damage(self, row: dict[str, Any], kind: str) -> None:
+        if kind == "image_part":
+            image = {"type": "image", "text": None, "image": "img.png", "mimeType": "image/png"}
+            row["conversation_a"][0]["content"].append(dict(image))
+            row["full_conversation"][0]["user"]["content"].append(dict(image))
+        elif kind == "bad_role":  # a user turn with a role no judge template knows
+            row["full_conversation"][0]["user"]["role"] = "tool"
+            row["conversation_a"][0]["role"] = "tool"
+            row["conversation_b"][0]["role"] = "tool"
+        elif kind == "answer_missing":
+            row["full_conversation"][-1]["model_side_b"] = None
+        elif kind == "missing_id":
+            del row["id"]
+        elif kind == "surrogate_in_id":
+            row["id"] = "id-\ud800-" + self.uid()
+        elif kind == "bad_row_with_surrogate_id":
+            row["id"] = "id-\udbff-" + self.uid()
+            row["winner"] = "model_c"
+        elif kind == "divergent_multi_turn":
+            extra = {"role": "user", "content": _part(self.tm.text(200))}
+            row["full_conversation"].append(
+                {
+                    "user": extra,
+                    "model_side_a": {"role": "assistant", "content": _part(self.tm.text(300))},
+                    "model_side_b": {"role": "assistant", "content": _part(self.tm.text(300))},
+                }
+            )
+            row["conversation_a"] += [extra, row["full_conversation"][-1]["model_side_a"]]
+            row["conversation_b"] += [extra, row["full_conversation"][-1]["model_side_b"]]
+        else:
+            super().damage(row, kind)
+
+
 SOURCE = Source(
     name="arena",
     hub_id="lmarena-ai/arena-human-preference-140k",
@@ -109,4 +203,5 @@ SOURCE = Source(
     source_id=source_id,
     description="LMArena human votes between two anonymous models, 2025",
     names_models=True,
+    synth=ArenaRows,
 )

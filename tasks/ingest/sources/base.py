@@ -1,6 +1,6 @@
 """What a source is: where its rows live, the pandera schema of a raw row, its adapter, and the facts the
 rest of the pipeline reads from it (its license, what counts as a clear human label on its scale, whether
-its pairs name the models that wrote them).
+its pairs name the models that wrote them, the synthetic rows of its shape that tests and benchmarks use).
 
 A new source is one module that builds a `Source` and registers it in `tasks.ingest.sources`: nothing
 outside that package knows a source by name.
@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandera.pandas as pa
 
 from common.settings import Settings
+
+if TYPE_CHECKING:
+    from tasks.ingest.synth import SynthRows
 
 # |human_label| from which a preference counts as clear on a source that declares nothing else (one step of
 # the scale: an arena vote, a "slightly better").
@@ -58,6 +61,8 @@ class Source:
     clear_label: float = DEFAULT_CLEAR_LABEL
     # its pairs name the models that wrote each answer, under `schemas.pair.MODEL_A` / `MODEL_B` in the metadata
     names_models: bool = False
+    # its synthetic rows (`curate synth NAME`): a `tasks.ingest.synth.SynthRows` class beside its adapter
+    synth: type[SynthRows] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -1,4 +1,6 @@
-"""Evaluation sets whose prompts must not leak into training data: RM-Bench and JudgeBench."""
+"""Evaluation sets whose prompts must not leak into training data: RM-Bench and JudgeBench (each also a judge
+benchmark, `tasks.evaluate.benchmarks`, under the same name). A new one is a `Source` here and an entry of
+`EVAL_SETS`."""
 
 from __future__ import annotations
 
@@ -58,3 +60,5 @@ JUDGEBENCH = Source(
     source_id=judgebench_id,
     description="JudgeBench questions (knowledge, reasoning, math, code)",
 )
+
+EVAL_SETS = (RM_BENCH, JUDGEBENCH)

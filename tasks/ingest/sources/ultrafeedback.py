@@ -35,12 +35,14 @@ from typing import Any
 
 import pandera.pandas as pa
 
-from common.reasons import AdapterRejection, SchemaCheck
+from common.reasons import AdapterRejection, ReadFault, SchemaCheck, ValueFault, column_reason
 from schemas.checks import is_str_or_none, text_not_empty
 from schemas.pair import HUMAN_LABEL_MAX, CandidatePair, Rejection, model_names
 from schemas.raw import element_check, text_column
+from tasks.ingest.latent import latent_quality
 from tasks.ingest.normalize import row_hash
 from tasks.ingest.sources.base import AdapterContext, Source
+from tasks.ingest.synth import SynthRows, pair_sizes, too_deep
 
 PAIR_THRESHOLD = 1.0  # fine-grained points (1-5) the best completion must lead another by to make a pair
 CLEAR_LABEL = 1.0  # |fine-grained difference| from which the preference is clear
@@ -186,6 +188,148 @@ def to_pairs(row: dict[str, Any], ctx: AdapterContext) -> Iterator[CandidatePair
         yield make_pair(row, row_id, best, other, ctx)
 
 
+class UltraFeedbackRows(SynthRows):
+    """Synthetic UltraFeedback rows (`curate synth ultrafeedback`): one instruction, four rated completions. A good
+    row's best completion leads one or two others by at least the pairing threshold (1.0) and the rest by less,
+    never tying it, so the pairs each row makes are known by construction; a tie row's completions all lie within
+    the threshold."""
+
+    ASPECTS = ("helpfulness", "honesty", "instruction_following", "truthfulness")
+    PROMPT_SOURCES = ("evol_instruct", "false_qa", "flan_v2_cot", "sharegpt", "ultrachat", "truthful_qa")
+    TIE_RATE = 0.05  # of the good rows
+    # `partly`: the row still makes its pairs; one completion is quarantined (see `bad`)
+    BAD_KINDS = {
+        "malformed_json": ReadFault.MALFORMED_JSON,
+        "not_an_object": ReadFault.NOT_AN_OBJECT,
+        "too_deep_for_parsers": ReadFault.JSON_TOO_DEEP,
+        "too_deep_for_storage": ValueFault.JSON_TOO_DEEP,
+        "lone_surrogate": ValueFault.INVALID_UTF8.of("completions"),
+        "surrogate_in_source": ValueFault.INVALID_UTF8.of("source"),
+        "nan_score": ValueFault.NOT_FINITE.of("completions"),
+        "too_long": column_reason("utf8_bytes", SchemaCheck.FITS_JUDGE_CONTEXT.prefix),
+        "empty_last_user_turn": column_reason("history", SchemaCheck.LAST_USER_TURN_NOT_EMPTY),
+        "missing_instruction": column_reason("instruction", SchemaCheck.MISSING),
+        "instruction_not_text": column_reason("instruction", SchemaCheck.IS_TEXT),
+        "completions_not_list": column_reason("completions", SchemaCheck.IS_LIST),
+        "one_completion": AdapterRejection.FEWER_THAN_TWO_COMPLETIONS,
+        "identical_responses": SchemaCheck.RESPONSES_DIFFER,
+        "partly_empty_completion": AdapterRejection.COMPLETION_RESPONSE_EMPTY,
+        "partly_invisible_completion": AdapterRejection.COMPLETION_RESPONSE_EMPTY,
+        "partly_score_missing": AdapterRejection.COMPLETION_SCORE_INVALID.of(FINE),
+        "partly_score_not_numeric": AdapterRejection.COMPLETION_SCORE_INVALID.of(FINE),
+        "partly_score_out_of_range": AdapterRejection.COMPLETION_SCORE_OUT_OF_RANGE.of(FINE),
+        "partly_overall_not_numeric": AdapterRejection.COMPLETION_SCORE_INVALID.of(OVERALL),
+        "partly_completion_not_object": AdapterRejection.COMPLETION_NOT_AN_OBJECT,
+    }
+
+    def good(self, contaminate: int | None = None, tie: bool | None = None) -> dict[str, Any]:
+        h, r1, r2 = pair_sizes(self.rng, self.pair_bytes)
+        prompt = self.tm.text(max(40, h))
+        if contaminate is not None:
+            prompt += "\n\n" + self.eval_prompts[contaminate]
+        # the better-rated answers are the truly better ones: the stand-in judges by the same latent quality
+        texts = sorted((self.tm.text(n) for n in (r1, r2, (r1 + r2) // 2, self.rng.choice([r1, r2]))),
+                       key=latent_quality, reverse=True)
+        if tie is None:
+            tie = contaminate is None and self.rng.random() < self.TIE_RATE
+        best = self.rng.choice([3.0, 3.5, 4.0, 4.25, 4.5, 4.75, 5.0])
+        pairs = 0 if tie else self.rng.choice([1, 2])
+        below = ([self.rng.choice([0.0, 0.25, 0.5, 0.75]) for _ in range(3)] if tie else
+                 [self.rng.choice([0.25, 0.5, 0.75]) for _ in range(3 - pairs)]
+                 + [self.rng.choice([1.0, 1.25, 1.5, 2.0]) for _ in range(pairs)])
+        ranks = ["best"] + ["worse" if d >= 1.0 else "close" for d in sorted(below)]
+        scores = [best] + [best - d for d in sorted(below)]
+        completions = [
+            {"response": text, "fine": fine, "rank": rank, "model": model, "principle": self.rng.choice(self.ASPECTS),
+             "overall": min(10.0, max(1.0, 2 * fine + self.rng.choice([-1.0, -0.5, 0.0, 0.5])))}
+            for text, fine, rank, model in zip(texts, scores, ranks, self.rng.sample(self.models, 4))
+        ]
+        self.rng.shuffle(completions)  # the best is anywhere in the row
+        return {"history": [{"role": "user", "content": prompt}], "completions": completions, "pairs": pairs}
+
+    def _completion(self, c: dict[str, Any]) -> dict[str, Any]:
+        total = round(4 * c["fine"])  # four integer aspect ratings whose mean is the fine-grained score
+        ratings = [total // 4 + (k < total % 4) for k in range(4)]
+        return {
+            "annotations": {a: {"Rating": str(r), "Rationale": f"Rated {r} for {a.replace('_', ' ')}."}
+                            for a, r in zip(self.ASPECTS, ratings)},
+            "critique": "The answer addresses the question; some points could be clearer.",
+            "custom_system_prompt": f"You are an AI assistant. Answer with {c['principle'].replace('_', ' ')}.",
+            "fine-grained_score": c["fine"],
+            "model": c["model"],
+            "overall_score": c["overall"],
+            "principle": c["principle"],
+            "response": c["response"],
+        }
+
+    def render(self, g: dict[str, Any], swap: bool = False) -> dict[str, Any]:
+        completions = g["completions"][::-1] if swap else g["completions"]  # the same comparisons, reordered
+        return {
+            "source": self.rng.choice(self.PROMPT_SOURCES),
+            "instruction": g["history"][0]["content"],
+            "models": [c["model"] for c in completions],
+            "completions": [self._completion(c) for c in completions],
+            "correct_answers": ["None"],
+            "incorrect_answers": ["None"],
+        }
+
+    def near(self, g: dict[str, Any], rate: float) -> dict[str, Any]:
+        return {"history": [dict(m, content=self.tm.edit(m["content"], rate)) for m in g["history"]],
+                "completions": [dict(c, response=self.tm.edit(c["response"], rate)) for c in g["completions"]],
+                "pairs": g["pairs"]}
+
+    def bad(self, kind: str) -> dict[str, Any] | str:
+        """One bad row of `kind`; `last_pairs` is how many valid pairs it still makes."""
+        self.last_pairs = 0
+        line = self.unparsable(kind)
+        if line is not None:
+            return line
+        g = self.good(tie=False)
+        at = {c["rank"]: k for k, c in enumerate(g["completions"])}  # a position of each rank
+        if kind == "too_long":  # every pair is too long for the judge
+            g["history"][0]["content"] = self.tm.text(230_000)
+        elif kind == "empty_last_user_turn":
+            g["history"][0]["content"] = " "
+        elif kind == "identical_responses":  # one clearly worse completion says what the best says
+            g["completions"][at["worse"]]["response"] = g["completions"][at["best"]]["response"]
+            self.last_pairs = g["pairs"] - 1
+        row = self.render(g)
+        close = row["completions"][at["close"]]  # a completion that makes no pair: the row's pairs survive it
+        if kind.startswith("partly_"):
+            self.last_pairs = g["pairs"]
+        if kind == "too_deep_for_storage":
+            row["extra"] = too_deep()
+        elif kind == "lone_surrogate":
+            close["response"] = close["response"][:40] + "\ud800" + close["response"][40:]
+        elif kind == "surrogate_in_source":
+            row["source"] = "sharegpt\ud800"
+        elif kind == "nan_score":
+            close["fine-grained_score"] = float("nan")
+        elif kind == "missing_instruction":
+            del row["instruction"]
+        elif kind == "instruction_not_text":
+            row["instruction"] = 5
+        elif kind == "completions_not_list":
+            row["completions"] = "four answers"
+        elif kind == "one_completion":
+            row["completions"] = row["completions"][:1]
+        elif kind == "partly_empty_completion":
+            close["response"] = "   \n "
+        elif kind == "partly_invisible_completion":
+            close["response"] = "\u200b\u200b\ufeff"
+        elif kind == "partly_score_missing":
+            del close["fine-grained_score"]
+        elif kind == "partly_score_not_numeric":
+            close["fine-grained_score"] = "N/A"
+        elif kind == "partly_score_out_of_range":
+            close["fine-grained_score"] = 7.5
+        elif kind == "partly_overall_not_numeric":
+            close["overall_score"] = "ten"
+        elif kind == "partly_completion_not_object":
+            row["completions"][at["close"]] = "an answer without its ratings"
+        return row
+
+
 SOURCE = Source(
     name="ultrafeedback",
     hub_id="openbmb/UltraFeedback",
@@ -199,4 +343,5 @@ SOURCE = Source(
     description="UltraFeedback: 4 completions per instruction rated by GPT-4; the best against each one 1.0 below",
     clear_label=CLEAR_LABEL,
     names_models=True,
+    synth=UltraFeedbackRows,
 )

@@ -6,7 +6,9 @@ from collections import Counter
 
 import pytest
 
-from tasks.evaluate.benchmarks import comparisons, difficulty, judgebench_family, oracle_rows, rmbench_domain
+from tasks.evaluate.benchmarks import comparisons, oracle_rows
+from tasks.evaluate.benchmarks.judgebench import judgebench_family
+from tasks.evaluate.benchmarks.rm_bench import difficulty, rmbench_domain
 from tasks.evaluate.scoring import decide, score
 from tests.conftest import read_jsonl, shared_file
 
@@ -39,7 +41,7 @@ def test_judgebench_families_and_bad_rows():
         comparisons("judgebench", [{**JB_ROW, "label": "A=B"}])
     with pytest.raises(ValueError, match="3 chosen and 3 rejected"):
         comparisons("rm-bench", [{**RM_ROW, "chosen": ["c0"]}])
-    with pytest.raises(ValueError, match="unknown benchmark"):
+    with pytest.raises(ValueError, match="mt-bench is not a judge benchmark"):
         comparisons("mt-bench", [])
     assert oracle_rows([c]) == [{"prompt": "q", "better": "b", "worse": "a"}]
 

@@ -9,7 +9,7 @@ from tasks.ingest import normalize as nz
 from tasks.ingest.prepare import prepare_batch
 from tasks.ingest.read import RawBatch, read_jsonl
 from tasks.ingest.sources import get_source
-from tasks.ingest.synth import BAD_KINDS, SynthManifest, write_synth
+from tasks.ingest.synth import SynthManifest, synth_class, write_synth
 from tasks.ingest.validate import MissingColumnsError
 
 
@@ -36,7 +36,7 @@ def test_every_planted_bad_row_is_quarantined_with_its_reason(tmp_path, settings
     extra = set(quarantined) - set(m.bad_rows)
     assert not extra, {r: quarantined[r].reasons for r in extra}
     # every kind was exercised
-    assert set(Counter(k for k, _ in m.bad_rows.values())) == set(BAD_KINDS[kind])
+    assert set(Counter(k for k, _ in m.bad_rows.values())) == set(synth_class(kind).BAD_KINDS)
 
 
 def test_at_least_200_bad_rows_of_10_kinds_across_sources(tmp_path, settings):

@@ -6,7 +6,7 @@ from tasks.ingest.prepare import prepare_batch
 from tasks.ingest.read import read_jsonl
 from tasks.ingest.sources import get_source
 from tasks.ingest.sources.ultrafeedback import source_id
-from tasks.ingest.synth import BAD_KINDS, SynthManifest, synth_eval_prompts, synth_lines, write_synth
+from tasks.ingest.synth import SynthManifest, synth_class, synth_eval_prompts, synth_lines, write_synth
 
 
 def test_seeded_and_reproducible():
@@ -46,7 +46,7 @@ def test_ultrafeedback_rows_are_seeded_and_plant_every_kind():
     a = list(synth_lines("ultrafeedback", 800, seed=5, bad_rate=0.1, manifest=m))
     assert a == list(synth_lines("ultrafeedback", 800, seed=5, bad_rate=0.1))
     assert a != list(synth_lines("ultrafeedback", 800, seed=6, bad_rate=0.1))
-    assert {k for k, _ in m.bad_rows.values()} == set(BAD_KINDS["ultrafeedback"])
+    assert {k for k, _ in m.bad_rows.values()} == set(synth_class("ultrafeedback").BAD_KINDS)
     assert m.no_clear_preference and m.exact_duplicates and m.near_duplicates
     assert not set(m.no_clear_preference) & (set(m.pairs) | set(m.bad_rows))
     row = json.loads(a[next(i for i in range(len(a)) if i in m.pairs and i not in m.bad_rows)])

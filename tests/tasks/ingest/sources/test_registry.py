@@ -1,19 +1,20 @@
-"""The registry: a source's facts are declared on its `Source` and read through the registry, and nothing outside
-the sources package knows a source by name."""
+"""The registry: a source's facts (its synthetic rows too) are declared on its `Source` and read through the
+registry, and nothing outside a source's own module knows it by name."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import json
-from pathlib import Path
 
+import pandas as pd
+import pytest
+
+from common.errors import InvalidInputError
 from schemas.pair import MODEL_A, MODEL_B, CandidatePair
 from tasks.ingest.sources import PAIR_SOURCES, SOURCES, AdapterContext, clear_label_of, get_source
 from tasks.ingest.sources.base import DEFAULT_CLEAR_LABEL
-from tasks.ingest.synth import synth_lines
-
-REPO = Path(__file__).resolve().parents[4]
+from tasks.ingest.synth import synth_class, synth_kinds, synth_lines
+from tests.registry_names import allow, module_of, names_said
 
 
 def test_clear_label_of_reads_what_the_source_declares(monkeypatch):
@@ -55,19 +56,46 @@ def test_a_source_that_names_models_puts_them_under_the_pair_s_model_keys(settin
                    for p in pairs), name
 
 
-def test_nothing_outside_the_sources_package_names_a_source():
-    """No string in the stages after ingest is a source's name: what they need of a source, they read through the
-    registry. (An export format named like a source is the format, not the source: its module may say it.)"""
+def test_nothing_outside_a_source_s_own_module_names_it():
+    """No string of any package is a source's name but in the source's own module: what the rest needs of a source
+    (its synthetic rows too), it reads through the registry. Allowed besides: an export format named like a source
+    (the format, not the source), a benchmark's module saying its evaluation set's name, and the demo's choice of
+    data (`DEMO_*` in curator/)."""
     from tasks.curate.exports import EXPORTS
+    from tasks.evaluate.benchmarks import BENCHMARKS
 
-    exports_module = Path("tasks/curate/exports.py")
-    found = []
-    for folder in ("tasks/curate", "tasks/review", "tasks/judge", "tasks/publish", "tasks/evaluate", "warehouse",
-                   "flows"):
-        for path in (REPO / folder).rglob("*.py"):
-            rel = path.relative_to(REPO)
-            allowed = set(EXPORTS) if rel == exports_module else set()
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Constant) and node.value in set(PAIR_SOURCES) - allowed:
-                    found.append(f"{rel}:{node.lineno} {node.value!r}")
+    allowed = allow(*[(module_of(s.source_id), name) for name, s in SOURCES.items()],
+                    *[("tasks/curate/exports.py", name) for name in EXPORTS],
+                    *[(module_of(b.comparisons), name) for name, b in BENCHMARKS.items()])
+    assert set(allowed) >= {"tasks/ingest/sources/helpsteer3.py", "tasks/ingest/sources/eval_sets.py"}
+    found = names_said(SOURCES, allowed)
     assert not found, found
+
+
+def test_the_guard_finds_a_name_anywhere_but_where_it_is_allowed(tmp_path):
+    files = {"tasks/ingest/synth.py": 'KIND = "made-up"\n',  # the package of sources is no exception
+             "tasks/ingest/sources/made_up.py": 'NAME = "made-up"\n',
+             "curator/cli.py": 'DEMO_SOURCE = "made-up"\nHELP = {"k": "made-up"}\n',
+             "flows/f.py": 'def f(x="made-up"):\n    """made-up"""\n'}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    found = names_said({"made-up"}, allow(("tasks/ingest/sources/made_up.py", "made-up")), tmp_path,
+                       ["tasks", "curator", "flows"])
+    assert sorted(found) == ["curator/cli.py:2 'made-up'", "flows/f.py:1 'made-up'", "flows/f.py:2 'made-up'",
+                             "tasks/ingest/synth.py:1 'made-up'"]
+
+
+def test_every_source_with_synthetic_rows_writes_rows_its_adapter_takes(settings):
+    """`curate synth` lists what the registry declares, and each declared shape is one its own adapter reads."""
+    kinds = synth_kinds()
+    assert set(kinds) == {name for name, s in SOURCES.items() if s.synth is not None} >= {"helpsteer3", "arena"}
+    for kind in kinds:
+        rows = [json.loads(line) for line in synth_lines(kind, 40, seed=2, bad_rate=0, exact_dup_rate=0,
+                                                         near_dup_rate=0)]
+        source = SOURCES[kind]
+        source.raw_schema.validate(pd.DataFrame(rows))
+        made = [r for row in rows for r in source.adapt(row, AdapterContext(settings, "train", "t"))]
+        assert sum(isinstance(p, CandidatePair) for p in made) >= 30, kind
+    with pytest.raises(InvalidInputError, match="no synthetic rows of 'chatbot-arena'"):
+        synth_class("chatbot-arena")
