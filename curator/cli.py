@@ -221,9 +221,9 @@ def _fail(message: str, hint: str | None = None) -> None:
     raise typer.Exit(2)
 
 
-def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> Any:
-    """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts. Returns what the check
-    found (None when the run starts its own server)."""
+def _check_judge(endpoints: Optional[list[str]], launch: Optional[str], refuse: Any = None) -> Any:
+    """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts, and what `refuse` refuses
+    of what the check found. Returns what the check found (None when the run starts its own server)."""
     from common.settings import get_settings
     from tasks.judge.endpoints import check_judge
 
@@ -231,6 +231,8 @@ def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> Any:
     if launch or settings.judge_launch:
         return None  # a server started by the run itself is checked once it is up
     report = _guarded(check_judge, list(endpoints or settings.judge_endpoints), settings)
+    if refuse is not None:
+        _guarded(refuse, report)
     for p in report.unreachable:
         err.print(f"warning: judge endpoint {p.url} does not answer ({p.error}); judging with the others",
                   highlight=False, soft_wrap=True)
@@ -515,15 +517,18 @@ def run(
         _guarded(refusals.input_file, found, path, settings.batch_size)
     _guarded(load_policy, policy)
     _guarded(refusals.warehouse, settings, creates="ingest" not in (skip or []))
+    hub_weights = None  # the judge's weights, when they are not the published ones and the version goes to the Hub
+    if repo is not None and "judge" not in (skip or []):
+        hub_weights = functools.partial(refusals.judge_weights_to_hub, settings, launch="vllm" if launch_vllm else None,
+                                        shards=shards, to=publish_to, allow_other_weights=allow_other_weights)
     report = None
     if "judge" not in (skip or []) and not shards:
-        report = _check_judge(endpoint, "vllm" if launch_vllm else None)
+        report = _check_judge(endpoint, "vllm" if launch_vllm else None, refuse=hub_weights)
+    if hub_weights is not None and report is None:  # a server the run starts, or sharded: known from the settings
+        _guarded(hub_weights, None)
     if repo is not None:
         from tasks.publish.hub import check_reachable
 
-        if "judge" not in (skip or []):
-            _guarded(refusals.judge_weights_to_hub, settings, report, "vllm" if launch_vllm else None, shards,
-                     publish_to, allow_other_weights)
         _guarded(check_reachable, repo, retries=settings.hub_retries, retry_wait=settings.hub_retry_wait)
     from flows.pipeline import curate_pipeline
 

@@ -129,7 +129,7 @@ def version(settings: Settings, name: str, number: int | None, to: str, allow_si
         refuse_other_weights(meta, to, allow_other_weights)
 
 
-def judge_weights_to_hub(settings: Settings, report: Any, launch: str | None, shards: int, to: str,
+def judge_weights_to_hub(settings: Settings, report: Any, *, launch: str | None, shards: int, to: str,
                          allow_other_weights: bool) -> None:
     """`curate run` to the Hub with a judge that serves other weights than the judge's published ones, unless
     allowed. The weights: what the endpoint check found (`report`), what a vLLM started here will load, or, for

@@ -34,8 +34,9 @@ _PROBE = textwrap.dedent("""
 """)
 
 
-def _probe(*args: str, cwd) -> tuple[list[str], dict]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CURATE_")}
+def _probe(*args: str, cwd, settings: dict[str, str] | None = None) -> tuple[list[str], dict]:
+    """`settings`: CURATE_* variables the command sees (none of the session's)."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")}, **(settings or {})}
     proc = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, cwd=cwd, timeout=120,
                           env=env)
     *said, probe = proc.stderr.rstrip("\n").split("\n")
@@ -53,8 +54,8 @@ def floor(tmp_path_factory) -> float:
     return report["seconds"]
 
 
-def _refusal(*args: str, cwd, floor: float) -> tuple[str, dict]:
-    lines, report = _probe(*args, cwd=cwd)
+def _refusal(*args: str, cwd, floor: float, settings: dict[str, str] | None = None) -> tuple[str, dict]:
+    lines, report = _probe(*args, cwd=cwd, settings=settings)
     assert report["code"] == 2 and lines and lines[0].startswith("error: "), lines
     assert len(lines) <= 2 and not any("Traceback" in line for line in lines), lines
     assert report["flows"] == [], f"a flow was imported before refusing: {report['flows']}"
