@@ -134,13 +134,13 @@ def judge_weights_to_hub(settings: Settings, report: Any, *, launch: str | None,
     """`curate run` to the Hub with a judge that serves other weights than the judge's published ones, unless
     allowed. The weights: what the endpoint check found (`report`), what a vLLM started here will load, or, for
     sharded runs, what the plan will record (CURATE_JUDGE_WEIGHTS)."""
-    from tasks.judge.targets import judge_config_from, launched_weights
+    from tasks.judge.targets import judge_config_from, launched_weights, planned_weights
     from tasks.publish.summary import refuse_judging_other_weights
 
     if report is not None:
         weights = report.weights
     elif shards:
-        weights = settings.judge_weights or ""
+        weights = planned_weights(settings)
     elif (launch or settings.judge_launch) == "vllm":
         weights = launched_weights(settings, judge_config_from(settings))
     else:

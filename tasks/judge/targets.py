@@ -34,7 +34,13 @@ def judge_config_from(settings: Settings, report: EndpointReport | None = None) 
                        max_tokens=settings.judge_max_tokens,
                        simulated=settings.judge_simulated if report is None else report.simulated,
                        template=(settings.judge_template or "") if report is None else (report.template or ""),
-                       weights=(settings.judge_weights or "") if report is None else report.weights)
+                       weights=planned_weights(settings) if report is None else report.weights)
+
+
+def planned_weights(settings: Settings) -> str:
+    """The weights a sharded plan is for: CURATE_JUDGE_WEIGHTS (the workers' servers' root) read by the rule a
+    server's root is (a mirror of the published weights is the published weights), "" when unset."""
+    return served_weights(settings.judge_weights, settings.judge_model) if settings.judge_weights else ""
 
 
 def vllm_server(settings: Settings, config: JudgeConfig, port: int) -> tuple[AbstractContextManager, str]:

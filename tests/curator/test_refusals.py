@@ -112,6 +112,26 @@ def test_run_refuses_a_bad_hub_target_before_reading_its_sources(place, floor):
     assert "a Hub target is hf://ORG/NAME" in line
 
 
+@pytest.mark.parametrize("how, settings", [
+    # the outside adversary's case: vLLM launched on a folder, served under the judge's name
+    (["--launch-vllm"], {"CURATE_VLLM_MODEL_PATH": "/models/tiny-genrm"}),
+    # sharded: the workers' servers are not seen here; the plan says what they load
+    (["--shards", "2"], {"CURATE_JUDGE_WEIGHTS": "/models/tiny-genrm"}),
+])
+def test_run_to_the_hub_with_other_weights_is_refused_before_it_starts(place, floor, how, settings):
+    args = ["run", "--source", f"helpsteer3={place / 'hs.jsonl'}", *how, "--publish-to", "hf://org/prefs",
+            "--warehouse", "w.duckdb"]
+    line, _ = _refusal(*args, cwd=place, floor=floor, settings=settings)
+    assert line == ("error: the judge serves the weights /models/tiny-genrm, not the published "
+                    "nvidia/Qwen3-Nemotron-235B-A22B-GenRM: a version built on its verdicts would not be pushed to "
+                    "hf://org/prefs")
+    # the published weights from a local mirror are the judge's: the run goes on to the Hub's check
+    mirror = {k: "/models/Qwen3-Nemotron-235B-A22B-GenRM" for k in settings}
+    lines, report = _probe(*args, cwd=place, settings={**mirror, "HF_ENDPOINT": "http://127.0.0.1:9",
+                                                       "CURATE_HUB_RETRIES": "0"})
+    assert report["code"] == 2 and report["flows"] == [] and "127.0.0.1:9" in lines[0], lines
+
+
 @pytest.mark.prefect
 def test_a_simulated_version_is_refused_after_the_hub_name_is_checked(dashboard_warehouse, tmp_path, floor):
     warehouse, _, _ = dashboard_warehouse

@@ -10,10 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from common.settings import JUDGE_MODEL
+from common.settings import JUDGE_MODEL, Settings
 from tasks.judge.config import JudgeConfig
 from tasks.judge.endpoints import EndpointCheckError, check_endpoints
-from tasks.judge.targets import refuse_unplanned
+from tasks.judge.targets import launched_weights, planned_weights, refuse_unplanned
 from tasks.judge.weights import UNKNOWN, is_published_weights, served_weights, weights_words
 from tasks.publish.summary import OtherWeightsVersionError, refuse_judging_other_weights, refuse_other_weights
 from testing.genrm_standin import StandinConfig, StandinProcess
@@ -63,6 +63,19 @@ def test_the_published_weights_leave_every_id_as_it_was_and_other_weights_change
     tiny, other = JudgeConfig(weights="/work/tiny"), JudgeConfig(weights="/work/tiny2")
     assert len({JudgeConfig().id, tiny.id, other.id, JudgeConfig(weights=UNKNOWN).id}) == 4
     assert tiny.id == JudgeConfig(weights="/work/tiny").id  # stable
+
+
+def test_a_vllm_launch_serves_its_model_path_as_the_root():
+    config = JudgeConfig()
+    assert launched_weights(Settings(), config) == ""  # --model nvidia/...: the published weights
+    assert launched_weights(Settings(vllm_model_path="/work/tiny-genrm/t"), config) == "/work/tiny-genrm/t"
+    assert launched_weights(Settings(vllm_model_path=f"/models/{NAME}"), config) == ""
+
+
+def test_a_sharded_plan_reads_curate_judge_weights_by_the_same_rule():
+    assert planned_weights(Settings()) == ""
+    assert planned_weights(Settings(judge_weights="/work/tiny-genrm/t")) == "/work/tiny-genrm/t"
+    assert planned_weights(Settings(judge_weights=f"/models/{NAME}")) == ""  # a mirror: what its workers report
 
 
 class _Models(BaseHTTPRequestHandler):
