@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     judge_simulated: bool = Field(False, description="sharded runs: the GPU workers serve the SIMULATED stand-in")
     judge_template: str | None = Field(None, description="sharded runs: the chat template fingerprint (tpl-...) the "
                                        "GPU workers' servers must render; unset: each worker's own, unpinned")
+    judge_weights: str | None = Field(None, description="sharded runs: what the GPU workers' servers load (their "
+                                      "/v1/models root) where not the judge's published weights; unset: the published")
     judge_strategy: str = "swap"
     judge_adaptive_margin: float = Field(1.0, ge=0.0, description="adaptive: |margin| at or below is borderline")
     judge_max_in_flight: int | None = Field(None, ge=1, description="hard upper bound on requests in flight per "

@@ -24,7 +24,7 @@ from rich.console import Console  # noqa: E402
 
 from common.errors import allowed_range  # noqa: E402
 from common.settings import Settings  # noqa: E402
-from curator.output import cell, print_table, staged_group, version_lines, widen_help  # noqa: E402
+from curator.output import cell, judge_label, print_table, staged_group, version_lines, widen_help  # noqa: E402
 from curator.review_cli import review_app  # noqa: E402
 from tasks.ingest.context import IngestRun  # noqa: E402
 from tasks.publish.context import PublishRun  # noqa: E402
@@ -222,9 +222,9 @@ def _fail(message: str, hint: str | None = None) -> None:
     raise typer.Exit(2)
 
 
-def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> Any:
-    """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts. Returns what the check
-    found (None when the run starts its own server)."""
+def _check_judge(endpoints: Optional[list[str]], launch: Optional[str], refuse: Any = None) -> Any:
+    """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts, and what `refuse` refuses
+    of what the check found. Returns what the check found (None when the run starts its own server)."""
     from common.settings import get_settings
     from tasks.judge.endpoints import check_judge
 
@@ -232,12 +232,20 @@ def _check_judge(endpoints: Optional[list[str]], launch: Optional[str]) -> Any:
     if launch or settings.judge_launch:
         return None  # a server started by the run itself is checked once it is up
     report = _guarded(check_judge, list(endpoints or settings.judge_endpoints), settings)
+    if refuse is not None:
+        _guarded(refuse, report)
     for p in report.unreachable:
         err.print(f"warning: judge endpoint {p.url} does not answer ({p.error}); judging with the others",
                   highlight=False, soft_wrap=True)
     if report.simulated:
         err.print("[bold yellow]note:[/] the judge endpoint serves the GenRM STAND-IN: verdicts are SIMULATED "
                   "and marked so", highlight=False)
+    if report.weights:
+        from tasks.judge.weights import weights_words
+
+        err.print(f"note: the judge endpoint serves {weights_words(report.weights)}, not the published "
+                  f"{settings.judge_model}: verdicts are filed under a configuration of their own", highlight=False,
+                  markup=False, soft_wrap=True)
     return report
 
 
@@ -486,6 +494,8 @@ def run(
                                                           "server; 0: here)"),
     allow_other_model: bool = typer.Option(False, "--allow-other-model", help="judge with an endpoint that serves "
                                            "another model than the configured judge (CURATE_JUDGE_MODEL)"),
+    allow_other_weights: bool = typer.Option(False, "--allow-other-weights", help="publish to the Hub a version "
+                                             "judged by other weights than the judge's published ones"),
     as_json: bool = _json_option(),
 ) -> None:
     """The whole pipeline: ingest → judge → build version → publish."""
@@ -508,8 +518,15 @@ def run(
         _guarded(refusals.input_file, found, path, settings.batch_size)
     _guarded(load_policy, policy)
     _guarded(refusals.warehouse, settings, creates="ingest" not in (skip or []))
+    hub_weights = None  # the judge's weights, when they are not the published ones and the version goes to the Hub
+    if repo is not None and "judge" not in (skip or []):
+        hub_weights = functools.partial(refusals.judge_weights_to_hub, settings, launch="vllm" if launch_vllm else None,
+                                        shards=shards, to=publish_to, allow_other_weights=allow_other_weights)
+    report = None
     if "judge" not in (skip or []) and not shards:
-        _check_judge(endpoint, "vllm" if launch_vllm else None)
+        report = _check_judge(endpoint, "vllm" if launch_vllm else None, refuse=hub_weights)
+    if hub_weights is not None and report is None:  # a server the run starts, or sharded: known from the settings
+        _guarded(hub_weights, None)
     if repo is not None:
         from tasks.publish.hub import check_reachable
 
@@ -517,7 +534,8 @@ def run(
     from flows.pipeline import curate_pipeline
 
     summary = _run(curate_pipeline, source, endpoint or None, "vllm" if launch_vllm else None, strategy, dataset,
-                   str(policy) if policy else None, publish_to, skip, judge_shards=shards)
+                   str(policy) if policy else None, publish_to, skip, judge_shards=shards,
+                   allow_other_weights=allow_other_weights)
     if as_json:
         _print_json(summary)
     else:
@@ -548,6 +566,7 @@ def _print_pipeline(summary: PipelineSummary) -> None:
         v = summary["version"]
         out.print(f"version: {v.get('name')} v{v.get('version')} with {count(v.get('rows'))} rows" +
                   (" (SIMULATED verdicts)" if v.get("simulated") or (v.get("stats") or {}).get("simulated") else "") +
+                  (f" (judged by other weights: {v['judge_weights']})" if v.get("judge_weights") else "") +
                   (f" ({v['note']})" if v.get("note") else "") if "error" not in v else f"version: {v['error']}")
     if summary.get("publish"):
         p = summary["publish"]
@@ -846,7 +865,7 @@ def versions(
     print_table(out, ["name", "version", "parent", "created", "rows", "judge", "content hash", "judge config",
                       "published"],
                 [(v["name"], v["version"], v["parent_version"], str(v["created_at"])[:19], count(v["row_count"]),
-                  "SIMULATED" if v["simulated"] else "real", v["content_hash"], v["judge_config_id"],
+                  judge_label(v["simulated"], v["judge_weights"]), v["content_hash"], v["judge_config_id"],
                   v["published_tag"]) for v in found])
 
 
@@ -903,6 +922,9 @@ def publish(
     private: bool = typer.Option(False, "--private", help="create the Hub repo private"),
     allow_simulated: bool = typer.Option(False, "--allow-simulated", help="push a version judged by the SIMULATED "
                                          "stand-in to the Hub anyway (its card still says so)"),
+    allow_other_weights: bool = typer.Option(False, "--allow-other-weights", help="push a version judged by other "
+                                             "weights than the judge's published ones to the Hub anyway (its card "
+                                             "still names them)"),
     warehouse: Optional[Path] = _warehouse_option(),
     as_json: bool = _json_option(),
 ) -> None:
@@ -912,8 +934,9 @@ def publish(
     from curator.noop import publish_noop
 
     # arguments (the names), then files (the version and whether it may go where asked), then the Hub
-    run = _guarded(PublishRun.of, name, version, to, private, allow_simulated)
-    _guarded(refusals.version, run.settings, run.name, run.version, run.to, run.allow_simulated)
+    run = _guarded(PublishRun.of, name, version, to, private, allow_simulated, allow_other_weights=allow_other_weights)
+    _guarded(refusals.version, run.settings, run.name, run.version, run.to, run.allow_simulated,
+             run.allow_other_weights)
     if run.repo is not None:  # an offline host fails in seconds, not after Prefect's start-up
         from tasks.publish.hub import check_reachable
 
@@ -922,7 +945,8 @@ def publish(
     if summary is None:
         from flows.publish import publish as publish_flow
 
-        summary = _run(publish_flow, run.name, run.version, run.to, run.private, allow_simulated=run.allow_simulated)
+        summary = _run(publish_flow, run.name, run.version, run.to, run.private, allow_simulated=run.allow_simulated,
+                       allow_other_weights=run.allow_other_weights)
     if not as_json:
         summary = {**summary, "files": f"{len(summary['files'])} files"}
     _print_summary(f"publish {name}", summary, as_json)
@@ -1010,7 +1034,8 @@ def status(
     _print_summary("warehouse", {k: count(v) for k, v in counts.items()}, False)
     if judging:
         print_table(out, ["judge configuration", "model", "judgments ok", "failed", "pairs judged", "pairs pending"],
-                    [(j["judge_config_id"], "SIMULATED stand-in" if j["simulated"] else j["model"], count(j["ok"]),
+                    [(j["judge_config_id"], "SIMULATED stand-in" if j["simulated"] else
+                      judge_label(False, j["weights"], j["model"]), count(j["ok"]),
                       count(j["failed"]), count(counts["pairs_for_curation"] - j["pairs_pending"]),
                       count(j["pairs_pending"])) for j in judging], title="judging")
     if found:
@@ -1024,7 +1049,8 @@ def status(
         print_table(out, ["name", "version", "pairs judged", "pairs kept", "agreement with humans", "judge",
                           "content hash", "published"],
                     [(v["name"], v["version"], count(figure(v, "pairs_judged")), count(v["row_count"]), agreement(v),
-                      "SIMULATED" if v["simulated"] else "real", v["content_hash"], v["published_tag"]) for v in found],
+                      judge_label(v["simulated"], v["judge_weights"]), v["content_hash"], v["published_tag"])
+                     for v in found],
                     title="versions")
     if interrupted:
         print_table(out, ["started", "kind", "subject", "run id", "process", "noticed"],

@@ -34,6 +34,16 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def judge_label(simulated: Any, weights: Any, real: str = "real") -> str:
+    """Whose verdicts a version or a judge configuration holds, as every table says it: SIMULATED (the stand-in),
+    other weights (named: `tasks/judge/weights.py`), else `real` (or the model's name)."""
+    if simulated:
+        return "SIMULATED"
+    if weights:
+        return f"other weights: {weights}"
+    return real
+
+
 def plain_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None,
                 show_header: bool = True) -> str:
     """Columns padded to their widest cell, two spaces apart, every cell whole."""
@@ -122,8 +132,10 @@ def version_lines(summary: dict[str, Any]) -> list[tuple[str, str]]:
     from common.numbers import count
 
     stats = summary.get("stats") or {}
+    weights = summary.get("judge_weights") or stats.get("judge_weights")
     lines = [("version", f"{summary.get('name')} v{summary.get('version')}"
-              + (" (SIMULATED verdicts)" if summary.get("simulated") or stats.get("simulated") else ""))]
+              + (" (SIMULATED verdicts)" if summary.get("simulated") or stats.get("simulated") else "")
+              + (f" (judged by other weights: {weights})" if weights else ""))]
     if summary.get("note"):
         lines.append(("note", summary["note"]))
     lines.append(("pairs kept", count(summary.get("rows"))))

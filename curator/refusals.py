@@ -114,12 +114,34 @@ def judged(settings: Settings, judge_config: str | None) -> None:
             raise InvalidInputError(f"unknown judge configuration {judge_config!r}; `curate status` lists them")
 
 
-def version(settings: Settings, name: str, number: int | None, to: str, allow_simulated: bool) -> None:
-    """The version to publish exists; a SIMULATED one is refused on its way to the Hub unless allowed."""
-    from tasks.publish.summary import refuse_simulated, version_to_publish
+def version(settings: Settings, name: str, number: int | None, to: str, allow_simulated: bool,
+            allow_other_weights: bool = False) -> None:
+    """The version to publish exists; a SIMULATED one, or one judged by other weights than the judge's published
+    ones, is refused on its way to the Hub unless allowed."""
+    from tasks.publish.summary import refuse_other_weights, refuse_simulated, version_to_publish
     from warehouse.store import Warehouse
 
     with Warehouse(settings.warehouse, read_only=True) as wh:
         meta = version_to_publish(wh.versions, name, number)
     if to.startswith("hf://"):
         refuse_simulated(meta, to, allow_simulated)
+        refuse_other_weights(meta, to, allow_other_weights)
+
+
+def judge_weights_to_hub(settings: Settings, report: Any, *, launch: str | None, shards: int, to: str,
+                         allow_other_weights: bool) -> None:
+    """`curate run` to the Hub with a judge that serves other weights than the judge's published ones, unless
+    allowed. The weights: what the endpoint check found (`report`), what a vLLM started here will load, or, for
+    sharded runs, what the plan will record (CURATE_JUDGE_WEIGHTS)."""
+    from tasks.judge.targets import judge_config_from, launched_weights, planned_weights
+    from tasks.publish.summary import refuse_judging_other_weights
+
+    if report is not None:
+        weights = report.weights
+    elif shards:
+        weights = planned_weights(settings)
+    elif (launch or settings.judge_launch) == "vllm":
+        weights = launched_weights(settings, judge_config_from(settings))
+    else:
+        weights = ""
+    refuse_judging_other_weights(weights, settings.judge_model, to, allow_other_weights)

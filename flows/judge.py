@@ -21,7 +21,6 @@ from flows.runs import current_run_id
 from schemas.summaries import JudgeSummary
 from tasks.judge.config import JudgeConfig
 from tasks.judge.context import JudgeRun
-from tasks.judge.endpoints import EndpointCheckError
 from tasks.judge.exchange import (
     Exchange,
     Heartbeat,
@@ -32,7 +31,14 @@ from tasks.judge.exchange import (
     results_dir,
 )
 from tasks.judge.run import run_judging, split_pending
-from tasks.judge.targets import LAUNCHERS, Launcher, checked_targets, judge_config_from, judge_targets
+from tasks.judge.targets import (
+    LAUNCHERS,
+    Launcher,
+    checked_targets,
+    judge_config_from,
+    judge_targets,
+    refuse_unplanned,
+)
 from tasks.judge.warehouse_run import JudgeWork, judge_and_record, work_of
 from warehouse.store import Warehouse
 
@@ -132,16 +138,7 @@ def judge_worker(
                  shard.plan_id, len(ids), len(pending), folded)
         with Heartbeat(ex, out, run.run_id), server:
             targets, served_config = checked_targets(targets, config, settings, get_run_logger())
-            if served_config.simulated != config.simulated:
-                raise EndpointCheckError(
-                    f"this worker's endpoints serve {'the SIMULATED stand-in' if served_config.simulated else 'a real judge'}"
-                    f" but the plan is for {'simulated' if config.simulated else 'real'} verdicts ({config.id})",
-                    hint="point the worker at the judge the plan names (CURATE_JUDGE_SIMULATED on the orchestrator)")
-            if config.template and served_config.template != config.template:
-                raise EndpointCheckError(
-                    f"this worker's endpoints render the probe pair as {served_config.template or 'unknown'}, but the "
-                    f"plan pins the chat template {config.template} ({config.id})",
-                    hint="serve the chat template the plan names (CURATE_JUDGE_TEMPLATE on the orchestrator)")
+            refuse_unplanned(config, served_config)
             record["template"] = served_config.template
             run = run.served_by(targets, config)
             summary = run_judging(run, pairs, shard.states, done, writer.write)

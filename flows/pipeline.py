@@ -28,6 +28,7 @@ from schemas.summaries import PIPELINE_STAGES, PipelineSummary
 from tasks.ingest.sources import parse_source
 from tasks.judge.cost import cost_model
 from tasks.judge.endpoints import check_judge
+from tasks.publish.summary import refuse_judging_other_weights
 from warehouse.lock import pipeline_lock
 from warehouse.snapshot import refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
@@ -52,6 +53,8 @@ class PipelineRun(RunContext):
     judge_deployment: str | None = None
     exchange: str | None = None
     stale_seconds: float | None = None  # bounded by Settings.judge_shard_stale_seconds
+    allow_other_weights: bool = Field(False, description="publish to the Hub a version judged by other weights than "
+                                      "the judge's published ones")
 
     @classmethod
     def of(cls, sources: list[str] | None = None, *, skip: list[str] | None = None, dataset: str = "preferences",
@@ -105,17 +108,20 @@ def curate_pipeline(
     judge_deployment: str | None = None,
     exchange: str | None = None,
     stale_seconds: float | None = None,
+    allow_other_weights: bool = False,
 ) -> PipelineSummary:
     """ingest → judge → build version → publish; `skip` names stages to leave out. With `judge_shards` N,
     judging runs the judge deployment once per shard on the gpu pool instead of in this process."""
     run = PipelineRun.of(sources, skip=skip, dataset=dataset, policy_path=policy_path, publish_to=publish_to,
                          warehouse=warehouse, judge_deployment=judge_deployment, exchange=exchange,
                          stale_seconds=stale_seconds, endpoints=endpoints, launch=launch, strategy=strategy,
-                         limit=limit, judge_shards=judge_shards)
+                         limit=limit, judge_shards=judge_shards, allow_other_weights=allow_other_weights)
     settings = run.settings
     if "judge" not in run.skip and not run.judge_shards and not (run.launch or settings.judge_launch):
         # Fail fast: an unusable judge is found before any stage runs, not after the ingest.
-        check_judge(list(run.endpoints or settings.judge_endpoints), settings)
+        report = check_judge(list(run.endpoints or settings.judge_endpoints), settings)
+        if "publish" not in run.skip:
+            refuse_judging_other_weights(report.weights, settings.judge_model, run.publish_to, run.allow_other_weights)
     with pipeline_lock(settings.warehouse, settings.pipeline_lock_wait, current_run_id()):
         return _stages(run)
 
@@ -171,7 +177,8 @@ def _stages(run: PipelineRun) -> PipelineSummary:
         after("version", bool(summary["version"].get("new_version")))
     version = summary["version"] or {}
     if "publish" not in skip and run.publish_to and version.get("version"):
-        summary["publish"] = publish(run.dataset, version["version"], to=run.publish_to, warehouse=warehouse)
+        summary["publish"] = publish(run.dataset, version["version"], to=run.publish_to, warehouse=warehouse,
+                                     allow_other_weights=run.allow_other_weights)
         after("publish", not summary["publish"].get("already_published"))
     if pending:
         snapshot_dashboard(warehouse, pending[-1])

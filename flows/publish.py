@@ -30,9 +30,11 @@ from tasks.publish.layout import (
 )
 from tasks.publish.quality_card import RELIABILITY_PLOT, reliability_svg
 from tasks.publish.summary import (  # noqa: F401 - the errors are part of this flow's interface
+    OtherWeightsVersionError,
     SimulatedVersionError,
     UnknownVersionError,
     publish_summary,
+    refuse_other_weights,
     refuse_simulated,
     version_to_publish,
 )
@@ -61,7 +63,7 @@ def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict
             name=meta["name"], version=meta["version"], content_hash=meta["content_hash"], rows=rows,
             stats=meta["stats"], policy=meta["policy"], judge_config=judge_config,
             source_revisions=meta["source_revisions"], licenses=licenses, configs=configs, plot_file=PLOT,
-            simulated=bool(meta.get("simulated")),
+            simulated=bool(meta.get("simulated")), weights=meta.get("judge_weights"),
         ))
         (folder / MARKER).write_text(
             '{"name": "%s", "version": %d, "content_hash": "%s"}' % (meta["name"], meta["version"], meta["content_hash"]))
@@ -72,11 +74,13 @@ def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict
 def publish(
     name: str, version: int | None = None, to: str = "published", private: bool = False, warehouse: str | None = None,
     allow_simulated: bool = False,
+    allow_other_weights: bool = False,
 ) -> PublishSummary:
     """Publish `name` (its latest version unless `version`) to a local folder or to `hf://ORG/NAME`."""
     log = get_run_logger()
     # the name, version and target checked as the CLI checks them
-    settings = PublishRun.of(name, version, to, private, allow_simulated, warehouse=warehouse).settings
+    settings = PublishRun.of(name, version, to, private, allow_simulated, allow_other_weights=allow_other_weights,
+                             warehouse=warehouse).settings
     with Warehouse(settings.warehouse, read_only=True) as wh:
         meta = version_to_publish(wh.versions, name, version)
         rows = wh.versions.version_rows(name, meta["version"])
@@ -89,6 +93,7 @@ def publish(
 
         repo_id = hub_repo(to)
         refuse_simulated(meta, to, allow_simulated)
+        refuse_other_weights(meta, to, allow_other_weights)
         from tasks.publish.hub import publish_folder_to_hub, resolve_hf_token  # the Hub path only when asked
 
         with tempfile.TemporaryDirectory() as tmp:

@@ -95,7 +95,9 @@ def build_version(
         cost = cost_report(requests=totals["requests"], tokens_in=totals["tokens_in"], tokens_out=totals["tokens_out"],
                            judge_seconds=totals["request_seconds"], kept=rows.num_rows, model=cost_model(settings))
         simulated = wh.judging.config_is_simulated(config_id)
-        stats = {**stats, "lengths": lengths, "inputs": inputs, "cost": cost, "simulated": simulated}
+        weights = wh.judging.config_weights(config_id)
+        stats = {**stats, "lengths": lengths, "inputs": inputs, "cost": cost, "simulated": simulated,
+                 "judge_weights": weights}
         same = wh.versions.version_with_content(name, digest, config_id)
         if same is not None:  # the latest, or an older one (a policy changed and changed back): no copy
             summary = {"name": name, "version": same["version"], "rows": same["row_count"], "content_hash": digest,
@@ -107,13 +109,18 @@ def build_version(
         revisions = source_revisions(rows)
         meta = {"name": name, "version": version, "parent_version": latest["version"] if latest else None,
                 "judge_config_id": config_id, "policy": policy.model_dump(), "source_revisions": revisions,
-                "row_count": rows.num_rows, "content_hash": digest, "stats": stats, "simulated": simulated}
+                "row_count": rows.num_rows, "content_hash": digest, "stats": stats, "simulated": simulated,
+                "judge_weights": weights}
         wh.versions.write_version(meta, rows)
         created = wh.versions.latest_version(name)["created_at"]
     if simulated:
         log.warning("%s v%d is built on SIMULATED verdicts (the GenRM stand-in): its card says so, and the Hub "
                     "refuses it unless allowed", name, version)
+    if weights:
+        log.warning("%s v%d is built on verdicts of other weights than the judge's published ones (%s): its card "
+                    "says so, and the Hub refuses it unless allowed", name, version, weights)
     summary = {"name": name, "version": version, "rows": rows.num_rows, "content_hash": digest, "simulated": simulated,
+               "judge_weights": weights,
                "created": str(created), "new_version": True,
                "parent_version": meta["parent_version"], "judge_config_id": config_id, "stats": stats}
     create_table_artifact(key=f"version-{name}".lower().replace("_", "-").replace(".", "-"),

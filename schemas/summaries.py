@@ -64,6 +64,7 @@ class JudgeSummary(TypedDict, total=False):
     run_id: str
     served_models: list[str]
     simulated: bool
+    weights: str  # what the servers loaded where not the judge's published weights ("": the published)
 
 
 class VersionSummary(TypedDict, total=False):
@@ -77,6 +78,7 @@ class VersionSummary(TypedDict, total=False):
     parent_version: int | None
     judge_config_id: str
     simulated: bool
+    judge_weights: str | None  # the judge's weights where not its published ones (None: the published)
     stats: dict[str, Any]
     error: str  # the pipeline's record of a version it could not build
 
@@ -88,6 +90,7 @@ class PublishSummary(TypedDict, total=False):
     tag: str
     commit: str | None
     simulated: bool
+    judge_weights: str | None
     files: list[str]
     published: bool
     already_published: bool

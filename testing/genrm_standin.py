@@ -51,6 +51,9 @@ from tasks.judge.server import ManagedServer
 
 REAL_MODEL = JUDGE_MODEL
 DEFAULT_MODEL = f"SIMULATED-GenRM-standin (not {REAL_MODEL})"
+# What /v1/models says the stand-in loaded (vLLM's `root`): no weights, and SIMULATED whatever name it is served
+# under, so that the judge's check marks its verdicts simulated even when it answers as the real model.
+ROOT = "SIMULATED: testing/genrm_standin.py, no weights"
 FAULT_KINDS = ("error", "hang", "malformed", "truncated", "unclosed")
 
 # Maps a quality difference (latent qualities lie in [0, 5)) to ranking units: the difference of two
@@ -533,7 +536,7 @@ class _Server:
 
     async def models(self, request: Request) -> Response:
         model = {"id": self.config.model, "object": "model", "created": self.started_at, "owned_by": "standin",
-                 "max_model_len": self.config.max_model_len}
+                 "root": ROOT, "max_model_len": self.config.max_model_len}
         return _json({"object": "list", "data": [model]})
 
     async def tokenize(self, request: Request) -> Response:

@@ -73,9 +73,9 @@ def domains(snap: Snapshot) -> list[str]:
                       "FROM dash_confidence_histogram ORDER BY 1")["domain"].tolist()
 
 
-# Columns of `dash_versions` that a snapshot taken before migration 015 lacks (shown as unknown).
+# Columns of `dash_versions` that a snapshot taken before migration 015 (or 017: the weights) lacks (unknown).
 _VERSION_FIGURES = ("simulated", "pairs_judged", "agreement", "agree", "comparable", "human_ties", "both_bad",
-                    "pool_agreement")
+                    "pool_agreement", "judge_weights")
 
 
 def versions(snap: Snapshot) -> pd.DataFrame:
@@ -155,18 +155,33 @@ def version_costs(snap: Snapshot) -> pd.DataFrame:
 
 
 def judge_configs(snap: Snapshot) -> pd.DataFrame:
-    """Judge configurations and what they judged; an older snapshot without the view gives none."""
+    """Judge configurations and what they judged; an older snapshot without the view gives none (one taken
+    before migration 017 knows no weights)."""
     try:
-        return snap.frame("SELECT * FROM dash_judge_configs")
+        df = snap.frame("SELECT * FROM dash_judge_configs")
     except duckdb.CatalogException:
-        return pd.DataFrame(columns=["judge_config_id", "model", "simulated", "judgments", "eval_judgments"])
+        df = pd.DataFrame(columns=["judge_config_id", "model", "simulated", "judgments", "eval_judgments"])
+    if "weights" not in df:
+        df["weights"] = None
+    return df
+
+
+def _used(df: pd.DataFrame) -> pd.DataFrame:
+    return df[(df["judgments"] > 0) | (df["eval_judgments"] > 0)]
 
 
 def simulated_configs(snap: Snapshot) -> list[str]:
     """Configurations whose verdicts (shown anywhere on the page) came from the SIMULATED stand-in."""
-    df = judge_configs(snap)
-    used = df[(df["judgments"] > 0) | (df["eval_judgments"] > 0)]
+    used = _used(judge_configs(snap))
     return used[used["simulated"].astype(bool)]["judge_config_id"].tolist()
+
+
+def other_weights_configs(snap: Snapshot) -> dict[str, str]:
+    """{configuration: the weights} of those whose verdicts (shown anywhere on the page) came from other weights
+    than the judge's published ones."""
+    used = _used(judge_configs(snap))
+    used = used[used["weights"].notna() & (used["weights"] != "")]
+    return dict(zip(used["judge_config_id"], used["weights"]))
 
 
 def evaluations(snap: Snapshot) -> pd.DataFrame:

@@ -19,12 +19,13 @@ class JudgingStore(Part):
     """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
 
     def register_judge_config(self, config: dict[str, Any]) -> None:
-        """A configuration's fields (`judge_config_id`, model, ..., simulated), recorded once."""
+        """A configuration's fields (`judge_config_id`, model, ..., simulated, weights), recorded once."""
         self.con.execute(
             "INSERT INTO judge_configs (judge_config_id, model, served_revision, prompt_version, temperature, top_p, "
-            "max_tokens, created_at, simulated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "max_tokens, created_at, simulated, weights) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [config["judge_config_id"], config["model"], config["served_revision"], config["prompt_version"],
-             config["temperature"], config["top_p"], config["max_tokens"], _now(), bool(config.get("simulated"))],
+             config["temperature"], config["top_p"], config["max_tokens"], _now(), bool(config.get("simulated")),
+             config.get("weights") or None],
         )
 
     def curation_pair_ids(self) -> list[str]:
@@ -154,7 +155,8 @@ class JudgingStore(Part):
         cur = self.con.execute(
             "WITH per AS (SELECT judge_config_id, count(*) FILTER (WHERE status = 'ok') AS ok, "
             "count(*) FILTER (WHERE status <> 'ok') AS failed FROM judgments GROUP BY 1) "
-            "SELECT c.judge_config_id, c.model, coalesce(c.simulated, false) AS simulated, coalesce(per.ok, 0) AS ok, "
+            "SELECT c.judge_config_id, c.model, coalesce(c.simulated, false) AS simulated, c.weights, "
+            "coalesce(per.ok, 0) AS ok, "
             "coalesce(per.failed, 0) AS failed, (SELECT count(*) FROM pairs_for_curation p WHERE NOT EXISTS (SELECT 1 "
             "FROM judgments j WHERE j.pair_id = p.pair_id AND j.judge_config_id = c.judge_config_id AND "
             "j.status = 'ok')) AS pairs_pending FROM judge_configs c LEFT JOIN per USING (judge_config_id) "
@@ -166,6 +168,11 @@ class JudgingStore(Part):
         cur = self.con.execute("SELECT * FROM judge_configs WHERE judge_config_id = ?", [config_id])
         row = cur.fetchone()
         return dict(zip([d[0] for d in cur.description], row)) if row else {"judge_config_id": config_id}
+
+    def config_weights(self, config_id: str) -> str | None:
+        """What answered for this configuration where not the judge's published weights (None: the published)."""
+        row = self.con.execute("SELECT weights FROM judge_configs WHERE judge_config_id = ?", [config_id]).fetchone()
+        return row[0] if row else None
 
     def config_is_simulated(self, config_id: str) -> bool:
         """Whether the stand-in answered for this configuration: flagged so, or any verdict's model says so."""

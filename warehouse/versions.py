@@ -138,10 +138,12 @@ class VersionStore(Part):
         with self.transaction(), self._registered("version_rows", rows):
             self.con.execute(
                 "INSERT INTO dataset_versions (name, version, parent_version, created_at, judge_config_id, policy, "
-                "source_revisions, row_count, content_hash, stats, simulated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "source_revisions, row_count, content_hash, stats, simulated, judge_weights) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [meta["name"], meta["version"], meta["parent_version"], _now(), meta["judge_config_id"],
                  json.dumps(meta["policy"]), json.dumps(meta["source_revisions"]), meta["row_count"],
-                 meta["content_hash"], json.dumps(meta["stats"], default=str), bool(meta.get("simulated"))],
+                 meta["content_hash"], json.dumps(meta["stats"], default=str), bool(meta.get("simulated")),
+                 meta.get("judge_weights") or None],
             )
             self.con.execute(f"INSERT INTO dataset_rows (name, version, {cols}) "
                              f"SELECT $name, $version, {cols} FROM ({_ROWS_WITH_TEXTS})",
@@ -160,7 +162,7 @@ class VersionStore(Part):
         with it (None for a version built before they were recorded)."""
         cur = self.con.execute(
             "SELECT name, version, parent_version, created_at, row_count, content_hash, judge_config_id, "
-            "published_target, published_tag, simulated, "
+            "published_target, published_tag, simulated, judge_weights, "
             "json_object('pairs_judged', stats->'$.pairs_judged', 'pairs_kept', row_count, "
             "            'not_judged', stats->'$.not_judged', 'human_agreement', stats->'$.human_agreement', "
             "            'max_length_keeping', stats->'$.lengths.max_length_keeping') AS figures "

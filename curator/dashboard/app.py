@@ -18,6 +18,7 @@ import streamlit as st
 from common.numbers import count, percent, rate
 from curator.dashboard import data, reviews
 from curator.dashboard.data import Filters, NoSnapshotError, Snapshot
+from curator.output import judge_label
 from tasks.evaluate.benchmarks import BENCHMARKS
 
 
@@ -45,10 +46,6 @@ def _short(n: int) -> Callable[[object], str]:
     return lambda value: _text(value)[:n]
 
 
-def _simulated(value: object) -> str:
-    return "SIMULATED" if bool(value) else "real"
-
-
 def _decimals(n: int) -> Callable[[object], str]:
     return lambda value: "-" if value is None or pd.isna(value) else f"{value:.{n}f}"
 
@@ -58,7 +55,7 @@ def _decimals(n: int) -> Callable[[object], str]:
 COLUMNS: dict[str, tuple[str, Callable[[object], str]]] = {
     "source": ("source", _text), "domain": ("domain", _text), "reason": ("reason", _text),
     "dataset": ("dataset", _text), "version": ("version", count), "parent_version": ("parent", count),
-    "created_at": ("created", _minute), "started_at": ("started", _minute), "simulated": ("judge", _simulated),
+    "created_at": ("created", _minute), "started_at": ("started", _minute), "judge": ("judge", _text),
     "read": ("read", count), "valid": ("valid", count), "quarantined": ("quarantined", count),
     "unique_pairs": ("unique pairs", count), "for_curation": ("for curation", count), "judged": ("judged", count),
     "kept": ("kept", count), "rows": ("rows", count), "pairs": ("pairs", count), "comparable": ("comparable", count),
@@ -140,6 +137,12 @@ def main() -> None:
         st.warning(f"**SIMULATED verdicts.** Judge configuration(s) {', '.join(simulated)} were answered by the GenRM "
                    "stand-in, a test server: the verdicts, agreement, margins and versions built on them shown here "
                    "are simulated and say nothing about answer quality.", icon="⚠️")
+    other_weights = data.other_weights_configs(snap)
+    if other_weights:
+        st.warning("**Other weights.** " + "; ".join(f"Judge configuration {c} was answered by a server that loaded "
+                                                      f"`{w}`" for c, w in other_weights.items())
+                   + ", not the judge's published weights: the verdicts, agreement, margins and versions built on "
+                   "them shown here are those weights', not the judge's.", icon="⚠️")
 
     versions = data.versions(snap)
     with st.sidebar:
@@ -158,6 +161,7 @@ def main() -> None:
     first = funnel.drop_duplicates("source")  # one row per source (the funnel repeats it per dataset)
     v = this.iloc[0] if len(this) else None
     this_simulated = v is not None and bool(v["simulated"])
+    this_weights = v["judge_weights"] if v is not None and isinstance(v["judge_weights"], str) else None
     # The selected version's figures, as its card states them (tasks/curate/figures.py).
     c1, c2, c3 = st.columns(3)
     c1.metric("Pairs read", count(first["read"].sum() if len(first) else 0))
@@ -165,7 +169,8 @@ def main() -> None:
               else count(first["judged"].sum() if len(first) else 0))
     c3.metric("Pairs kept", count(v["row_count"]) if v is not None else "n/a")
     c4, c5, c6 = st.columns(3)
-    c4.metric("Judge-human agreement" + (" (SIMULATED)" if this_simulated or (v is None and simulated) else ""),
+    c4.metric("Judge-human agreement" + (" (SIMULATED)" if this_simulated or (v is None and simulated) else "")
+              + (" (other weights)" if this_weights or (v is None and other_weights) else ""),
               percent(v["agreement"]) if v is not None and pd.notna(v["agreement"]) else "n/a",
               help="Of the kept pairs where the human label and the judge both prefer a side, the share where they "
                    "agree; human ties, both-bad votes and judge ties are counted apart (as on the card).")
@@ -175,6 +180,7 @@ def main() -> None:
               help="Estimated from tokens under the configured throughput (see the versions section).")
     if label:
         st.caption(f"Figures of **{label}**" + (" (SIMULATED verdicts)" if this_simulated else "")
+                   + (f" (judged by other weights: `{this_weights}`)" if this_weights else "")
                    + " — the same as its dataset card and `curate status`.")
 
     st.header("Yield funnel per source")
@@ -244,7 +250,9 @@ def main() -> None:
               "judgments_per_s", "tokens_per_s"], "No judge run yet: `curate judge --endpoint URL` fills this.")
 
     st.header("Versions, their diffs and cost")
-    show(versions, ["dataset", "version", "parent_version", "created_at", "simulated", "pairs_judged", "row_count",
+    versions = versions.assign(judge=[judge_label(pd.notna(s) and bool(s), w if isinstance(w, str) else None)
+                                      for s, w in zip(versions["simulated"], versions["judge_weights"])])
+    show(versions, ["dataset", "version", "parent_version", "created_at", "judge", "pairs_judged", "row_count",
                     "agreement", "added", "removed", "flipped", "content_hash", "published_tag"],
          "No version yet: `curate build-version NAME` fills this.")
     model = data.cost_model(snap)

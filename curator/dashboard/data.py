@@ -20,6 +20,7 @@ from warehouse.dashboard import (  # noqa: F401 - the page reads these through t
     judge_configs,
     margin_histogram,
     model_families,
+    other_weights_configs,
     quarantine,
     reliability,
     runs,

@@ -1,6 +1,7 @@
 """Judge configuration: what identifies a verdict, apart from where it is computed.
 
-The id hashes everything that changes a verdict (model, served revision, prompt version, sampling); the
+The id hashes everything that changes a verdict (model, served revision, prompt version, sampling, and the
+weights the server loaded where they are not the model's published ones: `tasks/judge/weights.py`); the
 endpoints and the strategy do not change a verdict, so they are not part of it: switching from `single`
 to `swap` reuses every `ab` verdict already paid for.
 """
@@ -31,6 +32,10 @@ class JudgeConfig:
     # The fingerprint of the server's rendering of a probe pair (its chat template and tokenizer, see
     # preflight.py): a server with another template never answers from the cache. Empty: not probed.
     template: str = ""
+    # What the server loaded (vLLM's /v1/models `root`) where it is not the model's published weights: a local
+    # folder, another id, or unknown (no root given; tasks/judge/weights.py). Empty: the published weights. Such
+    # verdicts never answer for the real judge from the cache, and everything built on them says so.
+    weights: str = ""
 
     @property
     def id(self) -> str:
@@ -39,6 +44,8 @@ class JudgeConfig:
             del fields["simulated"]  # the ids of real configurations stay what they always were
         if not self.template:
             del fields["template"]
+        if not self.weights:
+            del fields["weights"]
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return "jc-" + hashlib.blake2b(canonical.encode(), digest_size=8).hexdigest()
 

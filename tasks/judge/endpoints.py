@@ -4,7 +4,9 @@ judge's budget, and does its chat template show the judge both answers (`preflig
 `GET /v1/models` with a short time-out, so that a mistyped or dead endpoint is reported in seconds rather
 than after the client's retries and cool-downs. A server that names itself SIMULATED (the stand-in) is
 accepted as what it is: its verdicts are marked simulated wherever they go. Any other model than the
-configured judge is refused unless allowed, since its verdicts would be filed under the wrong judge.
+configured judge is refused unless allowed, since its verdicts would be filed under the wrong judge. What a
+server loaded (its `root`) is read too: weights other than the judge's published ones are named in the judge
+configuration (`weights.py`), and endpoints that serve different weights are not mixed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from common.errors import UserError
 from common.settings import Settings
 from tasks.judge.preflight import TemplateProbe, context_problem, probe_template
+from tasks.judge.weights import served_weights, weights_words
 
 SIMULATED_MARK = "SIMULATED"
 
@@ -39,10 +42,11 @@ class Probe:
     served: list[str] = field(default_factory=list)
     error: str | None = None  # why it did not answer
     contexts: dict[str, int] = field(default_factory=dict)  # model -> max_model_len, where the server says
+    roots: dict[str, str] = field(default_factory=dict)  # model -> what the server loaded, where it says
 
     @property
     def simulated(self) -> bool:
-        return any(SIMULATED_MARK in m for m in self.served)
+        return any(SIMULATED_MARK in m for m in (*self.served, *self.roots.values()))
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class EndpointReport:
     untokenized: list[str] = field(default_factory=list)  # endpoints without /tokenize: budgets estimated
     contexts: dict[str, int | None] = field(default_factory=dict)  # endpoint -> its served context
     probe_tokens: int | None = None  # the probe pair's prompt tokens
+    weights: str = ""  # what every endpoint loaded, where not the judge's published weights (`weights.py`)
 
 
 def is_simulated_model(name: str | None) -> bool:
@@ -68,12 +73,15 @@ def probe(url: str, timeout: float, api_key: str = "EMPTY") -> Probe:
     try:
         with openai.OpenAI(base_url=url, api_key=api_key, timeout=timeout, max_retries=0) as client:
             models = list(client.models.list())
-        contexts = {}
+        contexts, roots = {}, {}
         for m in models:
-            value = (m.model_extra or {}).get("max_model_len")
+            extra = m.model_extra or {}
+            value = extra.get("max_model_len")
             if isinstance(value, int) and not isinstance(value, bool):
                 contexts[m.id] = value
-        return Probe(url, [m.id for m in models], contexts=contexts)
+            if isinstance(extra.get("root"), str):
+                roots[m.id] = extra["root"]
+        return Probe(url, [m.id for m in models], contexts=contexts, roots=roots)
     except openai.APIStatusError as err:
         return Probe(url, error=f"HTTP {err.status_code}")
     except openai.APITimeoutError:
@@ -89,7 +97,8 @@ def check_endpoints(urls: list[str], model: str, *, allow_other_model: bool = Fa
                     api_key: str = "EMPTY", max_model_len: int | None = None, max_tokens: int | None = None,
                     probe_templates: bool = True) -> EndpointReport:
     """Probe every endpoint at once; judge with those that answer. Refuses when none answers, when one
-    serves another model (unless `allow_other_model`), when real and SIMULATED servers are mixed, when one's
+    serves another model (unless `allow_other_model`), when real and SIMULATED servers are mixed, or servers of
+    different weights (the report names the weights where they are not the judge's published ones), when one's
     context cannot hold `max_model_len` (the prompt budget + `max_tokens`), when one's chat template drops an
     answer, or when the endpoints render the probe differently."""
     if not urls:
@@ -114,14 +123,21 @@ def check_endpoints(urls: list[str], model: str, *, allow_other_model: bool = Fa
             "the endpoints mix the SIMULATED stand-in with real servers: "
             + ", ".join(f"{p.url} ({', '.join(p.served)})" for p in answered),
             hint="judge with one kind at a time: simulated verdicts are kept apart from real ones")
+    simulated = kinds.pop()
+    weights = {p.url: "" if simulated else served_weights(p.roots.get(_model_of(p, model)), model) for p in answered}
+    if len(set(weights.values())) > 1:
+        raise EndpointCheckError(
+            "the endpoints serve different weights: " + ", ".join(
+                f"{url} ({weights_words(w, model)})" for url, w in weights.items()),
+            hint="judge with servers of one configuration at a time: verdicts are filed by the weights that gave them")
     contexts = {p.url: p.contexts.get(_model_of(p, model)) for p in answered}
     if max_model_len is not None and max_tokens is not None:
         for url, served in contexts.items():
             problem = context_problem(url, served, max_model_len, max_tokens)
             if problem:
                 raise EndpointCheckError(problem, hint="nothing was sent to the server")
-    report = EndpointReport([p.url for p in answered], down, {p.url: p.served for p in answered}, kinds.pop(),
-                            contexts=contexts)
+    report = EndpointReport([p.url for p in answered], down, {p.url: p.served for p in answered}, simulated,
+                            contexts=contexts, weights=next(iter(weights.values())))
     return _with_templates(report, answered, model, timeout) if probe_templates else report
 
 

@@ -16,8 +16,9 @@ from dataclasses import replace
 from common.errors import InvalidInputError
 from common.settings import Settings
 from tasks.judge.config import JudgeConfig
-from tasks.judge.endpoints import EndpointReport, NoEndpointError, check_judge
+from tasks.judge.endpoints import EndpointCheckError, EndpointReport, NoEndpointError, check_judge
 from tasks.judge.server import ManagedServer, VllmLaunch, detect_device, require_vllm, vllm_command, vllm_env
+from tasks.judge.weights import served_weights, weights_words
 
 # (settings, configuration, port) -> (the server as a context, its OpenAI base URL)
 Launcher = Callable[[Settings, JudgeConfig, int], tuple[AbstractContextManager, str]]
@@ -27,12 +28,19 @@ _log = logging.getLogger(__name__)
 
 def judge_config_from(settings: Settings, report: EndpointReport | None = None) -> JudgeConfig:
     """The configuration the settings describe, and what the endpoint check found (simulated, the template's
-    fingerprint) when there was one."""
+    fingerprint, the weights) when there was one."""
     return JudgeConfig(model=settings.judge_model, served_revision=settings.judge_served_revision,
                        temperature=settings.judge_temperature, top_p=settings.judge_top_p,
                        max_tokens=settings.judge_max_tokens,
                        simulated=settings.judge_simulated if report is None else report.simulated,
-                       template=(settings.judge_template or "") if report is None else (report.template or ""))
+                       template=(settings.judge_template or "") if report is None else (report.template or ""),
+                       weights=planned_weights(settings) if report is None else report.weights)
+
+
+def planned_weights(settings: Settings) -> str:
+    """The weights a sharded plan is for: CURATE_JUDGE_WEIGHTS (the workers' servers' root) read by the rule a
+    server's root is (a mirror of the published weights is the published weights), "" when unset."""
+    return served_weights(settings.judge_weights, settings.judge_model) if settings.judge_weights else ""
 
 
 def vllm_server(settings: Settings, config: JudgeConfig, port: int) -> tuple[AbstractContextManager, str]:
@@ -72,6 +80,12 @@ def vllm_launch(settings: Settings, config: JudgeConfig, port: int) -> VllmLaunc
     )
 
 
+def launched_weights(settings: Settings, config: JudgeConfig) -> str:
+    """The weights a vLLM launched as the settings say will serve, known before it starts: vLLM reports its
+    `--model` as the root ("" for the judge's published weights, `weights.served_weights`)."""
+    return served_weights(vllm_launch(settings, config, settings.vllm_port).model, config.model)
+
+
 def judge_targets(endpoints: list[str] | None, launch: str | None, port: int | None, settings: Settings,
                   config: JudgeConfig, launchers: Mapping[str, Launcher] = LAUNCHERS,
                   ) -> tuple[AbstractContextManager, list[str]]:
@@ -89,7 +103,7 @@ def checked_targets(targets: list[str], config: JudgeConfig, settings: Settings,
                     log: logging.Logger | logging.LoggerAdapter | None = None) -> tuple[list[str], JudgeConfig]:
     """The endpoints that pass the preflight (refusing when none answers, one serves another model, a context
     is too small or a template drops an answer), and the configuration with what it found: simulated when
-    they serve the stand-in, and the fingerprint of their chat template."""
+    they serve the stand-in, the fingerprint of their chat template, and the weights they loaded."""
     log = log or _log
     report = check_judge(targets, settings)
     for p in report.unreachable:
@@ -99,4 +113,30 @@ def checked_targets(targets: list[str], config: JudgeConfig, settings: Settings,
                     "estimated", url)
     if report.simulated:
         log.warning("the judge endpoints serve the SIMULATED stand-in: its verdicts are marked simulated")
-    return report.usable, replace(config, simulated=report.simulated, template=report.template or "")
+    if report.weights:
+        log.warning("the judge endpoints serve %s, not the published %s: their verdicts are filed under a "
+                    "configuration of their own", weights_words(report.weights), config.model)
+    return report.usable, replace(config, simulated=report.simulated, template=report.template or "",
+                                  weights=report.weights)
+
+
+def refuse_unplanned(plan: JudgeConfig, served: JudgeConfig) -> None:
+    """A GPU worker judges a shard only with servers of the plan's configuration: the orchestrator does not see
+    them, so what they are (the stand-in or a real judge, their weights, the chat template where the plan pins
+    one) is checked here against what the plan records."""
+    if served.simulated != plan.simulated:
+        raise EndpointCheckError(
+            f"this worker's endpoints serve {'the SIMULATED stand-in' if served.simulated else 'a real judge'}"
+            f" but the plan is for {'simulated' if plan.simulated else 'real'} verdicts ({plan.id})",
+            hint="point the worker at the judge the plan names (CURATE_JUDGE_SIMULATED on the orchestrator)")
+    if served.weights != plan.weights:
+        raise EndpointCheckError(
+            f"this worker's endpoints serve {weights_words(served.weights, plan.model)} but the plan is for "
+            f"{weights_words(plan.weights, plan.model)} ({plan.id})",
+            hint="point the worker at the weights the plan names (CURATE_JUDGE_WEIGHTS on the orchestrator: the "
+                 "servers' /v1/models root)")
+    if plan.template and served.template != plan.template:
+        raise EndpointCheckError(
+            f"this worker's endpoints render the probe pair as {served.template or 'unknown'}, but the "
+            f"plan pins the chat template {plan.template} ({plan.id})",
+            hint="serve the chat template the plan names (CURATE_JUDGE_TEMPLATE on the orchestrator)")

@@ -47,6 +47,6 @@ def judge_and_record(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSumm
         summary = run_judging(run, wh.judging.pair_texts(work.pending), work.states, work.done, wh.judging.write_judgments)
         summary.update(pairs=len(work.ids), judge_config_id=config.id, strategy=run.strategy.label, shard=run.shard,
                        endpoints=targets, run_id=run.run_id, served_models=wh.judging.served_models(run.run_id),
-                       simulated=config.simulated)
+                       simulated=config.simulated, weights=config.weights)
         outcome.summary = summary
     return summary

@@ -65,6 +65,12 @@ SIMULATED_NOTICE = (
     "nothing about which answer is better. It exists to test the pipeline; do not train on it.")
 
 
+def other_weights_notice(weights: str, model: str | None) -> str:
+    return (f"> **OTHER WEIGHTS.** This version was judged by a server that loaded `{weights}`, not the published "
+            f"weights of `{model}`, whatever name it answered under. Its rankings, margins and confidences are those "
+            "weights' verdicts, not the judge's; the judge configuration below names them.")
+
+
 def license_fields(licenses: list[str]) -> dict[str, str]:
     """The Hub's license fields: one id when every source has the same plain license, else `other` with a
     name and a link to the file that lists each source's terms."""
@@ -103,12 +109,17 @@ def _cost_section(cost: dict[str, Any] | None) -> str:
 STANDIN = "GenRM stand-in (SIMULATED verdicts, testing/genrm_standin.py)"
 
 
-def judge_block(judge_config: dict[str, Any], simulated: bool) -> dict[str, Any]:
-    """The judge configuration as the card shows it: a SIMULATED one names the stand-in that answered, and
-    the model it stood in for apart, so no reader takes the model for the judge."""
-    if not simulated:
-        return judge_config
-    return {**judge_config, "model": STANDIN, "stands_in_for": judge_config.get("model"), "simulated": True}
+def judge_block(judge_config: dict[str, Any], simulated: bool, weights: str | None = None) -> dict[str, Any]:
+    """The judge configuration as the card shows it: a SIMULATED one names the stand-in that answered, and one of
+    other weights names them, each with the model it answered as apart, so no reader takes the model for the
+    judge."""
+    judge_config = {k: v for k, v in judge_config.items() if not (k == "weights" and not v)}
+    if simulated:
+        return {**judge_config, "model": STANDIN, "stands_in_for": judge_config.get("model"), "simulated": True}
+    if weights:
+        return {**judge_config, "model": f"{weights} (other weights)", "served_as": judge_config.get("model"),
+                "weights": weights}
+    return judge_config
 
 
 def _counts_section(stats: dict[str, Any], rows: int) -> str:
@@ -173,11 +184,14 @@ def card_markdown(
     *, name: str, version: int, content_hash: str, rows: list[dict[str, Any]], stats: dict[str, Any],
     policy: dict[str, Any], judge_config: dict[str, Any], source_revisions: dict[str, list[str]],
     licenses: list[str], configs: dict[str, list[str]], plot_file: str, simulated: bool = False,
+    weights: str | None = None,
 ) -> str:
     """README.md: YAML front matter (configs and splits, licenses, task categories), then the card. `configs`
     are the exports written ({name: splits}, registry order, as `layout.export_files` returns them)."""
     from huggingface_hub import DatasetCardData
 
+    weights = None if simulated else weights  # the stand-in loads none: SIMULATED says it all
+    title = " (SIMULATED verdicts)" if simulated else " (judged by other weights)" if weights else ""
     exports = [EXPORTS[config] for config in configs]
     front = DatasetCardData(
         **license_fields(licenses),
@@ -185,8 +199,8 @@ def card_markdown(
         language=hub_languages(stats.get("by_language") or {}) or None,
         size_categories=[size_category(len(rows))],
         tags=[t for e in exports for t in e.hub_tags] + ["preference", "llm-judge"]
-        + (["simulated"] if simulated else []),
-        pretty_name=f"{name} v{version}" + (" (SIMULATED verdicts)" if simulated else ""),
+        + (["simulated"] if simulated else []) + (["other-weights"] if weights else []),
+        pretty_name=f"{name} v{version}{title}",
         configs=[  # the first export published is the Hub's default config
             {"config_name": config, **({"default": True} if i == 0 else {}),
              "data_files": [{"split": split, "path": f"data/{config}/{split}-*.parquet"} for split in splits]}
@@ -196,11 +210,14 @@ def card_markdown(
     margins = [r["margin"] for r in rows]
     confidences = [r["confidence"] for r in rows]
     dropped = stats.get("dropped", {})
-    judged_with = (f"judging with the GenRM stand-in (SIMULATED verdicts, standing in for `{judge_config.get('model')}`)"
-                   if simulated else f"judging with `{judge_config.get('model')}`")
-    body = f"""# {name} v{version}{' (SIMULATED verdicts)' if simulated else ''}
+    model = judge_config.get("model")
+    judged_with = (f"judging with the GenRM stand-in (SIMULATED verdicts, standing in for `{model}`)" if simulated
+                   else f"judging with the weights `{weights}` served as `{model}`" if weights
+                   else f"judging with `{model}`")
+    notice = SIMULATED_NOTICE if simulated else other_weights_notice(weights, model) if weights else ""
+    body = f"""# {name} v{version}{title}
 
-{SIMULATED_NOTICE + chr(10) + chr(10) if simulated else ''}Preference pairs (a conversation ending with a user turn, a chosen and a rejected answer) kept from
+{notice + chr(10) + chr(10) if notice else ''}Preference pairs (a conversation ending with a user turn, a chosen and a rejected answer) kept from
 human-preference sources after {judged_with} and filtering by how confident
 its ranking is. Content hash `{content_hash}`.
 
@@ -268,7 +285,7 @@ Dropped, by reason:
 ## Judge configuration
 
 ```json
-{json.dumps(judge_block(judge_config, simulated), indent=2, sort_keys=True, default=str)}
+{json.dumps(judge_block(judge_config, simulated, weights), indent=2, sort_keys=True, default=str)}
 ```
 
 ## Sources

@@ -12,7 +12,8 @@ from common.settings import RunContext, settings_with
 
 
 class PublishRun(RunContext):
-    """One publication: which version of which dataset, where to, and whether the Hub may take a SIMULATED one."""
+    """One publication: which version of which dataset, where to, and whether the Hub may take a SIMULATED one
+    or one judged by other weights than the judge's published ones."""
 
     name: str = Field(description="the dataset (letters, digits, . _ -)")
     version: int | None = Field(None, ge=1, description="the version to publish (default: the latest)")
@@ -20,14 +21,18 @@ class PublishRun(RunContext):
     repo: str | None = Field(None, description="the Hub repository `to` names (None: a local folder)")
     private: bool = Field(False, description="create the Hub repository private")
     allow_simulated: bool = Field(False, description="push a version judged by the SIMULATED stand-in to the Hub")
+    allow_other_weights: bool = Field(False, description="push a version judged by other weights than the judge's "
+                                      "published ones to the Hub")
 
     @classmethod
     def of(cls, name: str, version: int | None = None, to: str = "published", private: bool = False,
-           allow_simulated: bool = False, *, warehouse: str | Path | None = None) -> PublishRun:
+           allow_simulated: bool = False, *, allow_other_weights: bool = False,
+           warehouse: str | Path | None = None) -> PublishRun:
         from schemas.version import check_name, hub_repo
 
         check_name(name)
         return validated(cls, {"name": name, "version": version, "to": to, "repo": hub_repo(to), "private": private,
-                               "allow_simulated": allow_simulated, "settings": settings_with(warehouse=warehouse)},
+                               "allow_simulated": allow_simulated, "allow_other_weights": allow_other_weights,
+                               "settings": settings_with(warehouse=warehouse)},
                          "invalid publish")
 

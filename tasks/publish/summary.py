@@ -1,5 +1,6 @@
 """A publish's summary, the answer for a version already in its local folder (which writes nothing), and what
-a publish refuses (a version that does not exist; SIMULATED verdicts on their way to the Hub)."""
+a publish refuses (a version that does not exist; SIMULATED verdicts, or verdicts of other weights than the
+judge's published ones, on their way to the Hub)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from common.errors import UserError
 from schemas.summaries import PublishSummary
+from tasks.judge.weights import weights_words
 from tasks.publish.layout import already_there, list_files, version_folder
 from warehouse.versions import VersionStore
 
@@ -19,6 +21,14 @@ class SimulatedVersionError(UserError):
     """A version judged by the stand-in is not pushed to the Hub unless asked: it would carry false provenance."""
 
     hint = "pass --allow-simulated to push it anyway (its card says SIMULATED at the top), or judge with the real GenRM"
+
+
+class OtherWeightsVersionError(UserError):
+    """A version judged by other weights than the judge's published ones is not pushed to the Hub unless asked:
+    its card would name a judge whose weights did not give its verdicts."""
+
+    hint = ("pass --allow-other-weights to push it anyway (its card names the weights at the top), or judge with "
+            "the judge's published weights")
 
 
 def version_to_publish(store: VersionStore, name: str, version: int | None) -> dict[str, Any]:
@@ -40,10 +50,28 @@ def refuse_simulated(meta: dict[str, Any], to: str, allow_simulated: bool) -> No
                                     f"verdicts): not pushing it to {to}")
 
 
+def refuse_other_weights(meta: dict[str, Any], to: str, allow_other_weights: bool) -> None:
+    """The Hub path refuses a version built on verdicts of other weights than the judge's unless allowed."""
+    if meta.get("judge_weights") and not allow_other_weights:
+        raise OtherWeightsVersionError(
+            f"{meta['name']} v{meta['version']} was judged by {weights_words(meta['judge_weights'])}, not the judge's "
+            f"published ones: not pushing it to {to}")
+
+
+def refuse_judging_other_weights(weights: str, model: str, to: str | None, allow_other_weights: bool) -> None:
+    """A run that will judge with other weights than the judge's published ones (`weights`, as
+    `tasks.judge.weights.served_weights` names them) and publish to the Hub is refused before it starts unless
+    allowed: the version it builds would be refused at its last stage."""
+    if weights and (to or "").startswith("hf://") and not allow_other_weights:
+        raise OtherWeightsVersionError(f"the judge serves {weights_words(weights)}, not the published {model}: a "
+                                       f"version built on its verdicts would not be pushed to {to}")
+
+
 def publish_summary(meta: dict[str, Any], target: str, tag: str, commit: str | None, files: list[str],
                     already: bool) -> PublishSummary:
     return {"name": meta["name"], "version": meta["version"], "target": target, "tag": tag, "commit": commit,
-            "simulated": bool(meta.get("simulated")), "files": files, "published": True,
+            "simulated": bool(meta.get("simulated")), "judge_weights": meta.get("judge_weights"), "files": files,
+            "published": True,
             "already_published": already, "rows": meta["row_count"], "content_hash": meta["content_hash"]}
 
 

@@ -34,8 +34,9 @@ _PROBE = textwrap.dedent("""
 """)
 
 
-def _probe(*args: str, cwd) -> tuple[list[str], dict]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CURATE_")}
+def _probe(*args: str, cwd, settings: dict[str, str] | None = None) -> tuple[list[str], dict]:
+    """`settings`: CURATE_* variables the command sees (none of the session's)."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")}, **(settings or {})}
     proc = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, cwd=cwd, timeout=120,
                           env=env)
     *said, probe = proc.stderr.rstrip("\n").split("\n")
@@ -53,8 +54,8 @@ def floor(tmp_path_factory) -> float:
     return report["seconds"]
 
 
-def _refusal(*args: str, cwd, floor: float) -> tuple[str, dict]:
-    lines, report = _probe(*args, cwd=cwd)
+def _refusal(*args: str, cwd, floor: float, settings: dict[str, str] | None = None) -> tuple[str, dict]:
+    lines, report = _probe(*args, cwd=cwd, settings=settings)
     assert report["code"] == 2 and lines and lines[0].startswith("error: "), lines
     assert len(lines) <= 2 and not any("Traceback" in line for line in lines), lines
     assert report["flows"] == [], f"a flow was imported before refusing: {report['flows']}"
@@ -109,6 +110,26 @@ def test_run_refuses_a_bad_hub_target_before_reading_its_sources(place, floor):
     line, _ = _refusal("run", "--source", "helpsteer3=missing.jsonl", "--publish-to", "hf://justname", "--endpoint",
                        DEAD, "--warehouse", "w.duckdb", cwd=place, floor=floor)
     assert "a Hub target is hf://ORG/NAME" in line
+
+
+@pytest.mark.parametrize("how, settings", [
+    # the outside adversary's case: vLLM launched on a folder, served under the judge's name
+    (["--launch-vllm"], {"CURATE_VLLM_MODEL_PATH": "/models/tiny-genrm"}),
+    # sharded: the workers' servers are not seen here; the plan says what they load
+    (["--shards", "2"], {"CURATE_JUDGE_WEIGHTS": "/models/tiny-genrm"}),
+])
+def test_run_to_the_hub_with_other_weights_is_refused_before_it_starts(place, floor, how, settings):
+    args = ["run", "--source", f"helpsteer3={place / 'hs.jsonl'}", *how, "--publish-to", "hf://org/prefs",
+            "--warehouse", "w.duckdb"]
+    line, _ = _refusal(*args, cwd=place, floor=floor, settings=settings)
+    assert line == ("error: the judge serves the weights /models/tiny-genrm, not the published "
+                    "nvidia/Qwen3-Nemotron-235B-A22B-GenRM: a version built on its verdicts would not be pushed to "
+                    "hf://org/prefs")
+    # the published weights from a local mirror are the judge's: the run goes on to the Hub's check
+    mirror = {k: "/models/Qwen3-Nemotron-235B-A22B-GenRM" for k in settings}
+    lines, report = _probe(*args, cwd=place, settings={**mirror, "HF_ENDPOINT": "http://127.0.0.1:9",
+                                                       "CURATE_HUB_RETRIES": "0"})
+    assert report["code"] == 2 and report["flows"] == [] and "127.0.0.1:9" in lines[0], lines
 
 
 @pytest.mark.prefect

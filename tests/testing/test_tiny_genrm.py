@@ -106,10 +106,13 @@ def metric(text: str, name: str) -> float:
 @pytest.mark.vllm
 def test_models_reports_the_judge_name_and_max_model_len(tiny_genrm_server):
     models = httpx.get(f"{tiny_genrm_server.url}/models", timeout=30).json()["data"]
-    assert [(m["id"], m["max_model_len"]) for m in models] == [(JUDGE_MODEL, 4096)]
-    # the project's own check takes it for the configured judge, and for a real server
+    # `root`: vLLM's --model as given, whatever --served-model-name says
+    assert [(m["id"], m["max_model_len"], m["root"]) for m in models] == [
+        (JUDGE_MODEL, 4096, str(tiny_genrm_server.model_dir))]
+    # the project's own check takes it for the configured judge's name, a real server, and other weights
     report = check_endpoints([tiny_genrm_server.url], JUDGE_MODEL, timeout=10)
     assert report.usable == [tiny_genrm_server.url] and report.simulated is False
+    assert report.weights == str(tiny_genrm_server.model_dir)
 
 
 @pytest.mark.vllm

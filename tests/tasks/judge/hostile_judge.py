@@ -81,8 +81,9 @@ class HostileJudge:
             method, path, _ = lines[0].split(" ", 2)
             headers = {k.strip().lower(): v.strip() for k, v in (x.split(":", 1) for x in lines[1:] if ":" in x)}
             await reader.readexactly(int(headers.get("content-length", 0) or 0))
-            if path.endswith("/models"):
-                await self._whole(writer, 200, {}, _json({"object": "list", "data": [{"id": MODEL, "object": "model"}]}))
+            if path.endswith("/models"):  # as vLLM started with `--model MODEL`: the judge's own weights
+                await self._whole(writer, 200, {}, _json({"object": "list", "data": [{"id": MODEL, "object": "model",
+                                                                                     "root": MODEL}]}))
             elif path.endswith("/chat/completions") and method == "POST":
                 kind = self.script[len(self.kinds_served) % len(self.script)]
                 self.kinds_served.append(kind)

@@ -154,6 +154,8 @@ def test_launch_vllm_starts_the_real_server_judges_measures_and_stops_it(tmp_pat
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["requests"] == 24 and summary["judged"] >= 12, summary
     assert summary["served_models"] == [JUDGE_MODEL] and summary["preflight_seconds"] < 30
+    # served under the judge's name, but the weights are the folder's: the configuration says so
+    assert summary["weights"] == str(tiny_genrm_dir) and not summary["simulated"]
     measured = summary["server_metrics"]
     assert measured["measured"] and measured["prompt_tokens"] > 0 and measured["generation_tokens"] > 0
     # both orders of a pair go to the one server back to back: its prefix cache serves the shared history

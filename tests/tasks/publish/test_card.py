@@ -91,6 +91,30 @@ def test_a_simulated_cards_judge_block_names_the_stand_in_not_the_model():
     assert '"model": "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"' in real and "stands_in_for" not in real
 
 
+
+def _judge_block(card: str) -> dict:
+    return yaml.safe_load(card.split("## Judge configuration", 1)[1].split("```json", 1)[1].split("```", 1)[0])
+
+
+def test_a_card_of_other_weights_names_them_at_the_top_and_in_its_judge_block():
+    model, tiny = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM", "/work/tiny-genrm/tiny-genrm-6c1f"
+    card = _card(weights=tiny, judge_config={"model": model, "weights": tiny})
+    front = yaml.safe_load(card.split("---\n")[1])
+    body = card.split("---\n", 2)[2]
+    assert front["pretty_name"] == "prefs v3 (judged by other weights)" and "other-weights" in front["tags"]
+    assert body.lstrip().startswith("# prefs v3 (judged by other weights)")
+    assert body.index(f"loaded `{tiny}`, not the published weights of `{model}`") < body.index("Preference pairs")
+    assert f"judging with the weights `{tiny}` served as `{model}`" in body
+    assert f"judging with `{model}`" not in body  # the model is never named as the judge alone
+    block = _judge_block(card)
+    assert block["weights"] == tiny and block["served_as"] == model and tiny in block["model"]
+    real = _judge_block(_card(judge_config={"model": model, "weights": None}))
+    assert real == {"model": model}  # the published weights: the block as it always was
+    # the stand-in loads no weights: SIMULATED says it, once
+    simulated = _card(simulated=True, weights=tiny, judge_config={"model": model, "simulated": True})
+    assert "OTHER WEIGHTS" not in simulated and "SIMULATED VERDICTS" in simulated
+
+
 DEFAULT_CONFIGS = {"dpo": ["train", "validation"], "rm": ["train", "validation"], "helpsteer3": ["train", "validation"]}
 # The card's usage block for the default exports, as every published card has carried it.
 USAGE = '''```python
