@@ -88,6 +88,7 @@ def pull(
     summary = _stoppable("review pull")(_run)(review_pull, from_, project)
     if not as_json:
         summary = {k: v for k, v in summary.items() if k != "progress"}
-        summary["projects"] = ", ".join(f"{p['project']}: {p['new']} new, {p['updated']} updated"
-                                        for p in summary["projects"])
+        summary["projects"] = ", ".join(f"{p['project']}: {p['new']} new, {p['updated']} updated, "
+                                        f"{sum(p['withdrawn'].values())} withdrawn, "
+                                        f"{sum(p['rejected'].values())} not counted" for p in summary["projects"])
     _print_summary("review pull", summary, as_json)
