@@ -78,7 +78,8 @@ def pull(
     warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Land every submitted annotation (choice, annotator, time, lead time) in the warehouse; nothing twice."""
+    """Land every annotation that checks out (choice, poster, time, lead time); the others are rejected with their
+    reason, reviews deleted or edited in Label Studio withdrawn; nothing twice."""
     from curator.cli import _print_summary, _run, _settings_env, _stoppable
 
     _settings_env(warehouse)

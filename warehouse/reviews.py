@@ -73,8 +73,8 @@ class ReviewStore(Part):
         gets it now, and its reviews' reviewers with it (a reviewer is a user of a server)."""
         with self.transaction():
             self.con.execute(
-                "INSERT INTO review_projects (project_key, url, ls_project_id, title, interface, created_at, server_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project_key) DO UPDATE SET title = excluded.title, "
+                "INSERT INTO review_projects (project_key, url, ls_project_id, title, interface, created_at, "
+                "server_id) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project_key) DO UPDATE SET title = excluded.title, "
                 "server_id = coalesce(review_projects.server_id, excluded.server_id)",
                 [project_key, url, ls_project_id, title, interface, _now(), server_id])
             self.con.execute("UPDATE human_reviews SET server = ? WHERE project_key = ? AND server <> ?",
@@ -182,8 +182,9 @@ class ReviewStore(Part):
                          "texts_digest": pa.array(list(digests.values()), pa.string())})
         with self.transaction(), self._registered("digests", rows):
             self.con.execute(
-                "UPDATE review_tasks SET texts_digest = d.texts_digest FROM digests d WHERE review_tasks.project_key = ? "
-                "AND review_tasks.ls_task_id = d.ls_task_id AND review_tasks.texts_digest IS NULL", [project_key])
+                "UPDATE review_tasks SET texts_digest = d.texts_digest FROM digests d "
+                "WHERE review_tasks.project_key = ? AND review_tasks.ls_task_id = d.ls_task_id "
+                "AND review_tasks.texts_digest IS NULL", [project_key])
 
     def mark_texts_changed(self, project_key: str, ls_task_ids: list[int]) -> None:
         """Tasks found showing other texts than they were pushed with: marked once, for good."""

@@ -6,9 +6,9 @@ task with its annotations, the users, and for a task recorded but no longer list
 
 Landing believes nothing it cannot check: only tasks this warehouse pushed (or a push cut short created for a
 pair it planned, with the planned texts) count; a task whose texts are not those it was pushed with (its digest)
-has its annotations rejected, for good (which were made on which texts cannot be told); the reviewer is who Label Studio recorded as posting (never the `completed_by` a
-client may set); an annotation that is no review (malformed, skipped, its poster unknown) is one rejection with
-its reason, and the rest goes on. A review landed earlier whose task or annotation was deleted there, or that is
+has its annotations rejected, for good (which were made on which texts cannot be told); the reviewer is who
+Label Studio recorded as posting (never the `completed_by` a client may set); an annotation that is no review
+(malformed, skipped, its poster unknown) is one rejection with its reason, and the rest goes on. A review landed earlier whose task or annotation was deleted there, or that is
 rejected now, is withdrawn: kept, with why, counted for nothing. New, changed and withdrawn reviews land with every
 outcome resolved again in one transaction; a pull that finds nothing new writes nothing.
 """
@@ -125,14 +125,10 @@ def once_each(items: Any, key: Any) -> list[Any]:
     return out
 
 
-def land_project(store: ReviewStore, read: PullRead, pr: ProjectRead) -> tuple[Changes, dict[str, Any]]:
-    """(its changes, its summary) from what Label Studio showed of a project."""
-    project = pr.project
-    key = store.review_project_key(read.server_id, read.url, project.id) or project_key(read.server_id, project.id)
-    store.save_review_project(key, read.url, project.id, project.title, INTERFACE, read.server_id)
-    adopted, foreign = adopt_unrecorded(store, key, pr.tasks)
-    recorded = _recorded_tasks(store, key)
-    ours = [t for t in pr.tasks if record_id(t) in recorded]
+def _checked(store: ReviewStore, key: str, recorded: dict[int, dict[str, Any]],
+             ours: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the tasks that show the texts they were pushed with, the annotations of the others, rejected); a task
+    found edited is marked so for good."""
     trusted, rejected, edited = [], [], []
     for task in ours:
         pushed = recorded[task["id"]]
@@ -145,33 +141,42 @@ def land_project(store: ReviewStore, read: PullRead, pr: ProjectRead) -> tuple[C
                       "reason": ReviewReject.TASK_TEXTS_CHANGED, "detail": "the task does not show the texts pushed"}
                      for a in annotations_of(task)]
     store.mark_texts_changed(key, edited)
+    return trusted, rejected
+
+
+def land_project(store: ReviewStore, read: PullRead, pr: ProjectRead) -> tuple[Changes, dict[str, Any]]:
+    """(its changes, its summary) from what Label Studio showed of a project."""
+    project = pr.project
+    key = store.review_project_key(read.server_id, read.url, project.id) or project_key(read.server_id, project.id)
+    store.save_review_project(key, read.url, project.id, project.title, INTERFACE, read.server_id)
+    adopted, foreign = adopt_unrecorded(store, key, pr.tasks)
+    recorded = _recorded_tasks(store, key)
+    ours = [t for t in pr.tasks if record_id(t) in recorded]
+    trusted, rejected = _checked(store, key, recorded, ours)
     mapping = {tid: (t["pair_id"], t["answer_1"]) for tid, t in recorded.items()}
     rows, bad = review_rows(key, read.server_id, trusted, mapping, read.annotators)
     rejected += bad
     rows = once_each(rows, lambda r: r["annotation_id"])
+    valid = {r["annotation_id"] for r in rows}
     listed = {task["id"]: {record_id(a) for a in annotations_of(task)} for task in ours}
     deleted = pr.deleted & set(recorded)
     known = store.human_reviews_of(key)
-    withdraw = withdrawals(known, listed, deleted, {r["annotation_id"]: r["reason"] for r in rejected
-                                                     if r["annotation_id"] is not None})
-    change = changes(rows, known, withdraw)
-    reasons = Counter(r["reason"] for r in rejected)
+    change = changes(rows, known, withdrawals(known, listed, deleted, {
+        r["annotation_id"]: r["reason"] for r in rejected if r["annotation_id"] not in valid | {None}}))
+    reasons = Counter(str(r["reason"]) for r in rejected)
     foreign_annotations = sum(len(annotations_of(t)) for t in foreign)
     if foreign_annotations:
-        reasons[ReviewReject.TASK_NOT_PUSHED] += foreign_annotations
-    summary = {
+        reasons[str(ReviewReject.TASK_NOT_PUSHED)] += foreign_annotations
+    return change, {
         "project": project.title, "project_id": project.id, "tasks": len(pr.tasks), "annotations": len(rows),
         "new": len(change.new), "updated": change.updated, "unchanged": change.unchanged,
         "reinstated": change.reinstated, "withdrawn": dict(sorted(change.withdrawn.items())),
-        "rejected": {str(r): n for r, n in sorted(reasons.items())},
+        "rejected": dict(sorted(reasons.items())),
         "rejected_annotations": [{**r, "reason": str(r["reason"])} for r in rejected[:SHOWN_REJECTS]],
-        "counted_as_poster": sum(r["claimed_annotator_id"] is not None and r["claimed_annotator_id"] != r["annotator_id"]
-                                 for r in rows),
+        "counted_as_poster": sum(r["claimed_annotator_id"] not in (None, r["annotator_id"]) for r in rows),
         "tasks_adopted": adopted, "tasks_deleted": len(deleted), "tasks_texts_changed": len(ours) - len(trusted),
-        "foreign_tasks": len(foreign),
-        "foreign_task_ids": [record_id(t) for t in foreign[:SHOWN_FOREIGN]],
+        "foreign_tasks": len(foreign), "foreign_task_ids": [record_id(t) for t in foreign[:SHOWN_FOREIGN]],
     }
-    return change, summary
 
 
 def land_pull(wh: Warehouse, read: PullRead) -> dict[str, Any]:

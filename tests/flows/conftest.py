@@ -21,7 +21,8 @@ def ingest_clean_pairs(folder: Path, warehouse: Path, rows: int, seed: int, pair
         return wh.counts()["pairs_for_curation"]
 
 
-def judged_version(folder: Path, name: str, rows: int, seed: int, pair_bytes: int = 500, **standin) -> tuple[Path, dict]:
+def judged_version(folder: Path, name: str, rows: int, seed: int, pair_bytes: int = 500,
+                   **standin) -> tuple[Path, dict]:
     """A warehouse in `folder` with `rows` clean pairs judged by the stand-in (both orders) and version 1 of
     `name` built from them: (its path, the version's summary)."""
     from flows.judge import judge

@@ -293,7 +293,7 @@ def test_the_card_and_the_dashboard_show_the_review(reviewed, monkeypatch, tmp_p
     (table,) = [t for t in at.table if "agreement, audit (unbiased)" in t.value.columns]
     row = table.value.iloc[0]
     assert row["project"] == PROJECT and row["pushed"] == f"{len(reviewed.tasks):,}"
-    assert row["annotated"] == f"{len(reviewed.votes):,}"
+    assert row["annotated"] == f"{len(reviewed.votes):,}" and row["withdrawn"] == "0"
     with Warehouse(reviewed.warehouse, read_only=True) as wh:
         (progress,) = wh.reviews.review_progress()
     assert row["agreement, audit (unbiased)"].endswith(f"of {progress['audit_decided']}")

@@ -107,7 +107,8 @@ def cut_short(judged, tmp_path_factory):
         # pair nobody selected (its own texts, as a push would show them), and a task that names no pair
         intruder = server.reviewer("trust-importer@example.com")
         imported = intruder.post(f"/api/projects/{project_id}/import", params={"return_task_ids": "true"}, json=[
-            {"data": ours[0]["data"]}, {"data": task_data(texts[0], "a")}, {"data": {"conversation": [{"role": "user", "content": "hi"}], "answer_1": "hello", "answer_2": "bye"}}])
+            {"data": ours[0]["data"]}, {"data": task_data(texts[0], "a")}, {"data": {"conversation": [{"role": "user", "content": "hi"}], "answer_1": "hello",
+                                                  "answer_2": "bye"}}])
         assert imported.status_code == 201, imported.text
         foreign_ids = imported.json()["task_ids"]
         for tid in foreign_ids:
@@ -152,6 +153,33 @@ def test_tasks_someone_else_imported_are_left_alone_and_reported(cut_short):
     assert rows.get(unselected, {}).get("chosen_side") == before.get(unselected, {}).get("chosen_side")
 
 
+def test_a_project_recorded_before_servers_had_identities_is_recognised_at_its_url(cut_short, tmp_path,
+                                                                                   monkeypatch):
+    """A warehouse as the release before left it (key <url>#<id>, no server identity, no digests, reviewers named
+    by URL): the next pull at that URL gives it all, changes no review and withdraws none."""
+    warehouse = str(tmp_path / "warehouse.duckdb")
+    shutil.copy(cut_short.warehouse, warehouse)
+    with Warehouse(warehouse) as wh:
+        ((key, url, project_id),) = wh.query("SELECT project_key, url, ls_project_id FROM review_projects")
+        digests = dict(wh.query("SELECT ls_task_id, texts_digest FROM review_tasks"))
+        legacy = f"{url}#{project_id}"
+        for table in ("review_projects", "review_tasks", "review_selections", "review_pushes", "human_reviews"):
+            wh.con.execute(f"UPDATE {table} SET project_key = ? WHERE project_key = ?", [legacy, key])
+        wh.con.execute("UPDATE review_projects SET server_id = NULL")
+        wh.con.execute("UPDATE review_tasks SET texts_digest = NULL")
+        wh.con.execute("UPDATE human_reviews SET server = ?", [url])
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", cut_short.server.token)
+    pulled = _pull(warehouse, url)
+    assert (pulled["new"], pulled["updated"], pulled["unchanged"], pulled["withdrawn"]) == (0, 0, 1, {})
+    assert pulled["tasks_texts_changed"] == 0 and pulled["foreign_tasks"] == 3
+    with Warehouse(warehouse, read_only=True) as wh:
+        assert dict(wh.query("SELECT ls_task_id, texts_digest FROM review_tasks")) == digests
+        assert wh.query("SELECT project_key, server_id FROM review_projects") == [(legacy, pulled["server_id"])]
+        assert wh.query("SELECT DISTINCT server FROM human_reviews") == [(pulled["server_id"],)]
+    again = _pull(warehouse, _localhost(url))  # from now on, by the server's identity
+    assert (again["new"], again["unchanged"], again["withdrawn"]) == (0, 1, {})
+
+
 # -- what Label Studio says, checked --------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tampered(judged, tmp_path_factory):
@@ -178,7 +206,8 @@ def tampered(judged, tmp_path_factory):
         claimed = _post(r2, forged["id"], _result("Answer 2"), completed_by=ids["r1"])  # says it is r1's
         shapes = [_post(r2, malformed["id"], [{**_result("Answer 1")[0], "value": value}])
                   for value in (["Answer 1"], "Answer 1", {"choices": [{"x": 1}]})]
-        assert r1.patch(f"/api/annotations/{first[skipped['id']]['id']}", json={"was_cancelled": True}).status_code == 200
+        skip = f"/api/annotations/{first[skipped['id']]['id']}"
+        assert r1.patch(skip, json={"was_cancelled": True}).status_code == 200
         with server.admin() as admin:
             assert admin.delete(f"/api/users/{ids['r3']}/").status_code == 204
         pull = _pull(warehouse, server.url)
@@ -192,7 +221,7 @@ def tampered(judged, tmp_path_factory):
         through_localhost = _pull(warehouse, _localhost(server.url))
         through_ip = _pull(warehouse, server.url)
         # the skip undone, and the swapped texts put back: the first counts again, the second task never does
-        assert r1.patch(f"/api/annotations/{first[skipped['id']]['id']}", json={"was_cancelled": False}).status_code == 200
+        assert r1.patch(skip, json={"was_cancelled": False}).status_code == 200
         with server.admin() as admin:
             assert admin.patch(f"/api/tasks/{edited['id']}", json={"data": edited["data"]}).status_code == 200
         restored = _pull(warehouse, server.url)
