@@ -19,8 +19,8 @@ import pyarrow as pa
 from common.errors import InvalidInputError, NotFoundError
 from tasks.review.interface import DESCRIPTION, INTERFACE, LABEL_CONFIG, is_ours
 from tasks.review.label_studio import IMPORT_BATCH, LabelStudio, LabelStudioError, Project
-from tasks.review.select import DEFAULT_SEED, SELECTIONS, Candidates, pick
 from tasks.review.labels import record_id
+from tasks.review.select import DEFAULT_SEED, SELECTIONS, Candidates, pick
 from tasks.review.tasks import draw_answer_1, sort_unrecorded, task_data, texts_digest
 from warehouse.reviews import ReviewStore
 from warehouse.versions import VersionStore
