@@ -1,7 +1,8 @@
 """Every reason the pipeline gives, one name each with a line saying what it means, grouped by stage: why a row
 is quarantined at ingest, why a judgment failed, why a row or a file of the judge exchange is rejected, why a
-benchmark row is not judged, and why a judged pair is not in a dataset version. `catalog()` lists them all (for
-the docs and the dashboard); `lookup` and `meaning` say what a reason found in the warehouse means.
+benchmark row is not judged, why a reviewer's annotation does not count, and why a judged pair is not in a dataset
+version. `catalog()` lists them all (for the docs and the dashboard); `lookup` and `meaning` say what a reason found
+in the warehouse means.
 
 Each member is the reason as stored (a `str`: it compares, hashes, formats and serializes as its text). A reason
 with a variable part is a template, its variable parts written `<what>`, filled in order by `.of(...)`:
@@ -186,6 +187,25 @@ class BenchmarkRejection(Reasons):
                         "the row cannot be made into comparisons (a field missing or mistyped, an unknown label)")
 
 
+# ---------------------------------------------------------------- review: a Label Studio annotation that does not count
+
+
+class ReviewReject(Reasons):
+    """Why an annotation pulled from Label Studio is not a review (`curate review pull`'s `rejected`), or why a
+    review landed earlier is withdrawn (`human_reviews.withdrawn_reason`): kept, counted for nothing."""
+
+    SKIPPED = "skipped", "the reviewer skipped the task (Label Studio's was_cancelled): not a review"
+    NO_CHOICE = "no_choice", "the annotation holds no choice of the interface's preference control"
+    CHOICE_UNKNOWN = "choice_unknown", "the choice is none the interface offers, or several where it offers one"
+    ANNOTATION_MALFORMED = ("annotation_malformed",
+                            "a field of the annotation (id, result, value, times) has no valid shape")
+    ANNOTATOR_UNKNOWN = "annotator_unknown", "Label Studio records no user who posted it (a deleted user, or an import)"
+    TASK_NOT_PUSHED = "task_not_pushed", "its task is not one this warehouse pushed to the project (left alone)"
+    TASK_TEXTS_CHANGED = "task_texts_changed", "its task no longer shows the texts it was pushed with (edited there)"
+    TASK_DELETED = "task_deleted", "its task was deleted in Label Studio"
+    ANNOTATION_DELETED = "annotation_deleted", "the annotation was deleted in Label Studio"
+
+
 # ---------------------------------------------------------------- curate: why a judged pair is not in a version
 
 
@@ -219,7 +239,7 @@ class Dropped(Reasons):
 @dataclass(frozen=True)
 class Group:
     reasons: type[Reasons]
-    stage: str  # ingest, judge, curate
+    stage: str  # ingest, judge, review, curate
     where: str  # where the reason is stored or given
 
 
@@ -232,6 +252,7 @@ GROUPS: tuple[Group, ...] = (
     Group(ExchangeReject, "judge", "exchange_rejects.reason"),
     Group(ExchangeFileFault, "judge", "exchange_quarantine.reason, and beside the file moved to quarantine/"),
     Group(BenchmarkRejection, "judge", "evaluate-judge's rejected rows, the error's message as their detail"),
+    Group(ReviewReject, "review", "review pull's rejected annotations; human_reviews.withdrawn_reason"),
     Group(Dropped, "curate", "a version's dropped counts"),
 )
 

@@ -78,7 +78,8 @@ def pull(
     warehouse: Optional[Path] = typer.Option(None, "--warehouse"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Land every submitted annotation (choice, annotator, time, lead time) in the warehouse; nothing twice."""
+    """Land every annotation that checks out (choice, poster, time, lead time); the others are rejected with their
+    reason, reviews deleted or edited in Label Studio withdrawn; nothing twice."""
     from curator.cli import _print_summary, _run, _settings_env, _stoppable
 
     _settings_env(warehouse)
@@ -88,6 +89,7 @@ def pull(
     summary = _stoppable("review pull")(_run)(review_pull, from_, project)
     if not as_json:
         summary = {k: v for k, v in summary.items() if k != "progress"}
-        summary["projects"] = ", ".join(f"{p['project']}: {p['new']} new, {p['updated']} updated"
-                                        for p in summary["projects"])
+        summary["projects"] = ", ".join(f"{p['project']}: {p['new']} new, {p['updated']} updated, "
+                                        f"{sum(p['withdrawn'].values())} withdrawn, "
+                                        f"{sum(p['rejected'].values())} not counted" for p in summary["projects"])
     _print_summary("review pull", summary, as_json)

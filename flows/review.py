@@ -3,7 +3,8 @@ audit sample) to reviewers, pull their annotations back, and, on a schedule, bot
 
 Reads like the process: reach Label Studio with the token (from the environment or a Prefect Secret block,
 never a parameter: parameters are stored), find or make the project, choose the pairs, plan their tasks in the
-warehouse, create them in Label Studio; later, read every annotation and land what is new.
+warehouse, create them in Label Studio; later, read every annotation (the warehouse closed meanwhile: a slow
+server holds no other command back), then open the warehouse for the write alone and land what checks out.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
 
 from common.errors import InvalidInputError
 from common.settings import settings_with
@@ -20,16 +22,8 @@ from flows.pipeline import snapshot_dashboard
 from tasks.review.context import ReviewPushRun, ReviewSyncRun
 from tasks.review.label_studio import LabelStudio, resolve_token
 from tasks.review.select import DEFAULT_SEED
-from tasks.review.sync import (
-    default_title,
-    open_project,
-    plan,
-    projects_to_pull,
-    pull,
-    push_planned,
-    reconcile,
-    version_of,
-)
+from tasks.review.pull import PullRead, land_pull, projects_to_pull, read_pull
+from tasks.review.sync import default_title, open_project, plan, push_planned, reconcile, version_of
 from warehouse.store import Warehouse
 
 URL_ENV = "CURATE_LABEL_STUDIO_URL"  # where the scheduled deployment finds Label Studio
@@ -52,8 +46,8 @@ def choose_and_plan(wh: Warehouse, key: str, name: str, version: int, selection:
 def finish_earlier_push(wh: Warehouse, ls: LabelStudio, project: Any, key: str) -> dict[str, int]:
     """What a push cut short left: tasks Label Studio holds but the warehouse did not record, then tasks planned
     but never created."""
-    adopted = reconcile(wh.reviews, ls, project, key)
-    return {"tasks_adopted": adopted, "tasks_pushed": push_planned(wh, ls, project, key)}
+    adopted, foreign = reconcile(wh.reviews, ls, project, key)
+    return {"tasks_adopted": adopted, "foreign_tasks": foreign, "tasks_pushed": push_planned(wh, ls, project, key)}
 
 
 @task(cache_policy=NO_CACHE)
@@ -62,8 +56,27 @@ def create_tasks(wh: Warehouse, ls: LabelStudio, project: Any, key: str) -> int:
 
 
 @task(cache_policy=NO_CACHE)
-def land_annotations(wh: Warehouse, ls: LabelStudio, projects: list[Any]) -> dict[str, Any]:
-    return pull(wh, ls, projects)
+def read_annotations(ls: LabelStudio, known: list[dict[str, Any]], project: str | None) -> PullRead:
+    return read_pull(ls, projects_to_pull(ls, known, project), known)
+
+
+@task(cache_policy=NO_CACHE)
+def land_annotations(wh: Warehouse, read: PullRead) -> dict[str, Any]:
+    return land_pull(wh, read)
+
+
+def _pull(warehouse: Any, ls: LabelStudio, project: str | None, known: list[dict[str, Any]]) -> dict[str, Any]:
+    """Read Label Studio with the warehouse closed, then open it for the write alone."""
+    read = read_annotations(ls, known, project)
+    with Warehouse(warehouse) as wh:
+        return land_annotations(wh, quote(read))  # quote(): Prefect would otherwise walk every task read
+
+
+def _known(warehouse: Any, ls: LabelStudio) -> list[dict[str, Any]]:
+    """What the warehouse knows of that server's projects (open for a moment: it may migrate)."""
+    server = ls.server_id()
+    with Warehouse(warehouse) as wh:
+        return wh.reviews.review_projects_on(server, ls.url)
 
 
 def _push(wh: Warehouse, ls: LabelStudio, name: str, version: int | None, project: str | None, selection: str,
@@ -80,6 +93,7 @@ def _push(wh: Warehouse, ls: LabelStudio, name: str, version: int | None, projec
             "name": name, "version": version, "selection": selection, "limit": limit,
             **({"seed": seed} if selection == "audit" else {}), **chosen,
             "tasks_pushed": leftover["tasks_pushed"] + pushed, "tasks_adopted": leftover["tasks_adopted"],
+            "foreign_tasks": leftover["foreign_tasks"],
             "project_tasks": tasks, "not_yet_pushed": planned}
 
 
@@ -102,9 +116,9 @@ def review_push(name: str, version: int | None = None, url: str | None = None, p
 def review_pull(url: str | None = None, project: str | None = None, warehouse: str | None = None) -> dict[str, Any]:
     """Land every submitted annotation of a project (or of every project this warehouse pushed to there)."""
     settings = settings_with(warehouse=warehouse)
-    with LabelStudio(_url(url), resolve_token()) as ls, Warehouse(settings.warehouse) as wh:
+    with LabelStudio(_url(url), resolve_token()) as ls:
         ls.whoami()
-        summary = land_annotations(wh, ls, projects_to_pull(wh.reviews, ls, project))
+        summary = _pull(settings.warehouse, ls, project, _known(settings.warehouse, ls))
     get_run_logger().info("pulled %d new and %d updated annotations", summary["new"], summary["updated"])
     snapshot_dashboard(str(settings.warehouse), "review")
     return summary
@@ -118,20 +132,22 @@ def review_sync(datasets: list[str] | None = None, url: str | None = None, limit
     settings = ReviewSyncRun.of(datasets, limit, audit_limit, warehouse=warehouse).settings
     log = get_run_logger()
     out: dict[str, Any] = {"pulled": None, "pushed": []}
-    with LabelStudio(_url(url), resolve_token()) as ls, Warehouse(settings.warehouse) as wh:
+    with LabelStudio(_url(url), resolve_token()) as ls:
         ls.whoami()
-        if wh.reviews.review_projects_at(ls.url):
-            out["pulled"] = land_annotations(wh, ls, projects_to_pull(wh.reviews, ls, None))
-        names = datasets if datasets is not None else sorted({v["name"] for v in wh.versions.versions()})
-        for name in names:
-            if wh.versions.version_meta(name) is None:
-                continue  # no version of it yet: the next run looks again
-            latest = version_of(wh.versions, name, None)
-            if wh.reviews.review_version_pushed(name, latest):
-                continue
-            for selection, n in (("borderline", limit), ("audit", audit_limit)):
-                if n > 0:
-                    out["pushed"].append(_push(wh, ls, name, latest, None, selection, n, DEFAULT_SEED, 1))
-                    log.info("pushed %s pairs of %s v%d", selection, name, latest)
+        known = _known(settings.warehouse, ls)
+        if known:
+            out["pulled"] = _pull(settings.warehouse, ls, None, known)
+        with Warehouse(settings.warehouse) as wh:
+            names = datasets if datasets is not None else sorted({v["name"] for v in wh.versions.versions()})
+            for name in names:
+                if wh.versions.version_meta(name) is None:
+                    continue  # no version of it yet: the next run looks again
+                latest = version_of(wh.versions, name, None)
+                if wh.reviews.review_version_pushed(name, latest):
+                    continue
+                for selection, n in (("borderline", limit), ("audit", audit_limit)):
+                    if n > 0:
+                        out["pushed"].append(_push(wh, ls, name, latest, None, selection, n, DEFAULT_SEED, 1))
+                        log.info("pushed %s pairs of %s v%d", selection, name, latest)
     snapshot_dashboard(str(settings.warehouse), "review")
     return out

@@ -280,6 +280,7 @@ class Connection:
     @contextmanager
     def _registered(self, view: str, data: pa.Table) -> Iterator[None]:
         """An Arrow table visible to SQL as `view` for the duration of the block."""
+        self.con.complete()  # DuckDB refuses to register beside a result not read to its end (a fetchone())
         self.con.register(view, data)
         try:
             yield

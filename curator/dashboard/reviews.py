@@ -1,6 +1,7 @@
-"""The dashboard's "Human review" panel: per Label Studio project, tasks pushed and annotated, and how often the
-reviewers agree with the judge, on the audit sample (the unbiased figure) and on the borderline and
-disagreement pairs, each with its 95% Wilson interval."""
+"""The dashboard's "Human review" panel: per Label Studio project, tasks pushed and annotated, reviews withdrawn
+(deleted or rejected in Label Studio since they were pulled), and how often the reviewers agree with the judge,
+on the audit sample (the unbiased figure) and on the borderline and disagreement pairs, each with its 95%
+Wilson interval."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def progress_table(progress: pd.DataFrame) -> pd.DataFrame:
         rows.append({
             "project": r.project, "server": r.url, "pushed": count(r.pushed), "annotated": count(r.annotated),
             "annotations": count(r.annotations), "reviewers": count(r.reviewers),
+            "withdrawn": count(getattr(r, "withdrawn", 0)),  # reviews that count no more (a snapshot before: none)
             "median lead time (s)": rate(None if pd.isna(r.median_lead_time_s) else r.median_lead_time_s),
             "agreement, audit (unbiased)": agreement_text(r.audit_judge_agrees, r.audit_decided),
             "agreement, borderline": agreement_text(r.borderline_judge_agrees, r.borderline_decided),

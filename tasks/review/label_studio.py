@@ -91,6 +91,7 @@ class LabelStudio:
         self._token = token
         self._client = httpx2.Client(base_url=self.url, timeout=timeout, follow_redirects=False)
         self._auth: str | None = None
+        self._server_id: str | None = None
 
     def close(self) -> None:
         self._client.close()
@@ -155,6 +156,25 @@ class LabelStudio:
             raise LabelStudioError(f"{self.url} does not answer as Label Studio does (/api/current-user/whoami)")
         return me
 
+    def server_id(self) -> str:
+        """Which Label Studio this is, whatever URL reached it (`localhost` or `127.0.0.1`, a proxy): the token's
+        organization, by its id and creation time as the server records them (ids alone start at 1 on every
+        server; the time is to the microsecond and never changes). Refused when the server does not say them."""
+        if self._server_id is None:
+            org = self.whoami().get("active_organization")
+            answer = self._send("GET", "/api/organizations/")
+            listed = answer.get("results", []) if isinstance(answer, dict) else answer
+            for o in listed if isinstance(listed, list) else []:
+                if isinstance(o, dict) and o.get("id") == org and isinstance(o.get("created_at"), str) \
+                        and o["created_at"]:
+                    self._server_id = f"org {org} created {o['created_at']}"
+                    break
+            else:
+                raise LabelStudioError(f"Label Studio at {self.url} does not say which organization the token "
+                                       f"belongs to (organization {org!r} is not among /api/organizations/ with its "
+                                       "creation time): its reviews could not be told apart from another server's")
+        return self._server_id
+
     def projects(self) -> Iterator[Project]:
         page = 1
         while True:
@@ -204,6 +224,16 @@ class LabelStudio:
                 return
             page += 1
 
+    def task(self, task_id: int) -> dict[str, Any] | None:
+        """One task, or None when Label Studio has no task of that id (deleted)."""
+        try:
+            answer = self._send("GET", f"/api/tasks/{task_id}")
+        except LabelStudioError as err:
+            if err.status == 404:
+                return None
+            raise
+        return answer if isinstance(answer, dict) else None
+
     def users(self) -> dict[int, str]:
         """User id -> e-mail, for naming annotators (empty when the token may not list users)."""
         try:
@@ -213,7 +243,8 @@ class LabelStudio:
                 return {}
             raise
         results = answer.get("results", answer) if isinstance(answer, dict) else answer
-        return {int(u["id"]): u.get("email") or u.get("username") or "" for u in results or [] if "id" in u}
+        return {u["id"]: str(u.get("email") or u.get("username") or "") for u in results or []
+                if isinstance(u, dict) and isinstance(u.get("id"), int)}
 
 
 def _project(p: Any) -> Project:

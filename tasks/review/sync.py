@@ -1,11 +1,12 @@
-"""Pushing pairs to Label Studio and pulling annotations back: the client and the warehouse together.
+"""Pushing pairs to Label Studio: the client and the warehouse together (pulling is `tasks.review.pull`).
 
 Everything that can be refused is refused before anything is written: the server, the token, a project whose
-labeling interface is not ours, a version that does not exist. A push plans its tasks in the warehouse (with
-their side mapping) before asking Label Studio for them and records each task's id once Label Studio has it,
-so a push cut short is finished by the next one and never duplicated: tasks Label Studio holds that the
-warehouse has not recorded are recognised by their pair id and texts. A pull reads every annotation first and
-lands what is new or changed in one transaction; a pull that finds nothing new writes nothing.
+labeling interface is not ours, a version that does not exist. A project is known by the server's identity (what
+Label Studio says of itself), not by the URL it was reached at. A push plans its tasks in the warehouse (with
+their side mapping) before asking Label Studio for them and records each task's id and the digest of its texts
+once Label Studio has it, so a push cut short is finished by the next one and never duplicated: a task Label
+Studio holds that the warehouse has not recorded is adopted only when its pair was planned for that project and it
+shows exactly the texts planned; any other is someone else's, left alone and counted.
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ import pyarrow as pa
 from common.errors import InvalidInputError, NotFoundError
 from tasks.review.interface import DESCRIPTION, INTERFACE, LABEL_CONFIG, is_ours
 from tasks.review.label_studio import IMPORT_BATCH, LabelStudio, LabelStudioError, Project
-from tasks.review.labels import changes, review_rows
-from tasks.review.majority import resolve
+from tasks.review.labels import record_id
 from tasks.review.select import DEFAULT_SEED, SELECTIONS, Candidates, pick
-from tasks.review.tasks import answer_1_from_texts, draw_answer_1, task_data
+from tasks.review.tasks import draw_answer_1, sort_unrecorded, task_data, texts_digest
 from warehouse.reviews import ReviewStore
 from warehouse.versions import VersionStore
 from warehouse.store import Warehouse
@@ -31,8 +31,15 @@ class InterfaceChangedError(LabelStudioError):
     hint = "restore the project's labeling interface, or review in a new project (--project TITLE)"
 
 
-def project_key(url: str, project_id: int) -> str:
-    return f"{url}#{project_id}"
+def project_key(server_id: str, project_id: int) -> str:
+    """The key a new project is recorded by (one recorded before servers had identities keeps `<url>#<id>`)."""
+    return f"{server_id}#{project_id}"
+
+
+def key_of(store: ReviewStore, ls: LabelStudio, project: Project) -> str:
+    """The key this warehouse knows the project by, through whichever URL it was reached (or a new one)."""
+    server = ls.server_id()
+    return store.review_project_key(server, ls.url, project.id) or project_key(server, project.id)
 
 
 def default_title(name: str) -> str:
@@ -64,41 +71,42 @@ def ensure_ours(ls: LabelStudio, project: Project) -> None:
 
 
 def preflight(ls: LabelStudio, title: str | None, must_exist: bool) -> None:
-    """The checks a command makes before it starts anything: reachable, token accepted, the project ours."""
-    ls.whoami()
+    """The checks a command makes before it starts anything: reachable, token accepted, the server saying which
+    it is, the project ours."""
+    ls.server_id()  # asks whoami first
     if title is not None:
         checked_project(ls, title, must_exist)
 
 
 # -- push -----------------------------------------------------------------------------------------
-def reconcile(store: ReviewStore, ls: LabelStudio, project: Project, key: str,
-              tasks: list[dict[str, Any]] | None = None) -> int:
-    """Record the tasks Label Studio holds for pairs whose task id the warehouse lacks (a push whose answer was
-    lost, or a project this warehouse did not make), their sides read from their texts. Returns how many. Lists
-    the project's tasks only when the counts say something is missing (or `tasks` are given)."""
-    known = store.review_task_map(key)
+def adopt_unrecorded(store: ReviewStore, key: str, listed: list[Any]) -> tuple[int, list[Any]]:
+    """Of a project's tasks (as Label Studio lists them), record those a push created but whose ids it did not
+    record (its answer lost, or cut short): a task whose pair is planned here and whose texts are exactly those
+    planned. Returns (how many were adopted, the foreign tasks: neither recorded nor adopted)."""
+    tasks = store.review_tasks_of(key)
+    recorded = {t["ls_task_id"] for t in tasks if t["ls_task_id"] is not None}
+    planned = {t["pair_id"]: t["answer_1"] for t in tasks if t["ls_task_id"] is None}
+    named = {t["data"].get("pair_id") for t in listed if record_id(t) not in recorded and isinstance(t, dict)
+             and isinstance(t.get("data"), dict)}
+    pairs = store.review_pair_texts(sorted(p for p in named if isinstance(p, str) and p in planned))
+    digests = {p["pair_id"]: texts_digest(task_data(p, planned[p["pair_id"]])) for p in pairs}
+    adopt, foreign = sort_unrecorded(listed, recorded, digests)
+    store.record_pushed_tasks(key, [(pair, tid, digests[pair]) for pair, tid in adopt])
+    return len(adopt), foreign
+
+
+def reconcile(store: ReviewStore, ls: LabelStudio, project: Project, key: str) -> tuple[int, int]:
+    """What a push cut short left: (tasks adopted, foreign tasks in the project). Lists the project's tasks only
+    when the counts say something may be missing."""
     pushed, planned = store.review_task_counts(key)
-    if tasks is None:
-        if not planned and project.task_number == pushed:
-            return 0
-        tasks = list(ls.tasks(project.id))
-    unknown = [t for t in tasks if t.get("id") not in known and isinstance(t.get("data"), dict)
-               and isinstance(t["data"].get("pair_id"), str)]
-    if not unknown:
-        return 0
-    pairs = {p["pair_id"]: p for p in store.review_pair_texts(sorted({t["data"]["pair_id"] for t in unknown}))}
-    found = []
-    for t in unknown:
-        pair = pairs.get(t["data"]["pair_id"])
-        side = answer_1_from_texts(t["data"], pair["response_a"], pair["response_b"]) if pair else None
-        if side is not None:
-            found.append((pair["pair_id"], int(t["id"]), side))
-    store.record_pushed_tasks(key, found)
-    return len(found)
+    if not planned and project.task_number == pushed:
+        return 0, 0
+    adopted, foreign = adopt_unrecorded(store, key, list(ls.tasks(project.id)))
+    return adopted, len(foreign)
 
 
 def push_planned(wh: Warehouse, ls: LabelStudio, project: Project, key: str) -> int:
-    """Ask Label Studio for every planned task, a batch at a time, recording each batch's task ids."""
+    """Ask Label Studio for every planned task, a batch at a time, recording each batch's task ids and digests."""
     planned = wh.reviews.planned_review_tasks(key)
     done = 0
     for start in range(0, len(planned), IMPORT_BATCH):
@@ -106,10 +114,11 @@ def push_planned(wh: Warehouse, ls: LabelStudio, project: Project, key: str) -> 
         texts = wh.reviews.review_pair_texts([t["pair_id"] for t in batch])
         data = [task_data(p, t["answer_1"]) for p, t in zip(texts, batch)]
         ids = ls.import_tasks(project.id, data)
-        if ids is None:  # the server did not say the ids: find the tasks by their pair ids
-            reconcile(wh.reviews, ls, project, key, list(ls.tasks(project.id)))
+        if ids is None:  # the server did not say the ids: find the tasks by their pair ids and texts
+            adopt_unrecorded(wh.reviews, key, list(ls.tasks(project.id)))
         else:
-            wh.reviews.record_pushed_tasks(key, [(t["pair_id"], i, t["answer_1"]) for t, i in zip(batch, ids)])
+            wh.reviews.record_pushed_tasks(key, [(t["pair_id"], i, texts_digest(d))
+                                                 for t, i, d in zip(batch, ids, data)])
         done += len(batch)
     return done
 
@@ -121,8 +130,8 @@ def open_project(store: ReviewStore, ls: LabelStudio, title: str, annotators_per
     if created:
         project = ls.create_project(title, LABEL_CONFIG, DESCRIPTION, annotators_per_task)
         ensure_ours(ls, project)
-    key = project_key(ls.url, project.id)
-    store.save_review_project(key, ls.url, project.id, project.title, INTERFACE)
+    key = key_of(store, ls, project)
+    store.save_review_project(key, ls.url, project.id, project.title, INTERFACE, ls.server_id())
     return project, key, created
 
 
@@ -170,53 +179,3 @@ def version_of(store: VersionStore, name: str, version: int | None) -> int:
     if meta is None:
         raise NotFoundError(f"{name} has no version {version}" if version is not None else f"no version of {name} yet")
     return int(meta["version"])
-
-
-# -- pull -----------------------------------------------------------------------------------------
-def projects_to_pull(store: ReviewStore, ls: LabelStudio, title: str | None) -> list[Project]:
-    """The project titled `title`, or every project this warehouse pushed to on this server; each checked."""
-    if title is not None:
-        return [checked_project(ls, title, must_exist=True)]
-    known = store.review_projects_at(ls.url)
-    if not known:
-        raise NotFoundError(f"this warehouse has pushed no pairs to Label Studio at {ls.url}: name a project with "
-                            "--project, or push first")
-    projects = []
-    for row in known:
-        try:
-            project = ls.project(int(row["ls_project_id"]))
-        except LabelStudioError as err:
-            if err.status != 404:
-                raise
-            raise NotFoundError(f"project {row['title']!r} (id {row['ls_project_id']}) is gone from Label Studio "
-                                f"at {ls.url}; pull the others with --project TITLE") from None
-        ensure_ours(ls, project)
-        projects.append(project)
-    return projects
-
-
-def pull(wh: Warehouse, ls: LabelStudio, projects: list[Project]) -> dict[str, Any]:
-    """Land every submitted annotation of `projects`: new ones, and changed ones (their earlier state kept as
-    history), in one transaction, with every reviewed pair's outcome resolved again."""
-    annotators = ls.users()
-    per_project, all_new, all_changed = [], [], []
-    for project in projects:
-        key = project_key(ls.url, project.id)
-        wh.reviews.save_review_project(key, ls.url, project.id, project.title, INTERFACE)
-        tasks = list(ls.tasks(project.id))
-        adopted = reconcile(wh.reviews, ls, project, key, tasks)
-        rows, passed = review_rows(key, ls.url, tasks, wh.reviews.review_task_map(key), annotators)
-        new, changed, same = changes(rows, wh.reviews.human_reviews_of(key))
-        all_new += new
-        all_changed += changed
-        per_project.append({"project": project.title, "project_id": project.id, "tasks": len(tasks),
-                            "annotations": len(rows), "new": len(new), "updated": len(changed), "unchanged": same,
-                            "tasks_adopted": adopted, **passed})
-    if all_new or all_changed:
-        wh.reviews.land_reviews(all_new, all_changed, resolve)
-    outcomes = wh.reviews.review_outcomes().column("outcome").to_pylist()
-    return {"url": ls.url, "projects": per_project, "new": len(all_new), "updated": len(all_changed),
-            "unchanged": sum(p["unchanged"] for p in per_project), "pairs_reviewed": len(outcomes),
-            "outcomes": {o: outcomes.count(o) for o in ("a", "b", "tie", "both_bad", "split")},
-            "progress": [r for r in wh.reviews.review_progress() if r["url"] == ls.url
-                         and r["ls_project_id"] in {p.id for p in projects}]}

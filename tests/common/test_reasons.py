@@ -51,7 +51,8 @@ def test_every_group_is_listed_once_and_the_catalog_lists_every_reason():
     defined = {v for v in vars(r).values() if isinstance(v, type) and issubclass(v, Reasons) and v is not Reasons}
     listed = [g.reasons for g in GROUPS]
     assert sorted(listed, key=str) == sorted(defined, key=str) and len(listed) == len(set(listed))
-    assert [g.stage for g in GROUPS] == sorted((g.stage for g in GROUPS), key=["ingest", "judge", "curate"].index)
+    stages = ["ingest", "judge", "review", "curate"]
+    assert [g.stage for g in GROUPS] == sorted((g.stage for g in GROUPS), key=stages.index)
     entries = catalog()
     assert len(entries) == sum(len(g.reasons) for g in GROUPS)
     assert len({e.constant for e in entries}) == len(entries)

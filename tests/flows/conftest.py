@@ -21,6 +21,21 @@ def ingest_clean_pairs(folder: Path, warehouse: Path, rows: int, seed: int, pair
         return wh.counts()["pairs_for_curation"]
 
 
+def judged_version(folder: Path, name: str, rows: int, seed: int, pair_bytes: int = 500,
+                   **standin) -> tuple[Path, dict]:
+    """A warehouse in `folder` with `rows` clean pairs judged by the stand-in (both orders) and version 1 of
+    `name` built from them: (its path, the version's summary)."""
+    from flows.judge import judge
+    from flows.versions import build_version
+    from testing.genrm_standin import StandinConfig, StandinProcess
+
+    warehouse = folder / "warehouse.duckdb"
+    ingest_clean_pairs(folder, warehouse, rows, seed, pair_bytes)
+    with StandinProcess(StandinConfig(latency_mean=0.002, capacity=128, **standin)) as server:
+        judge(endpoints=[server.url], strategy="swap", warehouse=str(warehouse))
+    return warehouse, build_version(name, warehouse=str(warehouse))
+
+
 # -- a real Label Studio server -----------------------------------------------------------------------
 LABEL_STUDIO_ENV = "CURATE_TEST_LABEL_STUDIO"  # the python of a venv with label-studio (.ci/run installs one)
 

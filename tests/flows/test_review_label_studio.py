@@ -22,14 +22,10 @@ import pytest
 from typer.testing import CliRunner
 
 from curator.cli import app
-from flows.ingest import ingest
-from flows.judge import judge
 from flows.publish import publish
-from flows.versions import build_version
 from tasks.curate.calibration import clear_human_direction
 from tasks.ingest.latent import latent_quality
-from tasks.ingest.synth import write_synth
-from testing.genrm_standin import StandinConfig, StandinProcess
+from tests.flows.conftest import judged_version
 from warehouse.snapshot import refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
 
@@ -75,14 +71,7 @@ def _wilson_by_quadratic(k: int, n: int, z: float = 1.959963984540054) -> tuple[
 
 @pytest.fixture(scope="module")
 def reviewed(label_studio, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("review")
-    warehouse = folder / "warehouse.duckdb"
-    data = folder / "hs.jsonl"
-    write_synth(data, "helpsteer3", 600, seed=24, pair_bytes=400, bad_rate=0.0, exact_dup_rate=0.0, near_dup_rate=0.0)
-    ingest("helpsteer3", str(data), warehouse=str(warehouse))
-    with StandinProcess(StandinConfig(latency_mean=0.002, capacity=128, position_bias=0.3)) as server:
-        judge(endpoints=[server.url], strategy="swap", warehouse=str(warehouse))
-    v1 = build_version("rev", warehouse=str(warehouse))
+    warehouse, v1 = judged_version(tmp_path_factory.mktemp("review"), "rev", 600, 24, pair_bytes=400, position_bias=0.3)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LABEL_STUDIO_API_KEY", label_studio.token)
         wh_flag = ["--warehouse", str(warehouse)]
@@ -198,7 +187,8 @@ def test_pull_lands_every_submitted_annotation_once_mapped_onto_the_pair(reviewe
     submitted = sum(len(v) for v in reviewed.votes.values())
     first = reviewed.pulls["first"]
     (project,) = first["projects"]
-    assert first["new"] == submitted and project["skipped"] == 1 and project["unknown_task"] == 0
+    assert first["new"] == submitted and project["rejected"] == {"skipped": 1} and project["foreign_tasks"] == 0
+    assert first["withdrawn"] == {} and first["tasks_adopted"] == 0 and first["counted_as_poster"] == 0
     assert first["updated"] == 0 and first["pairs_reviewed"] == len(reviewed.votes)
     with Warehouse(reviewed.warehouse, read_only=True) as wh:
         rows = wh.query("SELECT pair_id, side, annotator, lead_time_s FROM human_reviews")
@@ -303,7 +293,7 @@ def test_the_card_and_the_dashboard_show_the_review(reviewed, monkeypatch, tmp_p
     (table,) = [t for t in at.table if "agreement, audit (unbiased)" in t.value.columns]
     row = table.value.iloc[0]
     assert row["project"] == PROJECT and row["pushed"] == f"{len(reviewed.tasks):,}"
-    assert row["annotated"] == f"{len(reviewed.votes):,}"
+    assert row["annotated"] == f"{len(reviewed.votes):,}" and row["withdrawn"] == "0"
     with Warehouse(reviewed.warehouse, read_only=True) as wh:
         (progress,) = wh.reviews.review_progress()
     assert row["agreement, audit (unbiased)"].endswith(f"of {progress['audit_decided']}")

@@ -119,3 +119,43 @@ def test_urls_are_checked():
     assert normalize_url(" http://h:8080/ ") == "http://h:8080"
     with pytest.raises(LabelStudioError):
         normalize_url("h:8080")
+
+
+def test_the_server_is_told_by_its_organization_not_by_its_url():
+    orgs = {"/api/organizations/": [{"id": 2, "created_at": "2026-01-01T00:00:00.000001Z"},
+                                    {"id": 5, "title": "ours", "created_at": "2026-03-04T05:06:07.891011Z"}]}
+
+    def answer(method, path, headers, body):
+        if path == "/api/current-user/whoami":
+            return 200, {"id": 1, "active_organization": 5}
+        return 200, orgs[path]
+
+    with serving(answer) as (url, seen):
+        with LabelStudio(url, "t") as ls, LabelStudio(url.replace("127.0.0.1", "localhost"), "t") as other:
+            assert ls.server_id() == other.server_id() == "org 5 created 2026-03-04T05:06:07.891011Z"
+            asked = len(seen)
+            assert ls.server_id() == ls.server_id() and len(seen) == asked  # asked once per client
+        orgs["/api/organizations/"] = {"results": [{"id": 5, "created_at": "2026-03-04T05:06:07.891011Z"}]}
+        with LabelStudio(url, "t") as ls:
+            assert ls.server_id().startswith("org 5 created")
+        for unsaid in ([{"id": 5}], [{"id": 4, "created_at": "x"}], {"detail": "no"}, [None, "5"]):
+            orgs["/api/organizations/"] = unsaid
+            with LabelStudio(url, "t") as ls, pytest.raises(LabelStudioError, match="does not say which organization"):
+                ls.server_id()
+
+
+def test_a_deleted_task_is_none_and_users_of_odd_shapes_are_passed_over():
+    def answer(method, path, headers, body):
+        if path == "/api/tasks/7":
+            return 404, {"detail": "No Task matches the given query."}
+        if path == "/api/tasks/8":
+            return 200, {"id": 8, "project": 3}
+        if path == "/api/tasks/9":
+            return 500, {"detail": "boom"}
+        return 200, [{"id": 1, "email": "a@x"}, {"id": "2"}, None, {"email": "c@x"}, {"id": 4, "username": "d"}]
+
+    with serving(answer) as (url, _), LabelStudio(url, "t") as ls:
+        assert ls.task(7) is None and ls.task(8) == {"id": 8, "project": 3}
+        with pytest.raises(LabelStudioError, match="HTTP 500"):
+            ls.task(9)
+        assert ls.users() == {1: "a@x", 4: "d"}

@@ -6,9 +6,10 @@ import pyarrow as pa
 import pytest
 
 from tasks.review.interface import LABEL_CONFIG, is_ours
-from tasks.review.labels import changes, choice_of, human_label_of, review_rows, side_of
+from common.reasons import ReviewReject
+from tasks.review.labels import NotAReview, changes, choice_of, human_label_of, review_rows, side_of
 from tasks.review.majority import majority, resolve
-from tasks.review.tasks import answer_1_from_texts, draw_answer_1, task_data
+from tasks.review.tasks import draw_answer_1, task_data, texts_digest
 
 
 def _result(choice):
@@ -19,7 +20,11 @@ def test_choices_map_onto_the_pair_through_the_task_s_order():
     assert [side_of(choice_of(_result(c)), "a") for c in ("Answer 1", "Answer 2", "Tie", "Both bad")] == \
         ["a", "b", "tie", "both_bad"]
     assert [side_of(choice_of(_result(c)), "b") for c in ("Answer 1", "Answer 2")] == ["b", "a"]
-    assert choice_of(_result("Maybe")) is None and choice_of([]) is None and choice_of(None) is None
+    for result, reason in ((_result("Maybe"), ReviewReject.CHOICE_UNKNOWN), ([], ReviewReject.NO_CHOICE),
+                           (None, ReviewReject.ANNOTATION_MALFORMED)):
+        with pytest.raises(NotAReview) as no:
+            choice_of(result)
+        assert no.value.reason == reason
     with pytest.raises(ValueError):
         side_of("answer_1", "c")
 
@@ -45,7 +50,7 @@ def test_a_task_shows_both_answers_in_its_order_and_nothing_of_the_judge():
     first, second = task_data(pair, "a"), task_data(pair, "b")
     assert (first["answer_1"], first["answer_2"], second["answer_1"], second["answer_2"]) == ("A", "B", "B", "A")
     assert set(first) == {"conversation", "answer_1", "answer_2", "pair_id"}
-    assert answer_1_from_texts(second, "A", "B") == "b" and answer_1_from_texts(first, "A", "C") is None
+    assert texts_digest(first) != texts_digest(second) and texts_digest(first) == texts_digest(dict(first))
     drawn = draw_answer_1(200)
     assert set(drawn) == {"a", "b"} and 60 < drawn.count("a") < 140
 
@@ -58,13 +63,13 @@ def test_the_interface_check_ignores_layout_but_not_a_changed_choice():
 def test_review_rows_keep_submitted_choices_only():
     t = "2026-01-02T03:04:05.123456Z"
     tasks = [{"id": 1, "annotations": [
-        {"id": 10, "completed_by": 7, "result": _result("Answer 2"), "created_at": t, "updated_at": t,
-         "lead_time": 4.5},
-        {"id": 11, "completed_by": {"id": 8}, "result": [], "was_cancelled": True, "created_at": t},
-        {"id": 12, "completed_by": 9, "result": [], "created_at": t}]},
-        {"id": 2, "annotations": [{"id": 13, "completed_by": 7, "result": _result("Tie"), "created_at": t}]}]
-    rows, passed = review_rows("k", "http://ls", tasks, {1: ("p1", "b")}, {7: "r7@example.com"})
-    assert passed == {"skipped": 1, "no_choice": 1, "unknown_task": 1}
+        {"id": 10, "completed_by": 7, "updated_by": 7, "result": _result("Answer 2"), "created_at": t,
+         "updated_at": t, "lead_time": 4.5},
+        {"id": 11, "completed_by": {"id": 8}, "updated_by": 8, "result": [], "was_cancelled": True, "created_at": t},
+        {"id": 12, "completed_by": 9, "updated_by": 9, "result": [], "created_at": t}]}]
+    rows, rejected = review_rows("k", "http://ls", tasks, {1: ("p1", "b")}, {7: "r7@example.com"})
+    assert [(r["annotation_id"], r["reason"]) for r in rejected] == [(11, ReviewReject.SKIPPED),
+                                                                     (12, ReviewReject.NO_CHOICE)]
     (row,) = rows
     assert (row["pair_id"], row["choice"], row["side"], row["annotator"], row["lead_time_s"]) == \
         ("p1", "answer_2", "a", "r7@example.com", 4.5)
@@ -74,12 +79,14 @@ def test_review_rows_keep_submitted_choices_only():
 def test_changes_tell_new_changed_and_unchanged_apart():
     base = {"annotation_id": 1, "choice": "answer_1", "side": "a", "updated_at": datetime(2026, 1, 1),
             "lead_time_s": 3.0, "annotator_id": 7}
-    new, changed, same = changes([base], {})
-    assert (len(new), new[0]["revision"], changed, same) == (1, 1, [], 0)
-    assert changes([base], {1: {**base, "revision": 1}}) == ([], [], 1)
+    base = {**base, "ls_task_id": 5, "pair_id": "p"}
+    first = changes([base], {})
+    assert (len(first.new), first.new[0]["revision"], first.changed, first.unchanged) == (1, 1, [], 0)
+    again = changes([base], {1: {**base, "revision": 1}})
+    assert (again.new, again.changed, again.unchanged) == ([], [], 1)
     later = {**base, "choice": "tie", "side": "tie", "updated_at": datetime(2026, 1, 2)}
-    new, changed, same = changes([later], {1: {**base, "revision": 2}})
-    assert new == [] and changed[0]["revision"] == 3 and same == 0
+    moved = changes([later], {1: {**base, "revision": 2}})
+    assert moved.new == [] and moved.changed[0]["revision"] == 3 and (moved.unchanged, moved.updated) == (0, 1)
 
 
 def test_majority_needs_strictly_more_votes_than_any_other_choice():
