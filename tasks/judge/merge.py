@@ -33,6 +33,7 @@ from tasks.judge.exchange import (
     shared_secret,
 )
 from tasks.judge.exchange_checks import (
+    FINAL_STATUSES,
     KEY_ENV,
     ShardPlan,
     record_signature,
@@ -138,6 +139,11 @@ class _Merge:
         misplaced = run_record_place_problem(record, label, name)
         if misplaced is not None:
             return self.quarantine(path, ExchangeFileFault.RUN_RECORD_MISPLACED.of(misplaced))
+        stored = self.wh.runs.judge_run(record["run_id"])
+        if stored is not None and stored["status"] in FINAL_STATUSES and run_record_conflict(stored, record) is None \
+                and record["status"] in FINAL_STATUSES:
+            self.report.run_records += 1  # recorded as it says already (before a key was set, say): changes nothing
+            return None
         if self.secret is not None:
             plan = self.plan(plan_id, label)
             if isinstance(plan, str):
@@ -148,7 +154,7 @@ class _Merge:
             on_purpose = parse_strategy(record["strategy"]).one_order_on_purpose
         except InvalidInputError as err:
             return self.quarantine(path, ExchangeFileFault.RUN_RECORD_INVALID.of(err))
-        conflict = run_record_conflict(self.wh.runs.judge_run(record["run_id"]), record)
+        conflict = run_record_conflict(stored, record)
         if conflict is not None:
             return self.quarantine(path, ExchangeFileFault.RUN_RECORD_CONFLICT.of(record["run_id"], conflict))
         self.wh.runs.record_judge_run({**record, "one_order_on_purpose": on_purpose})

@@ -353,7 +353,7 @@ def test_a_key_on_the_orchestrator_only_fails_the_night_before_any_request(clust
     data = tmp_path / "keyed.jsonl"
     write_synth(data, "helpsteer3", 40, seed=74, pair_bytes=300, bad_rate=0.0, near_dup_rate=0.0)
     before = _requests(cluster)
-    env = {**cluster.env, "CURATE_JUDGE_EXCHANGE_KEY": "orchestrator-only", "CURATE_JUDGE_EXCHANGE": EXCHANGE_URL,
+    env = {**cluster.env, "CURATE_JUDGE_EXCHANGE_KEY": "orchestrator-only", "CURATE_JUDGE_EXCHANGE": "s3://exchange/keyed",
            "CURATE_JUDGE_SHARD_STALE_SECONDS": "60"}
     done = subprocess.run([str(BIN / "curate"), "run", "--source", f"helpsteer3={data}", "--shards", "2",
                            "--warehouse", str(tmp_path / "keyed.duckdb"), "--publish-to", str(tmp_path / "published"),

@@ -308,3 +308,18 @@ PLAN_FACTS = ShardPlan(PLAN, CONFIG.id, frozenset({("ab", 0), ("ba", 0)}), froze
 def test_each_row_invariant(change, reason):
     row = {**_table(_result("p0")).to_pylist()[0], **change}
     assert row_problem(row, PLAN_FACTS, RUN) == reason
+
+
+def test_setting_the_key_later_leaves_runs_recorded_as_they_say_and_refuses_any_new_word(tmp_path):
+    ex = _exchange(tmp_path / "exchange")  # planned and judged before the key was set
+    original = _honest_record(ex)
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        assert merge_exchange_into(wh, ex, "").run_records == 1
+        keyed = merge_exchange_into(wh, ex, "s3cret")
+        assert keyed.run_records == 1 and keyed.quarantined == []  # nothing new in it: left as it is
+        changed = {**original, "summary": {**original["summary"], "judged": 300}}
+        ex.put(results_dir(ex, PLAN, LABEL) + f"/{RUN}.run.json", json.dumps(changed).encode())
+        report = merge_exchange_into(wh, ex, "s3cret")
+        assert wh.runs.judge_run_summaries([RUN]) == {RUN: original["summary"]}
+    assert report.run_records == 0 and [q["reason"].split(" (")[0] for q in report.quarantined] == [
+        f"its plan {PLAN} {LABEL} is not trusted"]
