@@ -166,6 +166,8 @@ class ExchangeFileFault(Reasons):
                 "the exchange is keyed and the result file carries no valid signature for its plan")
     NO_PLAN = ("no plan <plan> <shard> in the exchange to check it against",
                "the result file's shard has no readable work file in the exchange")
+    PLAN_UNTRUSTED = ("its plan <plan> <shard> is not trusted (<problem>)",
+                      "the exchange is keyed and the file's work file is unsigned, changed, or signed with another key")
     UNREADABLE = ("unreadable as judgments (<Exception>: <message>)",
                   "the result file is truncated, not Parquet, or not judgments")
     REWRITTEN = ("rewritten after it was merged (<rule>)",
@@ -173,6 +175,11 @@ class ExchangeFileFault(Reasons):
     RUN_RECORD_NOT_JSON = "run record is not JSON (<error>)", "the run record is not JSON"
     RUN_RECORD_UNSIGNED = ("run record: no valid signature for its plan (<setting>)",
                            "the exchange is keyed and the run record carries no valid signature for its plan")
+    RUN_RECORD_MISPLACED = ("run record: not where its worker writes it (<problem>)",
+                            "a run record named after another run or lying in another shard's folder: a copy")
+    RUN_RECORD_CONFLICT = ("run record: disagrees with run <run> as recorded (<field>)",
+                           "the run record contradicts the same run already in judge_runs: a copy that was changed")
+    # last: its template matches any run record's reason
     RUN_RECORD_INVALID = ("run record: <problem>",
                           "the run record is no valid record: a field missing or mistyped, an unknown status or strategy")
 

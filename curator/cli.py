@@ -466,6 +466,9 @@ def judge_shard(
     as_json: bool = _json_option(),
 ) -> None:
     """Judge one shard of a sharded plan by hand, as a GPU worker does; results go to the exchange folder."""
+    from curator import refusals
+
+    _guarded(refusals.shard_work, str(work))  # a changed work file, or a key on one side only
     from flows.judge import judge_worker
 
     with _Bar(enabled=not as_json and sys.stderr.isatty()):

@@ -48,6 +48,15 @@ def shard(text: str | None) -> None:
         parse_shard(text)
 
 
+def shard_work(work: str) -> None:
+    """A shard's work file this worker may judge: there, unchanged, and signed exactly when the worker holds
+    the exchange's key (CURATE_JUDGE_EXCHANGE_KEY)."""
+    from tasks.judge.exchange import Exchange, shared_secret, verify_work
+
+    ex, path = Exchange.of_work(work)
+    verify_work(ex, path, shared_secret())
+
+
 def skipped_stages(skip: list[str] | None) -> None:
     from schemas.summaries import PIPELINE_STAGES
 

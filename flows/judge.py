@@ -26,9 +26,9 @@ from tasks.judge.exchange import (
     Heartbeat,
     ResultWriter,
     fold_results,
-    plan_secret_key,
     read_work,
     results_dir,
+    shared_secret,
 )
 from tasks.judge.run import run_judging, split_pending
 from tasks.judge.targets import (
@@ -115,22 +115,24 @@ def judge_worker(
 ) -> dict[str, Any]:
     """Judge one shard's work file on a GPU worker, writing judgments to the exchange folder (never to the
     warehouse). Endpoints come from the parameters or the worker's CURATE_JUDGE_ENDPOINTS /
-    CURATE_JUDGE_LAUNCH. A rerun of the same shard skips what an earlier attempt already wrote."""
+    CURATE_JUDGE_LAUNCH. A rerun of the same shard skips what an earlier attempt already wrote. A work file
+    changed since it was written, or signed on one side only (CURATE_JUDGE_EXCHANGE_KEY), is refused before
+    any request."""
     log = get_run_logger()
     settings = settings_with(judge_max_in_flight=max_in_flight, judge_request_timeout=request_timeout)
     ex, work_file = Exchange.of_work(work)
-    shard = read_work(ex, work_file)
+    shard = read_work(ex, work_file, shared_secret())
     run = JudgeRun.of(settings, config=JudgeConfig(**shard.config), run_id=current_run_id(),
                       strategy=shard.strategy, shard=shard.shard)
     out = results_dir(ex, shard.plan_id, shard.label)
-    folded = fold_results(shard.states, ex, out)
+    folded = fold_results(shard.states, ex, out, shard.results_key)
     ids = [p[0] for p in shard.pairs]
     pending, done = split_pending(ids, run.strategy, shard.states, run.max_attempts)
     keep = set(pending)
     pairs = [p for p in shard.pairs if p[0] in keep]
     server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
     config = run.config  # the plan's: verdicts stay filed under it whatever the endpoints serve
-    writer = ResultWriter(ex, out, run.run_id, plan_secret_key(shard.plan_id))
+    writer = ResultWriter(ex, out, run.run_id, shard.results_key)
     record = {"run_id": run.run_id, "judge_config_id": config.id, "strategy": run.strategy.label,
               "endpoints": targets, "shard": shard.shard}
     with writer.recorded_run(record) as outcome:

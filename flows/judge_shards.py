@@ -29,13 +29,14 @@ from tasks.judge.exchange import (
     Exchange,
     HeartbeatWatch,
     results_dir,
-    run_records,
     shard_label,
+    shared_secret,
     work_path,
     write_work,
 )
 from tasks.judge.exchange import plan_id as make_plan_id
-from tasks.judge.merge import merge_exchange_into
+from tasks.judge.exchange_checks import KEY_ENV
+from tasks.judge.merge import merge_exchange_into, nothing_merged
 from tasks.judge.shards import pair_bucket
 from tasks.judge.targets import judge_config_from
 from tasks.judge.warehouse_run import work_of
@@ -46,6 +47,13 @@ FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 class ShardsIncompleteError(UserError, RuntimeError):
     """Some shards did not finish; what they wrote is merged, and a rerun judges only the rest."""
+
+
+class NothingMergedError(UserError, RuntimeError):
+    """The workers wrote judgments and none could be merged: a night's requests paid for nothing."""
+
+    hint = (f"each file's reason lies beside it under <exchange>/quarantine/; keys that differ, or one on one side "
+            f"only: set the same {KEY_ENV} on the orchestrator and every GPU worker")
 
 
 @dataclass
@@ -92,8 +100,8 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
             keep = set(mine)
             path = work_path(ex, pid, index, shards)
             write_work(ex, path, plan=pid, shard=f"{index}/{shards}", strategy=plan.label,
-                       config=asdict(config),
-                       pairs=wh.judging.pair_texts(mine), states={k: v for k, v in states.items() if k[0] in keep})
+                       config=asdict(config), pairs=wh.judging.pair_texts(mine),
+                       states={k: v for k, v in states.items() if k[0] in keep}, secret=shared_secret())
             files[index] = ex.url_of(path)
     return {"plan_id": pid, "judge_config_id": config.id, "strategy": plan.label, "pairs": len(work.ids),
             "pending": len(pending), "skipped_cached": work.done.skipped_cached,
@@ -196,7 +204,7 @@ def judge_sharded(
             for run_id in lost:
                 wh.runs.mark_judge_run(run_id, "lost", "the shard's flow run did not complete; see the pipeline run")
     summary["seconds"] = round(time.perf_counter() - started, 3)
-    summary.update(_totals(ex, runs, wh_path))
+    summary.update(_totals(runs, wh_path))
     summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
                                   tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
                                   model=cost_model(settings))
@@ -204,27 +212,32 @@ def judge_sharded(
                          for r in runs]
     create_table_artifact(key="judge-shards", table=summary["shards"],
                           description=f"Judge shards of plan {plan['plan_id']}")
+    problem = nothing_merged(summary["merged"])
+    if problem is not None:
+        raise NothingMergedError(problem)
     failed = [r for r in runs if r.state != "COMPLETED"]
     if failed:
+        why: dict[str, list[str]] = {}  # shards that failed alike are named together
+        for r in failed:
+            why.setdefault(f"{r.state.lower()}: {r.message or 'see flow run ' + r.flow_run_id}", []).append(r.shard)
         raise ShardsIncompleteError(
             f"{len(failed)} of {len(runs)} judge shards did not finish ("
-            + "; ".join(f"{r.shard} {r.state.lower()}: {r.message or 'see flow run ' + r.flow_run_id}" for r in failed)
+            + "; ".join(f"{', '.join(shards)} {message}" for message, shards in why.items())
             + f"). Their finished judgments are merged ({summary['merged']['rows']} rows); rerun to judge the rest.")
     return summary
 
 
-def _totals(ex: Exchange, runs: list[ShardRun], warehouse: str) -> dict[str, Any]:
-    """Judged, failed, requests and tokens over the worker runs of this plan (from their records)."""
-    ids = {r.flow_run_id for r in runs}
+def _totals(runs: list[ShardRun], warehouse: str) -> dict[str, Any]:
+    """Judged, failed, requests and tokens over the worker runs of this plan, from their records as merged into
+    judge_runs (checked, and one per run however often a record was copied)."""
+    ids = sorted({r.flow_run_id for r in runs})
     totals: dict[str, Any] = {"judged": 0, "failed": {}, "requests": 0, "tokens_in": 0, "tokens_out": 0}
-    for record in run_records(ex):
-        s = record.get("summary") or {}
-        if record["run_id"] not in ids:
-            continue
+    with Warehouse(warehouse, read_only=True) as wh:
+        summaries = wh.runs.judge_run_summaries(ids)
+        totals["served_models"] = sorted({m for rid in ids for m in wh.judging.served_models(rid)})
+    for s in summaries.values():
         for k in ("judged", "requests", "tokens_in", "tokens_out"):
-            totals[k] += int(s.get(k, 0))
+            totals[k] += s.get(k, 0)
         for reason, n in (s.get("failed") or {}).items():
             totals["failed"][reason] = totals["failed"].get(reason, 0) + n
-    with Warehouse(warehouse, read_only=True) as wh:
-        totals["served_models"] = sorted({m for rid in ids for m in wh.judging.served_models(rid)})
     return totals

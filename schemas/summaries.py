@@ -65,6 +65,10 @@ class JudgeSummary(TypedDict, total=False):
     served_models: list[str]
     simulated: bool
     weights: str  # what the servers loaded where not the judge's published weights ("": the published)
+    result_files: int  # a GPU worker's: the judgment batches it wrote to the exchange
+    first_response_at: float | None  # epoch seconds
+    last_request_sent_at: float | None
+    concurrency: dict[str, Any]  # endpoint -> how its concurrency was found
 
 
 class VersionSummary(TypedDict, total=False):

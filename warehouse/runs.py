@@ -172,6 +172,23 @@ class RunRecords(Part):
              bool(record.get("one_order_on_purpose", False))],
         )
 
+    def judge_run(self, run_id: str) -> dict[str, Any] | None:
+        """What is recorded of one judge run (judge_config_id, strategy, shard, status, summary), or None."""
+        row = self.con.execute("SELECT judge_config_id, strategy, shard, status, summary FROM judge_runs "
+                               "WHERE run_id = ?", [run_id]).fetchone()
+        if row is None:
+            return None
+        return {**dict(zip(("judge_config_id", "strategy", "shard", "status"), row[:4])),
+                "summary": json.loads(row[4]) if row[4] else None}
+
+    def judge_run_summaries(self, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """{run id: its summary} of the given judge runs that recorded one; each run once."""
+        if not run_ids:
+            return {}
+        rows = self.con.execute("SELECT run_id, summary FROM judge_runs WHERE run_id IN (SELECT unnest(?)) AND "
+                                "summary IS NOT NULL", [list(run_ids)]).fetchall()
+        return {run_id: json.loads(summary) for run_id, summary in rows}
+
     def mark_judge_run(self, run_id: str, status: str, error: str) -> None:
         """Close a run that can no longer finish itself (its worker was lost)."""
         self.con.execute("UPDATE judge_runs SET status = ?, error = ?, finished_at = ? WHERE run_id = ? "

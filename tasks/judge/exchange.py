@@ -14,10 +14,12 @@ one PUT.
     <root>/results/<plan_id>/shard-<i>-of-<n>/<run_id>.heartbeat         rewritten while the worker lives
     <root>/quarantine/<path of a file>(.reason)                          what the merge could not trust
 
-Nothing read back is trusted (`exchange_checks.py`): every row is checked against its shard's plan before it
-is merged, an unreadable or forged file is moved aside under `quarantine/` with its reason, and with a key
-shared by the orchestrator and the workers (`CURATE_JUDGE_EXCHANGE_KEY`) result files and run records are
-signed per plan and unsigned ones refused.
+Nothing read back is trusted (`exchange_checks.py`): a work file carries digests of its texts and states, which
+a worker checks before judging; every result row is checked against its shard's plan before it is merged, an
+unreadable or forged file is moved aside under `quarantine/` with its reason; and with a key shared by the
+orchestrator and the workers (`CURATE_JUDGE_EXCHANGE_KEY`) work files are signed by the orchestrator, result
+files and run records by the worker (bound to the texts it judged), and a file unsigned or signed on one side
+only is refused, by the worker before it judges.
 
 Liveness never reads modification times (clocks and timestamps differ across hosts and object stores): a
 heartbeat holds a counter the worker increments, and the orchestrator notes, on its own clock, when it last
@@ -53,11 +55,21 @@ import pyarrow.parquet as pq
 from common.errors import InvalidInputError, NotFoundError
 from tasks.judge.config import JudgeConfig
 from tasks.judge.exchange_checks import (
+    BAD_SIGNATURE,
+    CHANGED,
     KEY_ENV,
+    KEY_ON_ORCHESTRATOR_ONLY,
+    KEY_ON_WORKER_ONLY,
+    STATE_COLUMNS,
+    TEXT_COLUMNS,
     ShardPlan,
     plan_key,
     record_signature,
+    results_key,
     signature,
+    signature_holds,
+    table_digest,
+    work_problem,
 )
 from tasks.judge.run import JUDGMENT_SCHEMA, JudgmentState, PairText, States
 from tasks.judge.strategies import parse_strategy
@@ -206,17 +218,66 @@ def _read_parquet(ex: Exchange, path: str) -> pa.Table:
     return pq.read_table(io.BytesIO(ex.get(path)))
 
 
-def shard_plan(ex: Exchange, plan: str, label: str) -> ShardPlan | None:
-    """What the orchestrator planned for one shard (from its work file), or None when there is no such plan."""
+class UntrustedWorkError(InvalidInputError):
+    """A work file this side must not judge or trust: changed since it was written, or signed on one side only
+    (`problem`: why, as `exchange_checks.work_problem` says)."""
+
+    def __init__(self, problem: str):
+        super().__init__(f"this shard's work file is refused before anything is judged: {problem}")
+        self.problem = problem
+        keys = problem in (KEY_ON_ORCHESTRATOR_ONLY, KEY_ON_WORKER_ONLY, BAD_SIGNATURE)
+        self.hint = (f"set the same {KEY_ENV} on the orchestrator and on every GPU worker (or on none)" if keys
+                     else "rerun the pipeline: it writes the work file again")
+
+
+_WORK_META = b"curator.shard_work"
+
+
+def verify_work(ex: Exchange, path: str, secret: str | None) -> tuple[pa.Table, dict[str, Any]]:
+    """A work file's table and metadata, once it is where its metadata says and its digests (and, as this side
+    holds the key `secret` or not, its signature or its lack of one) hold; else `UntrustedWorkError`."""
+    if not ex.exists(path):
+        raise NotFoundError(f"no shard work at {ex.url_of(path)}: is this worker pointed at the orchestrator's "
+                            "exchange (the same URL, and credentials that can read it)?")
+    table = _read_parquet(ex, path)
+    try:
+        meta = json.loads((table.schema.metadata or {})[_WORK_META])
+    except (KeyError, ValueError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise InvalidInputError(f"{ex.url_of(path)} is not a shard work file (no curator.shard_work metadata)")
+    shard = re.fullmatch(r"(\d+)/(\d+)", str(meta.get("shard")))
+    if not shard or path != work_path(ex, str(meta.get("plan_id")), int(shard.group(1)), int(shard.group(2))):
+        raise UntrustedWorkError(f"it names plan {str(meta.get('plan_id'))[:40]} shard {str(meta.get('shard'))[:20]} "
+                                 "but lies elsewhere")
+    try:
+        table = table.select(WORK_SCHEMA.names).cast(WORK_SCHEMA)
+    except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise UntrustedWorkError(CHANGED) from None  # its columns are not the ones the orchestrator writes
+    problem = work_problem(meta, table_digest(table, TEXT_COLUMNS), table_digest(table, STATE_COLUMNS), secret)
+    if problem is not None:
+        raise UntrustedWorkError(problem)
+    return table, meta
+
+
+def shard_plan(ex: Exchange, plan: str, label: str, secret: str | None = None) -> ShardPlan | None:
+    """What the orchestrator planned for one shard (from its work file), or None when there is no such plan.
+    With `secret` (a keyed merge) the file must be signed and unchanged (else `UntrustedWorkError`), and the
+    plan holds the key its results are signed with."""
     match = re.fullmatch(r"shard-(\d+)-of-(\d+)", label)
     path = work_path(ex, plan, int(match.group(1)), int(match.group(2))) if match else None
     if path is None or not ex.exists(path):
         return None
-    data = pq.read_table(io.BytesIO(ex.get(path)), columns=["pair_id"])
-    meta = json.loads(data.schema.metadata[b"curator.shard_work"])
+    if secret is None:  # unauthenticated: the pair ids are all the rows are checked against
+        data = pq.read_table(io.BytesIO(ex.get(path)), columns=["pair_id"])
+        meta = json.loads(data.schema.metadata[_WORK_META])
+        key = None
+    else:
+        data, meta = verify_work(ex, path, secret)
+        key = results_key(secret, plan, meta["texts"])
     slots = parse_strategy(meta["strategy"]).all_slots()
     return ShardPlan(plan, JudgeConfig(**meta["config"]).id, frozenset(slots),
-                     frozenset(data.column("pair_id").to_pylist()))
+                     frozenset(data.column("pair_id").to_pylist()), key)
 
 
 @dataclass(frozen=True)
@@ -229,6 +290,7 @@ class ShardWork:
     strategy: str
     pairs: list[PairText]
     states: States
+    results_key: bytes | None = None  # what this worker signs its results with (keyed exchanges)
 
     @property
     def label(self) -> str:
@@ -245,7 +307,9 @@ def results_dir(ex: Exchange, plan: str, label: str) -> str:
 
 
 def write_work(ex: Exchange, path: str, *, plan: str, shard: str, config: dict[str, Any], strategy: str,
-               pairs: list[PairText], states: States) -> None:
+               pairs: list[PairText], states: States, secret: str | None = None) -> None:
+    """One shard's work file, with the digests of its texts and states; signed when `secret` (the exchange's
+    key) is given, and saying whether it is, so that a worker keyed otherwise refuses it."""
     by_pair: dict[str, list[dict[str, Any]]] = {}
     for (pid, order, sample), state in states.items():
         by_pair.setdefault(pid, []).append({"order": order, "sample_index": sample, **state._asdict()})
@@ -254,27 +318,28 @@ def write_work(ex: Exchange, path: str, *, plan: str, shard: str, config: dict[s
         "response_a": [p[2] for p in pairs], "response_b": [p[3] for p in pairs],
         "states": [by_pair.get(p[0], []) for p in pairs],
     }, schema=WORK_SCHEMA)
-    meta = {"plan_id": plan, "shard": shard, "config": config, "strategy": strategy}
-    table = table.replace_schema_metadata({b"curator.shard_work": json.dumps(meta).encode()})
+    meta = {"plan_id": plan, "shard": shard, "config": config, "strategy": strategy,
+            "texts": table_digest(table, TEXT_COLUMNS), "states": table_digest(table, STATE_COLUMNS),
+            "signed": secret is not None}
+    meta = json.loads(json.dumps(meta))  # signed as it is read back
+    if secret is not None:
+        meta["signature"] = record_signature(plan_key(secret, plan), meta)
+    table = table.replace_schema_metadata({_WORK_META: json.dumps(meta).encode()})
     ex.put(path, _parquet_bytes(table, compression="zstd"))
 
 
-def read_work(ex: Exchange, path: str) -> ShardWork:
-    if not ex.exists(path):
-        raise NotFoundError(f"no shard work at {ex.url_of(path)}: is this worker pointed at the orchestrator's "
-                            "exchange (the same URL, and credentials that can read it)?")
-    table = _read_parquet(ex, path)
-    raw = (table.schema.metadata or {}).get(b"curator.shard_work")
-    if raw is None:
-        raise InvalidInputError(f"{ex.url_of(path)} is not a shard work file (no curator.shard_work metadata)")
-    meta = json.loads(raw)
+def read_work(ex: Exchange, path: str, secret: str | None = None) -> ShardWork:
+    """A shard's work, refused (`UntrustedWorkError`) unless it is unchanged and signed exactly when this worker
+    holds the exchange's key (`secret`)."""
+    table, meta = verify_work(ex, path, secret)
     rows = table.to_pylist()
     pairs = [(r["pair_id"], json.loads(r["history"]), r["response_a"], r["response_b"]) for r in rows]
     states: States = {}
     for r in rows:
         for s in r["states"]:
             states[(r["pair_id"], s["order"], s["sample_index"])] = _state(s)
-    return ShardWork(meta["plan_id"], meta["shard"], meta["config"], meta["strategy"], pairs, states)
+    key = results_key(secret, meta["plan_id"], meta["texts"]) if secret is not None else None
+    return ShardWork(meta["plan_id"], meta["shard"], meta["config"], meta["strategy"], pairs, states, key)
 
 
 def _state(row: dict[str, Any]) -> JudgmentState:
@@ -283,14 +348,20 @@ def _state(row: dict[str, Any]) -> JudgmentState:
                          row.get("requests") or 0, row.get("failure_reason"))
 
 
-def fold_results(states: States, ex: Exchange, folder: str) -> int:
+def fold_results(states: States, ex: Exchange, folder: str, signed_with: bytes | None = None) -> int:
     """Overlay the judgments already written in `folder` (by an earlier attempt at this shard) onto
     `states`, as the warehouse would merge them: an 'ok' is final, else the most attempts. Returns files read;
-    one that cannot be read is left to the merge (which moves it aside): its judgments are asked again."""
+    one that cannot be read, or is not signed with `signed_with` (the shard's results key, if keyed), is left
+    to the merge (which moves it aside): its judgments are asked again."""
     files = ex.glob(f"{folder}/*.parquet")
     for f in files:
         try:
-            table = _read_parquet(ex, f)
+            data = ex.get(f)
+            if signed_with is not None and not signature_holds(signed_with, data,
+                                                               ResultFile(ex.relative(f), f).parts[3]):
+                _log.warning("result file %s carries no valid signature; its judgments are asked again", ex.url_of(f))
+                continue
+            table = pq.read_table(io.BytesIO(data))
         except Exception as err:  # noqa: BLE001 - a damaged file must not stop the shard
             _log.warning("result file %s is unreadable (%s: %s); its judgments are asked again", ex.url_of(f),
                          type(err).__name__, str(err)[:200])
@@ -307,7 +378,7 @@ def fold_results(states: States, ex: Exchange, folder: str) -> int:
 
 class ResultWriter:
     """Writes a worker's judgment batches as numbered Parquet files in its shard's results folder, signed in
-    their names when the worker holds the exchange key (`key`: the plan's, from `plan_key`)."""
+    their names when the worker holds the exchange key (`key`: the shard's, from `results_key`)."""
 
     def __init__(self, ex: Exchange, folder: str, run_id: str, key: bytes | None = None):
         self.ex = ex
@@ -440,19 +511,3 @@ def read_result(ex: Exchange, f: ResultFile) -> tuple[pa.Table, str]:
 
 def run_record_files(ex: Exchange) -> list[str]:
     return ex.glob(ex.path("results", "*", "*", "*.run.json"))
-
-
-def run_records(ex: Exchange) -> list[dict[str, Any]]:
-    """The workers' run records that can be read (the merge moves the others aside)."""
-    records = []
-    for path in run_record_files(ex):
-        try:
-            records.append(json.loads(ex.get(path)))
-        except (ValueError, FileNotFoundError):
-            continue
-    return records
-
-
-def plan_secret_key(plan: str) -> bytes | None:
-    secret = shared_secret()
-    return plan_key(secret, plan) if secret else None

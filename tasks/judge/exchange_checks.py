@@ -7,9 +7,18 @@ equal to the verdict mapped from its order) or a failure with a reason and no ve
 rejected with the first reason it fails, never merged; the others of its file are.
 
 Files can also be authenticated: with a key shared by the orchestrator and the GPU workers
-(`CURATE_JUDGE_EXCHANGE_KEY`), each worker signs its result files (an HMAC-SHA256 of the bytes, under a key
-derived for the plan) in their names, and its run records inside them; the merge then refuses any file
-without a valid signature, so whoever can write to the storage but lacks the key cannot add a verdict.
+(`CURATE_JUDGE_EXCHANGE_KEY`), the orchestrator signs each work file (an HMAC-SHA256, under a key derived for
+the plan, over its metadata and the digests of its texts and states) and a worker judges no file whose
+signature does not hold, nor an unsigned one; a keyless worker judges no signed one. Each worker signs its
+result files (an HMAC of the bytes) in their names, and its run records inside them, under a key derived for
+the plan AND the digest of the texts it judged, answer order included: results of a work file whose texts
+were changed (answers swapped, say) do not verify against the plan the orchestrator wrote. The merge then
+refuses any file without a valid signature, so whoever can write to the storage but lacks the key cannot add
+a verdict.
+
+A worker's run record is typed field by field (its summary against `JudgeSummary`), must lie where its worker
+writes it (`<run_id>.run.json` in its own shard's folder) and must agree with what the warehouse holds of
+that run: so one run counts once, however often its record is copied.
 """
 
 from __future__ import annotations
@@ -18,20 +27,49 @@ import hashlib
 import hmac
 import json
 import math
+import re
+import types
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, NewType, TypedDict, Union, get_args, get_origin, get_type_hints, is_typeddict
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from common.reasons import ExchangeReject
+from schemas.summaries import JudgeSummary
 from tasks.judge.genrm import ORDERS, Verdict, to_a_side
 
 KEY_ENV = "CURATE_JUDGE_EXCHANGE_KEY"
 SIGNATURE_CHARS = 32  # hex characters of the HMAC kept in a file name (128 bits)
 _VERDICT_FIELDS = ("score_1", "score_2", "ranking", "score_a", "score_b", "ranking_a", "margin_a")
-RUN_RECORD_FIELDS = {"run_id": str, "judge_config_id": str, "strategy": str, "endpoints": list, "shard": str,
-                     "started_at": str, "status": str}
 RUN_STATUSES = ("running", "completed", "failed")
+TEXT_COLUMNS = ("pair_id", "history", "response_a", "response_b")  # what a judge reads, in the order it reads it
+STATE_COLUMNS = ("states",)
+
+Timestamp = NewType("Timestamp", str)  # a time as `str(datetime)` writes it
+
+
+class _RunRecordStart(TypedDict):
+    run_id: str
+    judge_config_id: str
+    strategy: str
+    endpoints: list[str]
+    shard: str
+    started_at: Timestamp
+    status: str
+
+
+class WorkerRunRecord(_RunRecordStart, total=False):
+    """A worker's run record (`<run_id>.run.json`), field by field (the fields above always); nothing else may
+    be in it."""
+
+    template: str | None
+    finished_at: Timestamp
+    error: str
+    summary: JudgeSummary | None
+    signature: str
 
 
 @dataclass(frozen=True)
@@ -42,12 +80,19 @@ class ShardPlan:
     config_id: str
     slots: frozenset[tuple[str, int]]  # every (order, sample) the plan's strategy may ask for
     pair_ids: frozenset[str]
+    results_key: bytes | None = None  # what its results are signed with (`results_key`), when the exchange is keyed
 
 
 def plan_key(secret: str, plan_id: str) -> bytes:
     """The signing key of one plan, derived from the shared secret: a key leaked with one plan's files
     signs nothing for another plan."""
     return hmac.new(secret.encode(), f"curator-exchange-plan\0{plan_id}".encode(), hashlib.sha256).digest()
+
+
+def results_key(secret: str, plan_id: str, texts: str) -> bytes:
+    """The key a worker signs its results and run record with: the plan's, bound to the digest of the texts it
+    judged (`texts` of the work file), so results of other texts than the plan's never verify."""
+    return hmac.new(plan_key(secret, plan_id), f"curator-exchange-results\0{texts}".encode(), hashlib.sha256).digest()
 
 
 def signature(key: bytes, data: bytes) -> str:
@@ -59,9 +104,72 @@ def signature_holds(key: bytes, data: bytes, claimed: str | None) -> bool:
 
 
 def record_signature(key: bytes, record: dict[str, Any]) -> str:
-    """A run record's signature: over its canonical JSON, without the signature field itself."""
+    """A run record's signature, or a work file's (over its metadata, digests included): over its canonical JSON,
+    without the signature field itself."""
     body = {k: v for k, v in record.items() if k != "signature"}
     return signature(key, json.dumps(body, sort_keys=True, default=str).encode())
+
+
+def _feed(h: Any, arr: pa.Array) -> None:
+    """An Arrow array's values into a hash, exactly: its length, which values are null, and each value's bytes
+    (strings length-prefixed), whatever the array's chunking or encoding on disk."""
+    h.update(len(arr).to_bytes(8, "little"))
+    h.update(arr.is_null().to_numpy(zero_copy_only=False).astype(np.uint8).tobytes())
+    kind = arr.type
+    if pa.types.is_struct(kind):
+        for child in arr.flatten():
+            _feed(h, child)
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        h.update(pc.list_value_length(arr).fill_null(0).cast(pa.int64()).to_numpy().tobytes())
+        _feed(h, arr.flatten())
+    elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        arr = arr.cast(pa.large_string()).fill_null("")
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
+        h.update(np.diff(offsets).tobytes())
+        data = arr.buffers()[2]
+        if data is not None and len(arr):
+            h.update(memoryview(data)[offsets[0]:offsets[-1]])
+    else:
+        h.update(arr.fill_null(0).to_numpy(zero_copy_only=False).tobytes())
+
+
+def table_digest(table: pa.Table, columns: tuple[str, ...]) -> str:
+    """A digest of `columns` of a table, in order, value by value (answer order included: a pair id, which
+    ignores it, would not tell a swapped pair)."""
+    h = hashlib.blake2b(digest_size=16)
+    for name in columns:
+        column = table.column(name)
+        if pa.types.is_string(column.type):
+            column = column.cast(pa.large_string())  # a shard's texts may pass 2 GiB
+        h.update(name.encode() + b"\0")
+        _feed(h, column.combine_chunks())
+    return h.hexdigest()
+
+
+CHANGED = "its content does not match the digests it was written with: it was changed after it was written"
+KEY_ON_ORCHESTRATOR_ONLY = (f"it is signed (the orchestrator holds {KEY_ENV}) and this side holds no key: a key "
+                            "on one side only")
+KEY_ON_WORKER_ONLY = (f"it is not signed (the orchestrator holds no key) and this side holds {KEY_ENV}: a key on "
+                      "one side only")
+BAD_SIGNATURE = (f"its signature does not hold under this side's {KEY_ENV}: it was changed after it was signed, or "
+                 "the keys differ")
+
+
+def work_problem(meta: dict[str, Any], texts: str, states: str, secret: str | None) -> str | None:
+    """Why a work file must not be judged (or trusted by a keyed merge), given the digests of the texts and
+    states it holds and this side's secret; None: it may."""
+    signed = meta.get("signed") is True
+    if ("texts" in meta or signed) and (meta.get("texts"), meta.get("states")) != (texts, states):
+        return CHANGED
+    if signed and secret is None:
+        return KEY_ON_ORCHESTRATOR_ONLY
+    if not signed and secret is not None:
+        return KEY_ON_WORKER_ONLY
+    claimed = meta.get("signature")
+    if signed and not (isinstance(claimed, str) and hmac.compare_digest(
+            record_signature(plan_key(secret, str(meta.get("plan_id"))), meta), claimed)):
+        return BAD_SIGNATURE
+    return None
 
 
 def _int_in(value: Any, low: int, high: int) -> bool:
@@ -114,15 +222,109 @@ def split_rows(table: pa.Table, plan: ShardPlan, run_id: str) -> tuple[pa.Table,
     return table.take(pa.array(keep, pa.int64())), rejected
 
 
+_WORDS = {int: "a count", float: "a finite number", str: "a string", bool: "true or false", type(None): "null",
+          Timestamp: "a time"}
+
+
+def _word(hint: Any) -> str:
+    return _WORDS.get(hint) or getattr(get_origin(hint), "__name__", None) or getattr(hint, "__name__", str(hint))
+
+
+def _field(name: str, key: str) -> str:
+    return f"{name}.{key}" if name else key
+
+
+def type_problem(value: Any, hint: Any, name: str = "") -> str | None:
+    """Why a value read from JSON is not of type `hint` (None: it is), naming the field: a count is an int >= 0
+    (never a bool or a string), a number is finite, a TypedDict holds its required keys and no other."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return None
+    if origin in (Union, types.UnionType):
+        if any(type_problem(value, a) is None for a in args):
+            return None
+        others = [a for a in args if a is not type(None)]
+        if len(others) == 1:  # an optional field: what is wrong with it as the one type it may be
+            return type_problem(value, others[0], name)
+        return f"{name} is {json.dumps(value, default=str)[:40]}, not {' or '.join(_word(a) for a in args)}"
+    if is_typeddict(hint):
+        if not isinstance(value, dict):
+            return f"{name or 'the record'} is not an object"
+        hints = get_type_hints(hint)
+        missing = sorted(hint.__required_keys__ - value.keys())
+        if missing:
+            return f"{_field(name, missing[0])} missing"
+        for key, item in value.items():
+            if key not in hints:
+                return f"{_field(name, key)[:80]} is not a field of a {hint.__name__}"
+            problem = type_problem(item, hints[key], _field(name, key))
+            if problem:
+                return problem
+        return None
+    if origin is list:
+        if not isinstance(value, list):
+            return f"{name} is not a list"
+        return next((p for i, v in enumerate(value) if (p := type_problem(v, args[0], f"{name}[{i}]"))), None)
+    if origin is dict:
+        if not isinstance(value, dict):
+            return f"{name} is not an object"
+        return next((p for k, v in value.items() if (p := type_problem(v, args[1], _field(name, k)[:80]))), None)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    fits = {int: lambda: number and isinstance(value, int) and value >= 0,
+            float: lambda: number and math.isfinite(value),
+            str: lambda: isinstance(value, str), bool: lambda: isinstance(value, bool),
+            type(None): lambda: value is None, Timestamp: lambda: isinstance(value, str) and _is_time(value)}
+    if hint not in fits:
+        raise TypeError(f"no check for {hint!r}")  # a field typed with something this checker does not know
+    return None if fits[hint]() else f"{name} is {json.dumps(value, default=str)[:40]}, not {_word(hint)}"
+
+
+def _is_time(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 def run_record_problem(record: Any) -> str | None:
-    """Why a worker's run record cannot be merged, or None."""
-    if not isinstance(record, dict):
-        return "not an object"
-    for name, kind in RUN_RECORD_FIELDS.items():
-        if not isinstance(record.get(name), kind):
-            return f"{name} missing or not a {kind.__name__}"
+    """Why a worker's run record cannot be merged, or None: every field typed (`WorkerRunRecord`)."""
+    problem = type_problem(record, WorkerRunRecord)
+    if problem is not None:
+        return problem
     if record["status"] not in RUN_STATUSES:
         return f"status {record['status']!r:.40} is not one of {RUN_STATUSES}"
-    if record.get("summary") is not None and not isinstance(record["summary"], dict):
-        return "summary is not an object"
+    return None
+
+
+_SHARD = re.compile(r"(\d+)/(\d+)")
+
+
+def run_record_place_problem(record: dict[str, Any], label: str, name: str) -> str | None:
+    """Why a (typed) run record is not where its worker writes it: `<run_id>.run.json` in the folder of its own
+    shard (`label`: the folder's name, `name`: the file's); None when it is. A copy elsewhere is not counted."""
+    if name != f"{record['run_id']}.run.json":
+        return f"named {name[:60]!r}, not after its run {record['run_id'][:60]!r}"
+    match = _SHARD.fullmatch(record["shard"])
+    if match is None or f"shard-{match.group(1)}-of-{match.group(2)}" != label:
+        return f"its shard {record['shard'][:20]!r} is not the folder's {label}"
+    return None
+
+
+FINAL_STATUSES = ("completed", "failed")
+
+
+def run_record_conflict(stored: dict[str, Any] | None, record: dict[str, Any]) -> str | None:
+    """Which field of a run record disagrees with the same run as the warehouse holds it (`stored`: its
+    judge_config_id, strategy, shard, status and summary; None: not recorded yet), or None. A record may move a
+    run forward (running, then completed or failed); once final, another final word on it is a conflict."""
+    if stored is None:
+        return None
+    for key in ("judge_config_id", "strategy", "shard"):
+        if stored[key] != record[key]:
+            return key
+    if stored["status"] in FINAL_STATUSES and record["status"] in FINAL_STATUSES:
+        for key in ("status", "summary"):
+            if (stored.get(key) or None) != (record.get(key) or None):
+                return key
     return None

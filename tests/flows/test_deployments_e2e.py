@@ -345,3 +345,24 @@ def test_two_pipeline_runs_at_once_one_runs_the_other_stops_clearly(cluster, pat
     with Warehouse(paths["warehouse"], read_only=True) as wh:
         # exactly one new version: the run that stopped made nothing
         assert [v["version"] for v in wh.versions.versions("nightly-e2e")] == versions_before + [versions_before[-1] + 1]
+
+
+def test_a_key_on_the_orchestrator_only_fails_the_night_before_any_request(cluster, paths, tmp_path):
+    """`curate run --shards 2` on a host holding CURATE_JUDGE_EXCHANGE_KEY, the gpu workers holding none: each
+    worker refuses its signed work file before judging, and the command exits 2 in one line naming the key."""
+    data = tmp_path / "keyed.jsonl"
+    write_synth(data, "helpsteer3", 40, seed=74, pair_bytes=300, bad_rate=0.0, near_dup_rate=0.0)
+    before = _requests(cluster)
+    env = {**cluster.env, "CURATE_JUDGE_EXCHANGE_KEY": "orchestrator-only", "CURATE_JUDGE_EXCHANGE": "s3://exchange/keyed",
+           "CURATE_JUDGE_SHARD_STALE_SECONDS": "60"}
+    done = subprocess.run([str(BIN / "curate"), "run", "--source", f"helpsteer3={data}", "--shards", "2",
+                           "--warehouse", str(tmp_path / "keyed.duckdb"), "--publish-to", str(tmp_path / "published"),
+                           "--dataset", "keyed-e2e", "--strategy", "swap"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: 2 of 2 judge shards did not finish"), done.stderr[-3000:]
+    assert "CURATE_JUDGE_EXCHANGE_KEY" in lines[0] and "a key on one side only" in lines[0]
+    assert _requests(cluster) == before  # the stand-ins' /stats: not one request paid for
+    with Warehouse(tmp_path / "keyed.duckdb", read_only=True) as wh:
+        assert wh.query("SELECT count(*) FROM judgments") == [(0,)] and not wh.versions.versions("keyed-e2e")

@@ -125,3 +125,156 @@ def test_sharding_without_the_deployment_is_a_clear_error(tmp_path, ingested):
     with pytest.raises(ValueError, match="no deployment 'judge-worker/judge'.*deploy --all"):
         judge_sharded(2, warehouse=path, exchange=str(tmp_path / "exchange"))
     assert not (tmp_path / "exchange").exists()  # refused before planning anything
+
+
+# ---------------------------------------------------------------- the exchange's key, on both sides or one
+
+KEY = "CURATE_JUDGE_EXCHANGE_KEY"
+
+
+def _curate(*args, env):
+    curate = os.path.join(os.path.dirname(sys.executable), "curate")
+    started = time.perf_counter()
+    done = subprocess.run([curate, *args], env=env, capture_output=True, text=True, timeout=300)
+    return done, time.perf_counter() - started
+
+
+@pytest.mark.parametrize("orchestrator,worker", [("k1", None), (None, "k1"), ("k1", "k2")])
+def test_a_key_on_one_side_only_or_keys_that_differ_are_refused_before_any_request(tmp_path, ingested, monkeypatch,
+                                                                                    orchestrator, worker):
+    from tasks.judge.exchange import UntrustedWorkError
+
+    path, _ = ingested
+    if orchestrator:
+        monkeypatch.setenv(KEY, orchestrator)
+    work = next(iter(plan_shards(path, str(tmp_path / "exchange"), 1, "swap", None)["work"].values()))
+    monkeypatch.delenv(KEY, raising=False)
+    if worker:
+        monkeypatch.setenv(KEY, worker)
+    expected = {("k1", None): "signed .* and this side holds no key: a key on one side only",
+                (None, "k1"): "not signed .* and this side holds CURATE_JUDGE_EXCHANGE_KEY: a key on one side only",
+                ("k1", "k2"): "signature does not hold under this side's CURATE_JUDGE_EXCHANGE_KEY"}
+    expected = expected[(orchestrator, worker)]
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
+        with pytest.raises(UntrustedWorkError, match=expected):
+            judge_worker(work, endpoints=[server.url])
+        # by hand, as a GPU worker's operator runs it: one line, exit 2, before Prefect starts
+        env = {k: v for k, v in os.environ.items() if k != KEY} | ({KEY: worker} if worker else {})
+        done, seconds = _curate("judge-shard", work, "--endpoint", server.url, env=env)
+        assert server.stats()["requests"] == 0
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("error: this shard's work file is refused before anything is judged")
+    assert lines[1].startswith("hint: set the same CURATE_JUDGE_EXCHANGE_KEY") and seconds < 15
+    assert not list((tmp_path / "exchange").glob("results/*/*/*"))  # no record, no heartbeat: nothing was started
+
+
+def test_the_adversarys_swapped_work_file_is_refused_by_a_keyed_worker(tmp_path, ingested, monkeypatch):
+    from tasks.judge.exchange import UntrustedWorkError
+
+    path, _ = ingested
+    monkeypatch.setenv(KEY, "k1")
+    plan = plan_shards(path, str(tmp_path / "exchange"), 2, "swap", None)
+    work = plan["work"][0]
+    table = pq.read_table(work)
+    pq.write_table(table.set_column(2, "response_a", table.column("response_b"))
+                   .set_column(3, "response_b", table.column("response_a")), work)
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
+        with pytest.raises(UntrustedWorkError, match="does not match the digests it was written with"):
+            judge_worker(work, endpoints=[server.url])
+        summary = judge_worker(plan["work"][1], endpoints=[server.url])  # the untouched shard is judged
+        assert server.stats()["requests"] == 2 * summary["pairs"]
+    merged = merge_exchange(path, str(tmp_path / "exchange"))
+    assert merged["authenticated"] and merged["rows"] == 2 * summary["pairs"] and merged["quarantined"] == []
+
+
+@pytest.fixture
+def dispatch_here(monkeypatch):
+    """The sharded flow's dispatch done in this process: each shard's `judge-worker` run is a subflow run on
+    the same (ephemeral) Prefect API, on the stand-in, with `worker_env` as that worker's environment; then
+    `after(work)` does what an adversary or an accident does to the exchange. Everything else is the flow's."""
+    import types
+
+    import flows.judge_shards as shards
+
+    calls: dict = {"worker_env": {}, "after": lambda work: None}
+    server = StandinProcess(StandinConfig(latency_mean=0.005))
+    server.__enter__()
+
+    def run_deployment(name, parameters, timeout, flow_run_name):
+        with monkeypatch.context() as m:
+            for k, v in calls["worker_env"].items():
+                m.delenv(k, raising=False) if v is None else m.setenv(k, v)
+            state = judge_worker(parameters["work"], endpoints=[server.url], return_state=True)
+        calls["after"](parameters["work"])
+        return types.SimpleNamespace(id=state.state_details.flow_run_id)
+
+    monkeypatch.setattr(shards, "run_deployment", run_deployment)
+    monkeypatch.setattr(shards, "_require_deployment", lambda name: None)
+    calls["server"] = server
+    yield calls
+    server.__exit__(None, None, None)
+
+
+def test_sharded_judging_keyed_counts_each_run_once_however_its_record_is_copied(tmp_path, ingested, monkeypatch,
+                                                                                 dispatch_here):
+    from flows.judge_shards import judge_sharded
+
+    path, n = ingested
+    monkeypatch.setenv(KEY, "k1")
+
+    def copy_the_record(work):
+        ex, _ = Exchange.of_work(work)
+        for record in ex.glob(ex.path("results", "*", "*", "*.run.json")):
+            folder = record.rsplit("/", 1)[0]
+            ex.put(f"{folder}/copy-1.run.json", ex.get(record))
+            ex.put(f"{folder}/copy-2.run.json", ex.get(record))
+
+    dispatch_here["after"] = copy_the_record
+    summary = judge_sharded(2, strategy="swap", warehouse=path, exchange=str(tmp_path / "exchange"))
+    assert dispatch_here["server"].stats()["requests"] == 2 * n
+    assert summary["judged"] == 2 * n and summary["requests"] == 2 * n  # not three times over
+    assert summary["merged"]["authenticated"] and summary["merged"]["rows"] == 2 * n
+    assert {q["reason"].split(" (")[0] for q in summary["merged"]["quarantined"]} == {
+        "run record: not where its worker writes it"}
+
+
+def test_a_night_whose_every_result_was_quarantined_fails_naming_why(tmp_path, ingested, monkeypatch, dispatch_here):
+    from flows.judge_shards import NothingMergedError, judge_sharded
+
+    path, n = ingested
+    monkeypatch.setenv(KEY, "k1")
+
+    def strip_signatures(work):  # as a worker of another version, or someone in between, would leave them
+        ex, _ = Exchange.of_work(work)
+        for f in result_files(ex):
+            plan, label, run, sig = f.parts
+            data = ex.get(f.path)
+            ex.fs.rm_file(f.path)
+            ex.put(f.path.replace(f".{sig}.parquet", ".parquet"), data)
+
+    dispatch_here["after"] = strip_signatures
+    with pytest.raises(NothingMergedError) as err:
+        judge_sharded(2, strategy="swap", warehouse=path, exchange=str(tmp_path / "exchange"))
+    files = len(list((tmp_path / "exchange" / "quarantine").rglob("*.parquet")))
+    assert files > 0 and dispatch_here["server"].stats()["requests"] == 2 * n
+    assert str(err.value) == ("judgments arrived from the workers but none could be merged: "
+                              f"{files} result files moved to quarantine/ (no valid signature for its plan "
+                              f"(CURATE_JUDGE_EXCHANGE_KEY): {files})")
+    assert "\n" not in str(err.value) and KEY in err.value.hint
+    assert _judgments(path) == []
+
+
+def test_a_keyless_worker_under_a_keyed_orchestrator_fails_its_shards_naming_the_key(tmp_path, ingested, monkeypatch,
+                                                                                     dispatch_here):
+    from flows.judge_shards import ShardsIncompleteError, judge_sharded
+
+    path, _ = ingested
+    monkeypatch.setenv(KEY, "k1")
+    dispatch_here["worker_env"] = {KEY: None}
+    with pytest.raises(ShardsIncompleteError) as err:
+        judge_sharded(2, strategy="swap", warehouse=path, exchange=str(tmp_path / "exchange"))
+    assert dispatch_here["server"].stats()["requests"] == 0
+    message = str(err.value)
+    assert message.startswith("2 of 2 judge shards did not finish (0/2, 1/2 failed: ") and message.count(KEY) == 1
+    assert "a key on one side only" in message and "\n" not in message

@@ -21,7 +21,7 @@ from tasks.judge.exchange import (
     read_work,
     result_files,
     results_dir,
-    run_records,
+    run_record_files,
     work_path,
     write_work,
 )
@@ -33,6 +33,10 @@ PAIRS = [("p1", [{"role": "user", "content": "héllo"}], "A one", "B one"),
                  {"role": "user", "content": "q2"}], "A two", "B two")]
 CONFIG = {"model": "m", "served_revision": "main", "prompt_version": "v1", "temperature": 0.6, "top_p": 0.95,
           "max_tokens": 100}
+
+
+def _records(ex):
+    return [json.loads(ex.get(path)) for path in run_record_files(ex)]
 
 
 def _rows(*rows):
@@ -91,7 +95,7 @@ def test_result_writer_numbers_batches_and_fold_prefers_ok_then_attempts(tmp_pat
                                       "results/plan1/shard-0-of-1/run-a-00002.parquet"]
     table, digest = read_result(ex, files[0])
     assert table.num_rows == 2 and len(digest) == 32
-    assert run_records(ex) == [{"run_id": "run-a", "status": "running"}]
+    assert _records(ex) == [{"run_id": "run-a", "status": "running"}]
     # the packet said p2/ba had failed twice: a later single failure does not lower the count
     states = {("p2", "ba", 0): S("failed", 2, None, None, None), ("p1", "ba", 0): S("ok", 1, 0.5, 3, 2)}
     assert fold_results(states, ex, folder) == 2
@@ -107,11 +111,11 @@ def test_a_worker_run_is_recorded_around_its_block_as_the_warehouse_records_one(
     writer = ResultWriter(ex, results_dir(ex, "plan1", "shard-0-of-1"), "run-a")
     record = {"run_id": "run-a", "strategy": "swap"}
     with writer.recorded_run(record) as outcome:
-        (started,) = run_records(ex)
+        (started,) = _records(ex)
         assert started["status"] == "running" and "finished_at" not in started
         record["template"] = "tpl-1"  # learned inside the block: in the later records
         outcome.summary = {"judged": 2}
-    (done,) = run_records(ex)
+    (done,) = _records(ex)
     assert (done["status"], done["summary"], done["template"]) == ("completed", {"judged": 2}, "tpl-1")
     assert done["started_at"] == started["started_at"] <= done["finished_at"]
 
@@ -119,7 +123,7 @@ def test_a_worker_run_is_recorded_around_its_block_as_the_warehouse_records_one(
     with pytest.raises(RuntimeError, match="server gone"):
         with failing.recorded_run({"run_id": "run-b", "strategy": "swap"}):
             raise RuntimeError("server gone")
-    failed = next(r for r in run_records(ex) if r["run_id"] == "run-b")
+    failed = next(r for r in _records(ex) if r["run_id"] == "run-b")
     assert failed["status"] == "failed" and failed["error"] == "RuntimeError: server gone" and "summary" not in failed
 
 
@@ -167,7 +171,7 @@ def test_the_exchange_on_s3_compatible_object_storage(s3_server, monkeypatch):
         assert first == 1.0 and watch.last_change(folder, now=2.0) == 2.0
     assert [f.key for f in result_files(ex)] == ["results/plan1/shard-0-of-2/run-a-00001.parquet",
                                                  "results/plan1/shard-0-of-2/run-a-00002.parquet"]
-    assert run_records(ex) == [{"run_id": "run-a", "status": "completed"}]
+    assert _records(ex) == [{"run_id": "run-a", "status": "completed"}]
     states: dict = {}
     assert fold_results(states, ex, folder) == 2 and states[("p1", "ab", 0)].status == "ok"
 
@@ -179,3 +183,103 @@ def test_storage_options_that_are_not_json_are_refused_without_echoing_them(monk
     with pytest.raises(ValueError) as err:
         storage_options()
     assert "hunter2" not in str(err.value)
+
+
+def _signed_work(tmp_path, secret="s3cret", pairs=PAIRS):
+    ex = Exchange(tmp_path / "exchange")
+    path = work_path(ex, "plan1", 0, 2)
+    write_work(ex, path, plan="plan1", shard="0/2", config=CONFIG, strategy="swap", pairs=pairs,
+               states={("p1", "ab", 0): S("failed", 2, None, None, None)}, secret=secret)
+    return ex, path
+
+
+def _rewrite(path, change):
+    """Rewrite a work file as someone with write access to the storage would: its metadata kept as it was."""
+    table = pq.read_table(path)
+    pq.write_table(change(table), path)
+
+
+def test_a_signed_work_file_is_judged_only_unchanged_and_by_a_worker_holding_the_key(tmp_path):
+    from tasks.judge.exchange import UntrustedWorkError
+
+    ex, path = _signed_work(tmp_path)
+    work = read_work(ex, path, "s3cret")
+    assert work.pairs == PAIRS and work.results_key is not None
+    with pytest.raises(UntrustedWorkError, match="signed .* and this side holds no key: a key on one side only") as err:
+        read_work(ex, path, None)
+    assert "CURATE_JUDGE_EXCHANGE_KEY" in err.value.hint
+    with pytest.raises(UntrustedWorkError, match="signature does not hold under this side's CURATE_JUDGE_EXCHANGE_KEY"):
+        read_work(ex, path, "another key")
+    # the attack: the answers swapped (the pair ids ignore their order), the signed metadata kept
+    _rewrite(path, lambda t: t.set_column(2, "response_a", t.column("response_b"))
+             .set_column(3, "response_b", t.column("response_a")))
+    with pytest.raises(UntrustedWorkError, match="does not match the digests it was written with"):
+        read_work(ex, path, "s3cret")
+    # ... and the digests recomputed too: the signature, which only the orchestrator can make, fails
+    meta = json.loads(pq.read_schema(path).metadata[b"curator.shard_work"])
+    from tasks.judge.exchange_checks import STATE_COLUMNS, TEXT_COLUMNS, table_digest
+
+    table = pq.read_table(path)
+    meta.update(texts=table_digest(table, TEXT_COLUMNS), states=table_digest(table, STATE_COLUMNS))
+    pq.write_table(table.replace_schema_metadata({b"curator.shard_work": json.dumps(meta).encode()}), path)
+    with pytest.raises(UntrustedWorkError, match="signature does not hold"):
+        read_work(ex, path, "s3cret")
+    # unsigned by the forger: a keyed worker still refuses it
+    meta.update(signed=False)
+    meta.pop("signature")
+    pq.write_table(table.replace_schema_metadata({b"curator.shard_work": json.dumps(meta).encode()}), path)
+    with pytest.raises(UntrustedWorkError, match="is not signed .* and this side holds CURATE_JUDGE_EXCHANGE_KEY"):
+        read_work(ex, path, "s3cret")
+
+
+def test_a_keyed_worker_refuses_an_unsigned_work_file_and_states_are_covered_too(tmp_path):
+    from tasks.judge.exchange import UntrustedWorkError
+
+    ex, path = _signed_work(tmp_path, secret=None)
+    assert read_work(ex, path, None).results_key is None
+    with pytest.raises(UntrustedWorkError, match="not signed"):
+        read_work(ex, path, "s3cret")
+    ex, path = _signed_work(tmp_path / "b")
+    # a cached state forged (a judgment marked exhausted, so never asked): changed, refused
+    _rewrite(path, lambda t: t.set_column(4, "states", pa.array([[], []], t.schema.field("states").type)))
+    with pytest.raises(UntrustedWorkError, match="does not match the digests"):
+        read_work(ex, path, "s3cret")
+
+
+def test_a_work_file_copied_to_another_plans_place_is_refused(tmp_path):
+    from tasks.judge.exchange import UntrustedWorkError
+
+    ex, path = _signed_work(tmp_path)
+    elsewhere = work_path(ex, "plan2", 0, 2)
+    ex.put(elsewhere, ex.get(path))
+    with pytest.raises(UntrustedWorkError, match="names plan plan1 shard 0/2 but lies elsewhere"):
+        read_work(ex, elsewhere, "s3cret")
+
+
+def test_the_texts_digest_follows_every_character_and_the_answer_order_not_the_chunking():
+    from tasks.judge.exchange_checks import TEXT_COLUMNS, table_digest
+
+    def table(rows, chunks=1):
+        t = pa.Table.from_pylist([dict(zip(TEXT_COLUMNS, r)) for r in rows])
+        return pa.concat_tables([t.slice(i, 1) for i in range(len(rows))]) if chunks > 1 else t
+
+    rows = [("p1", "[]", "A", "B"), ("p2", "[]", "yes", "no")]
+    base = table_digest(table(rows), TEXT_COLUMNS)
+    assert table_digest(table(rows, chunks=2), TEXT_COLUMNS) == base
+    assert table_digest(table([rows[0], ("p2", "[]", "no", "yes")]), TEXT_COLUMNS) != base  # answers swapped
+    assert table_digest(table([("p1", "[]", "AB", ""), rows[1]]), TEXT_COLUMNS) != \
+        table_digest(table([("p1", "[]", "A", "B"), rows[1]]), TEXT_COLUMNS)  # where one text ends
+    assert table_digest(table([("p1", "[]", "A", None), rows[1]]), TEXT_COLUMNS) != \
+        table_digest(table([("p1", "[]", "A", ""), rows[1]]), TEXT_COLUMNS)  # null is not empty
+    assert table_digest(table(rows[::-1]), TEXT_COLUMNS) != base
+
+
+def test_a_keyed_worker_folds_only_earlier_results_signed_for_its_texts(tmp_path):
+    ex, path = _signed_work(tmp_path)
+    work = read_work(ex, path, "s3cret")
+    folder = results_dir(ex, "plan1", "shard-0-of-2")
+    ResultWriter(ex, folder, "run-a", work.results_key).write(_rows(("p1", "ab", "ok", 1, 0.5)))
+    ResultWriter(ex, folder, "run-b").write(_rows(("p2", "ab", "ok", 1, 0.5)))  # unsigned: a forged 'ok'
+    states: dict = {}
+    assert fold_results(states, ex, folder, work.results_key) == 2
+    assert set(states) == {("p1", "ab", 0)}  # the forged 'ok' is asked again, not skipped

@@ -14,8 +14,8 @@ import pytest
 
 from tasks.judge.client import JudgeRequest, JudgeResult
 from tasks.judge.config import JudgeConfig
-from tasks.judge.exchange import Exchange, ResultWriter, results_dir, work_path, write_work
-from tasks.judge.exchange_checks import ShardPlan, plan_key, row_problem
+from tasks.judge.exchange import Exchange, ResultWriter, results_dir, shard_plan, work_path, write_work
+from tasks.judge.exchange_checks import ShardPlan, plan_key, results_key, row_problem
 from tasks.judge.genrm import Verdict, build_messages, to_a_side
 from tasks.judge.merge import merge_exchange_into
 from tasks.judge.run import JUDGMENT_SCHEMA, results_table
@@ -38,11 +38,16 @@ def _table(*results: JudgeResult, run: str = RUN) -> pa.Table:
     return results_table(list(results), CONFIG.id, run)
 
 
-def _exchange(url) -> Exchange:
+def _exchange(url, secret: str | None = None, pairs=PAIRS) -> Exchange:
     ex = Exchange(url)
     write_work(ex, work_path(ex, PLAN, 0, 1), plan=PLAN, shard="0/1", config=asdict(CONFIG), strategy="swap",
-               pairs=PAIRS, states={})
+               pairs=pairs, states={}, secret=secret)
     return ex
+
+
+def _key(ex: Exchange, secret: str) -> bytes:
+    """The key an honest worker signs this shard's results with (bound to the texts of its work file)."""
+    return shard_plan(ex, PLAN, LABEL, secret).results_key
 
 
 def _record(status: str = "completed") -> dict:
@@ -57,7 +62,7 @@ def _ok_pairs(wh: Warehouse) -> set[tuple[str, str]]:
 def _tamper_and_merge(ex: Exchange, warehouse, secret: str | None = None) -> tuple[dict, dict]:
     """A worker's honest files, then forged, incoherent, truncated and corrupt ones beside them."""
     folder = results_dir(ex, PLAN, LABEL)
-    key = plan_key(secret, PLAN) if secret else None
+    key = _key(ex, secret) if secret else None
     writer = ResultWriter(ex, folder, RUN, key)
     writer.write(_table(_result("p0"), _result("p0", "ba"), _result("p1", verdict=None)))
     writer.record(_record())
@@ -140,14 +145,21 @@ def test_a_file_rewritten_after_its_merge_merges_nothing(tmp_path, monkeypatch):
         assert _ok_pairs(wh) == {("p0", "ab")}
 
 
-def test_with_a_shared_key_only_files_signed_for_their_plan_merge(tmp_path):
-    ex = _exchange(tmp_path / "exchange")
+def test_with_a_shared_key_only_files_signed_for_their_plan_and_its_texts_merge(tmp_path):
+    ex = _exchange(tmp_path / "exchange", "s3cret")
     folder = results_dir(ex, PLAN, LABEL)
-    ResultWriter(ex, folder, RUN, plan_key("s3cret", PLAN)).write(_table(_result("p0")))
+    key = _key(ex, "s3cret")
+    swapped = [(p, h, b, a) for p, h, a, b in PAIRS]  # the same pair ids, the answers the other way round
+    ResultWriter(ex, folder, RUN, key).write(_table(_result("p0")))
     ResultWriter(ex, folder, "unsigned-run").write(_table(_result("p1", verdict=Verdict(5, 1, 1)), run="unsigned-run"))
-    ResultWriter(ex, folder, "other-plan", plan_key("s3cret", "plan2")).write(_table(_result("p2"), run="other-plan"))
-    ResultWriter(ex, folder, "wrong-key", plan_key("guess", PLAN)).write(_table(_result("p3"), run="wrong-key"))
-    signed = ResultWriter(ex, folder, RUN, plan_key("s3cret", PLAN))
+    ResultWriter(ex, folder, "other-plan", results_key("s3cret", "plan2", "x")).write(
+        _table(_result("p2"), run="other-plan"))
+    ResultWriter(ex, folder, "wrong-key", results_key("guess", PLAN, "x")).write(_table(_result("p3"), run="wrong-key"))
+    # signed under the plan's key but for other texts (a worker fed swapped answers), or unbound to any texts
+    other_texts = _key(_exchange(tmp_path / "other", "s3cret", pairs=swapped), "s3cret")
+    ResultWriter(ex, folder, "swapped", other_texts).write(_table(_result("p1"), run="swapped"))
+    ResultWriter(ex, folder, "unbound", plan_key("s3cret", PLAN)).write(_table(_result("p2"), run="unbound"))
+    signed = ResultWriter(ex, folder, RUN, key)
     signed.record(_record())
     forged = json.loads((tmp_path / "exchange" / "results" / PLAN / LABEL / f"{RUN}.run.json").read_text())
     forged.update(run_id="forged-run", status="completed")
@@ -156,9 +168,106 @@ def test_with_a_shared_key_only_files_signed_for_their_plan_merge(tmp_path):
         report = merge_exchange_into(wh, ex, "s3cret")
         assert report.authenticated and report.rows == 1 and report.run_records == 1
         assert _ok_pairs(wh) == {("p0", "ab")}
-        assert len(report.quarantined) == 4
+        assert len(report.quarantined) == 6
         assert all("signature" in q["reason"] for q in report.quarantined)
         assert wh.query("SELECT run_id FROM judge_runs") == [(RUN,)]
+
+
+@pytest.mark.parametrize("plan", ["unsigned", "swapped after signing", "signed with another key"])
+def test_a_keyed_merge_trusts_no_file_of_a_plan_it_did_not_sign(tmp_path, plan):
+    secret = "s3cret"
+    ex = _exchange(tmp_path / "exchange", {"unsigned": None, "signed with another key": "other"}.get(plan, secret))
+    path = tmp_path / "exchange" / "plans" / PLAN / f"{LABEL}.parquet"
+    key = results_key(secret, PLAN, json.loads(pq.read_schema(path).metadata[b"curator.shard_work"])["texts"])
+    if plan == "swapped after signing":
+        table = pq.read_table(path)
+        table = table.set_column(2, "response_a", table.column("response_b")).set_column(
+            3, "response_b", table.column("response_a"))
+        pq.write_table(table, path)  # its metadata (digests, signature) kept as it was
+    folder = results_dir(ex, PLAN, LABEL)
+    writer = ResultWriter(ex, folder, RUN, key)
+    writer.write(_table(_result("p0")))
+    writer.record(_record())
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        report = merge_exchange_into(wh, ex, secret)
+        assert report.rows == 0 and report.run_records == 0 and _ok_pairs(wh) == set()
+    reasons = {q["reason"] for q in report.quarantined}
+    assert len(report.quarantined) == 2 and len(reasons) == 1
+    (reason,) = reasons
+    assert reason.startswith(f"its plan {PLAN} {LABEL} is not trusted (")
+    assert {"unsigned": "not signed", "swapped after signing": "does not match the digests",
+            "signed with another key": "signature does not hold"}[plan] in reason
+
+
+def _honest_record(ex: Exchange, run: str = RUN, label: str = LABEL, **summary) -> dict:
+    record = {**_record(), "run_id": run, "summary": {"judged": 3, "requests": 4, "failed": {"no_json": 1}, **summary}}
+    ResultWriter(ex, results_dir(ex, PLAN, label), run).record(record)
+    return json.loads(ex.get(results_dir(ex, PLAN, label) + f"/{run}.run.json"))
+
+
+def test_a_run_record_counts_once_however_often_it_is_copied(tmp_path):
+    ex = _exchange(tmp_path / "exchange")
+    original = _honest_record(ex)
+    folder = results_dir(ex, PLAN, LABEL)
+    ex.put(f"{folder}/copy-1.run.json", json.dumps(original).encode())  # under another name
+    ex.put(results_dir(ex, PLAN, "shard-1-of-2") + f"/{RUN}.run.json", json.dumps(original).encode())  # another shard
+    ex.put(results_dir(ex, "plan2", LABEL) + f"/{RUN}.run.json", json.dumps(original).encode())  # the same, elsewhere
+    changed = {**original, "summary": {**original["summary"], "judged": 300}}
+    ex.put(results_dir(ex, "plan3", LABEL) + f"/{RUN}.run.json", json.dumps(changed).encode())
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        report = merge_exchange_into(wh, ex, "")
+        again = merge_exchange_into(wh, ex, "")
+        assert wh.runs.judge_run_summaries([RUN, "nobody"]) == {RUN: original["summary"]}
+    reasons = sorted(q["reason"] for q in report.quarantined)
+    assert reasons == [f"run record: disagrees with run {RUN} as recorded (summary)",
+                       f"run record: not where its worker writes it (its shard '0/1' is not the folder's shard-1-of-2)",
+                       "run record: not where its worker writes it (named 'copy-1.run.json', not after its run "
+                       f"'{RUN}')"]
+    assert report.run_records == 2 and again.run_records == 2 and again.quarantined == []
+
+
+@pytest.mark.parametrize("change,problem", [
+    ({"summary": {"judged": "many"}}, 'summary.judged is "many", not a count'),
+    ({"summary": {"requests": True}}, "summary.requests is true, not a count"),
+    ({"summary": {"tokens_in": -5}}, "summary.tokens_in is -5, not a count"),
+    ({"summary": {"seconds": float("inf")}}, "summary.seconds is Infinity, not a finite number"),
+    ({"summary": {"failed": {"no_json": "1"}}}, 'summary.failed.no_json is "1", not a count'),
+    ({"summary": {"endpoints": "http://x"}}, "summary.endpoints is not a list"),
+    ({"summary": {"judged_twice": 1}}, "summary.judged_twice is not a field of a JudgeSummary"),
+    ({"summary": [1]}, "summary is not an object"),
+    ({"started_at": "yesterday"}, 'started_at is "yesterday", not a time'),
+    ({"finished_at": 5}, "finished_at is 5, not a time"),
+    ({"endpoints": [None]}, "endpoints[0] is null, not a string"),
+    ({"error": {"x": 1}}, 'error is {"x": 1}, not a string'),
+    ({"admin": True}, "admin is not a field of a WorkerRunRecord"),
+    ({"status": "done"}, "status 'done' is not one of ('running', 'completed', 'failed')"),
+])
+def test_every_field_of_a_run_record_is_typed(tmp_path, change, problem):
+    ex = _exchange(tmp_path / "exchange")
+    record = {**_record(), "summary": {"judged": 3}, **change}
+    ex.put(results_dir(ex, PLAN, LABEL) + f"/{RUN}.run.json", json.dumps(record).encode())
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        report = merge_exchange_into(wh, ex, "")
+        assert wh.query("SELECT count(*) FROM judge_runs") == [(0,)]
+    assert [q["reason"] for q in report.quarantined] == [f"run record: {problem}"]
+
+
+def test_a_merge_that_got_judgments_and_merged_none_says_why():
+    from tasks.judge.merge import nothing_merged
+
+    empty = {"files": 0, "rows": 0, "run_records": 0, "rejected_rows": {}, "quarantined": []}
+    unsigned = "no valid signature for its plan (CURATE_JUDGE_EXCHANGE_KEY)"
+    assert nothing_merged(empty) is None  # no judgments came: nothing to say
+    assert nothing_merged({**empty, "quarantined": [{"file": "results/p/s/r.run.json", "reason": "x"}]}) is None
+    files = [{"file": f"results/p/s/r-{i:05d}.parquet", "reason": unsigned} for i in range(8)]
+    no_plan = "no plan p2 shard-0-of-1 in the exchange to check it against"
+    files.append({"file": "results/p/s/q-00001.parquet", "reason": no_plan})
+    assert nothing_merged({**empty, "quarantined": files}) == (
+        "judgments arrived from the workers but none could be merged: 9 result files moved to quarantine/ "
+        f"({unsigned}: 8; {no_plan}: 1)")
+    assert nothing_merged({**empty, "files": 2, "rejected_rows": {"not_planned": 5, "wrong_run": 1}}) == (
+        "judgments arrived from the workers but none could be merged: 6 rows rejected (not_planned: 5, wrong_run: 1)")
+    assert nothing_merged({**empty, "files": 1, "rows": 1, "quarantined": files}) is None  # some merged: a warning
 
 
 def test_a_tampered_exchange_on_s3_compatible_storage(s3_server, monkeypatch, tmp_path):
@@ -199,3 +308,18 @@ PLAN_FACTS = ShardPlan(PLAN, CONFIG.id, frozenset({("ab", 0), ("ba", 0)}), froze
 def test_each_row_invariant(change, reason):
     row = {**_table(_result("p0")).to_pylist()[0], **change}
     assert row_problem(row, PLAN_FACTS, RUN) == reason
+
+
+def test_setting_the_key_later_leaves_runs_recorded_as_they_say_and_refuses_any_new_word(tmp_path):
+    ex = _exchange(tmp_path / "exchange")  # planned and judged before the key was set
+    original = _honest_record(ex)
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        assert merge_exchange_into(wh, ex, "").run_records == 1
+        keyed = merge_exchange_into(wh, ex, "s3cret")
+        assert keyed.run_records == 1 and keyed.quarantined == []  # nothing new in it: left as it is
+        changed = {**original, "summary": {**original["summary"], "judged": 300}}
+        ex.put(results_dir(ex, PLAN, LABEL) + f"/{RUN}.run.json", json.dumps(changed).encode())
+        report = merge_exchange_into(wh, ex, "s3cret")
+        assert wh.runs.judge_run_summaries([RUN]) == {RUN: original["summary"]}
+    assert report.run_records == 0 and [q["reason"].split(" (")[0] for q in report.quarantined] == [
+        f"its plan {PLAN} {LABEL} is not trusted"]
