@@ -105,6 +105,57 @@ def test_refusals_come_first_fast_and_in_order(place, floor, args, said):
     assert said in line, line
 
 
+# A policy file that is not exactly one [policy] table of known keys (or its keys alone), not UTF-8, not a
+# regular file, or a value of another type: refused in one line, never a default policy run in its place.
+BAD_POLICIES = {
+    "beside.toml": (b"min_abs_margin = 2.4\n[policy]\nmin_confidence = 0.1\n",
+                    "key(s) 'min_abs_margin' beside the [policy] table would be ignored"),
+    "scalar.toml": (b"policy = 5\n", "not `policy = 5`"),
+    "tables.toml": (b"[[policy]]\nmin_abs_margin = 1.0\n", "not an array of tables [[policy]]"),
+    "string.toml": (b'min_abs_margin = "1.0"\n', "min_abs_margin = '1.0': input should be a valid number"),
+    "boolean.toml": (b"[policy]\nmin_abs_margin = true\n", "min_abs_margin = True: input should be a valid number"),
+    "flag.toml": (b"require_order_agreement = 1\n", "require_order_agreement = 1: input should be a valid boolean"),
+    "latin1.toml": (b"min_abs_margin = 1.0  # caf\xe9\n", "latin1.toml: cannot read the policy: not UTF-8 text"),
+    "huge.toml": (b"# padding\n" * 200_000, "huge.toml: cannot read the policy: over 1048576 bytes"),
+    "fifo": (None, "fifo: cannot read the policy: not a regular file"),
+    "/dev/zero": (None, "/dev/zero: cannot read the policy: not a regular file"),
+    "folder": (None, "folder: cannot read the policy: not a regular file"),
+}
+
+
+def _bad_policy(place, name: str) -> str:
+    content, _ = BAD_POLICIES[name]
+    if name == "fifo":
+        os.mkfifo(place / name)  # no writer: opening it to read would block
+    elif name == "folder":
+        (place / name).mkdir()
+    elif content is not None:
+        (place / name).write_bytes(content)
+    return name
+
+
+@pytest.mark.parametrize("command", ["build-version", "run"])
+@pytest.mark.parametrize("name", list(BAD_POLICIES))
+def test_a_bad_policy_file_is_one_line_before_prefect(place, floor, command, name):
+    path = _bad_policy(place, name)
+    args = ["build-version", "prefs"] if command == "build-version" else [
+        "run", "--source", "helpsteer3=hs.jsonl", "--endpoint", DEAD]
+    line, _ = _refusal(*args, "--policy", path, "--warehouse", "w.duckdb", cwd=place, floor=floor)
+    assert BAD_POLICIES[name][1] in line, line
+
+
+def test_good_policy_files_and_typed_flags_pass_to_the_next_check(place, floor):
+    """An integer for a number is no error, nor are flags (typer has typed them): the refusal is the next one."""
+    (place / "int.toml").write_text("[policy]\nmin_abs_margin = 1\nmax_per_source = 3\n")
+    line, _ = _refusal("build-version", "prefs", "--policy", "int.toml", "--warehouse", "w.duckdb", cwd=place,
+                       floor=floor)
+    assert "no judged pairs yet" in line, line
+    line, _ = _refusal("build-version", "prefs", "--min-abs-margin", "1.0", "--max-spread", "1", "--max-per-source",
+                       "3", "--allow-order-disagreement", "--human-label", "ignore", "--exports", "dpo",
+                       "--warehouse", "w.duckdb", cwd=place, floor=floor)
+    assert "no judged pairs yet" in line, line
+
+
 def test_run_refuses_a_bad_hub_target_before_reading_its_sources(place, floor):
     line, _ = _refusal("run", "--source", "helpsteer3=missing.jsonl", "--publish-to", "hf://justname", "--endpoint",
                        DEAD, "--warehouse", "w.duckdb", cwd=place, floor=floor)
