@@ -507,6 +507,8 @@ def run(
         _guarded(refusals.input_file, found, path, settings.batch_size)
     _guarded(load_policy, policy)
     _guarded(refusals.warehouse, settings, creates="ingest" not in (skip or []))
+    if "publish" not in (skip or []):
+        _guarded(refusals.publish_folder, publish_to, dataset)
     if "judge" not in (skip or []) and not shards:
         _check_judge(endpoint, "vllm" if launch_vllm else None)
     if repo is not None:
