@@ -80,7 +80,8 @@ BAD_KINDS: dict[Kind, dict[str, str]] = {
         "too_deep_for_storage": ValueFault.JSON_TOO_DEEP,
         "lone_surrogate": ValueFault.INVALID_UTF8.of("completions"),
         "surrogate_in_source": ValueFault.INVALID_UTF8.of("source"),
-        "nan_score": ValueFault.NOT_FINITE.of("completions"),
+        "partly_nan_score": AdapterRejection.COMPLETION_NOT_FINITE.of("fine-grained_score"),
+        "nan_beside_completions": ValueFault.NOT_FINITE.of("correct_answers"),  # the row's own fault: quarantined
         "too_long": column_reason("utf8_bytes", SchemaCheck.FITS_JUDGE_CONTEXT.prefix),
         "empty_last_user_turn": column_reason("history", SchemaCheck.LAST_USER_TURN_NOT_EMPTY),
         "missing_instruction": column_reason("instruction", SchemaCheck.MISSING),
@@ -448,8 +449,10 @@ class _UltraFeedback(_Generator):
             close["response"] = close["response"][:40] + "\ud800" + close["response"][40:]
         elif kind == "surrogate_in_source":
             row["source"] = "sharegpt\ud800"
-        elif kind == "nan_score":
+        elif kind == "partly_nan_score":
             close["fine-grained_score"] = float("nan")
+        elif kind == "nan_beside_completions":
+            row["correct_answers"] = [float("nan")]
         elif kind == "missing_instruction":
             del row["instruction"]
         elif kind == "instruction_not_text":

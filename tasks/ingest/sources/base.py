@@ -58,6 +58,9 @@ class Source:
     clear_label: float = DEFAULT_CLEAR_LABEL
     # its pairs name the models that wrote each answer, under `schemas.pair.MODEL_A` / `MODEL_B` in the metadata
     names_models: bool = False
+    # top-level fields whose NaN / Infinity the adapter judges part by part (one completion, not the row): the
+    # raw stage's row-wide `not_finite:<field>` leaves them to it
+    finite_checked_by_adapter: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -7,10 +7,13 @@ other completion rated at least `PAIR_THRESHOLD` (1.0) fine-grained points below
 pairs. A row whose usable completions all lie within the threshold of the best makes none: it is
 quarantined as `no_clear_preference` (counted under that reason in the summary's `quarantined`).
 
-A completion that is not an object, whose answer is empty, or whose `fine-grained_score` or `overall_score`
-is missing, not a number or (fine-grained) outside 1-5 is rejected with a `completion_*` reason naming it;
-the other completions are still paired, so such a row lands its pairs and a quarantine record. Fewer than
-two usable completions is `fewer_than_two_completions`.
+A completion that is not an object, whose answer is empty, that holds a NaN or an infinity (a score, a
+rating: `completion_not_finite:<field>`, where the raw stage would quarantine the whole row), or whose
+`fine-grained_score` or `overall_score` is missing, not a number or (fine-grained) outside 1-5 is rejected
+with a `completion_*` reason naming it; the other completions are still paired, so such a row lands its
+pairs and a quarantine record. Fewer than two usable completions is `fewer_than_two_completions`. Only the
+first `CURATE_MAX_COMPLETIONS_PER_ROW` (16) completions of a row are rated: the rest are left out as
+`completions_over_cap(<=16)` (a row of 5,000 would otherwise make thousands of pairs of one prompt).
 
 Which completion is response A is decided by a hash of the pair's source id, not by the rating: a source
 whose answer A always wins would make the pool's A side look better and confound the audit of the judge's
@@ -35,8 +38,8 @@ from typing import Any
 
 import pandera.pandas as pa
 
-from common.reasons import AdapterRejection, SchemaCheck
-from schemas.checks import is_str_or_none, text_not_empty
+from common.reasons import AdapterRejection, SchemaCheck, ValueFault
+from schemas.checks import is_str_or_none, text_not_empty, value_faults
 from schemas.pair import HUMAN_LABEL_MAX, CandidatePair, Rejection, model_names
 from schemas.raw import element_check, text_column
 from tasks.ingest.normalize import row_hash
@@ -107,6 +110,11 @@ def rate(position: int, completion: Any, models: Any) -> Rated | Rejection:
     response = completion.get("response")
     if not text_not_empty(response):  # white space, zero-width characters and NULs alone are empty too
         return Rejection([AdapterRejection.COMPLETION_RESPONSE_EMPTY], where)
+    not_finite = [f.removeprefix(ValueFault.NOT_FINITE.prefix) for f in value_faults(completion)
+                  if f.startswith(ValueFault.NOT_FINITE.prefix)]
+    if not_finite:
+        return Rejection([AdapterRejection.COMPLETION_NOT_FINITE.of(f) for f in not_finite],
+                         f"{where}: NaN or Infinity under {', '.join(not_finite)}")
     fine, overall = _number(completion.get(FINE)), _number(completion.get(OVERALL))
     if fine is None:
         return Rejection([AdapterRejection.COMPLETION_SCORE_INVALID.of(FINE)], f"{where}: {completion.get(FINE)!r}")
@@ -163,7 +171,11 @@ def make_pair(row: dict[str, Any], row_id: str, better: Rated, worse: Rated, ctx
 
 def to_pairs(row: dict[str, Any], ctx: AdapterContext) -> Iterator[CandidatePair | Rejection]:
     """Every pair a row makes under the pairing rule, and a rejection for each completion it cannot use."""
-    completions = row["completions"]
+    completions, cap = row["completions"], ctx.settings.max_completions_per_row
+    if len(completions) > cap:
+        yield Rejection([AdapterRejection.COMPLETIONS_OVER_CAP.of(cap)], f"{len(completions)} completions: those "
+                                                                         f"at positions {cap} and after left out")
+        completions = completions[:cap]
     rated = []
     for position, completion in enumerate(completions):
         result = rate(position, completion, row.get("models"))
@@ -199,4 +211,5 @@ SOURCE = Source(
     description="UltraFeedback: 4 completions per instruction rated by GPT-4; the best against each one 1.0 below",
     clear_label=CLEAR_LABEL,
     names_models=True,
+    finite_checked_by_adapter=("completions",),  # a NaN score is that completion's fault, not the row's
 )
