@@ -113,6 +113,10 @@ class AdapterRejection(Reasons):
     COMPLETION_SCORE_INVALID = "completion_score_invalid:<score>", "a completion's score is missing or not a number"
     COMPLETION_SCORE_OUT_OF_RANGE = ("completion_score_out_of_range:<score>",
                                      "a completion's score is outside its scale")
+    COMPLETION_NOT_FINITE = ("completion_not_finite:<field>",
+                             "a value under the completion's field (a score, a rating) is NaN or Infinity")
+    COMPLETIONS_OVER_CAP = ("completions_over_cap(<=<n>)", "the row has more completions than "
+                            "CURATE_MAX_COMPLETIONS_PER_ROW: the first n are paired, the rest left out")
     FEWER_THAN_TWO_COMPLETIONS = "fewer_than_two_completions", "fewer than two usable completions: no pair to make"
     NO_CLEAR_PREFERENCE = "no_clear_preference", "no completion leads another by the pairing threshold"
     ADAPTER_MADE_NOTHING = "adapter_made_nothing", "the adapter returned neither a pair nor a rejection for the row"

@@ -49,6 +49,9 @@ class Settings(BaseSettings):
         0.5, gt=0.0, le=1.0, description="share of an eval prompt's n-grams found in a pair's prompt"
     )
     arena_multiturn: MultiTurnPolicy = MultiTurnPolicy.strict
+    # UltraFeedback has 4 completions a row (5 in a few); one row of thousands would make thousands of pairs
+    max_completions_per_row: int = Field(16, ge=2, description="completions of one row rated and paired "
+                                         "(UltraFeedback); those past it are quarantined as completions_over_cap")
     hub_retries: int = Field(5, ge=0, description="attempts to resume a failed Hub read, or to redo a failed "
                              "publishing step (network errors: 10 s in all)")
     hub_retry_wait: float = Field(2.0, ge=0.0, description="first back-off in seconds, doubled each attempt")

@@ -521,6 +521,8 @@ def run(
         _guarded(refusals.input_file, found, path, settings.batch_size)
     _guarded(load_policy, policy)
     _guarded(refusals.warehouse, settings, creates="ingest" not in (skip or []))
+    if "publish" not in (skip or []):
+        _guarded(refusals.publish_folder, publish_to, dataset)
     hub_weights = None  # the judge's weights, when they are not the published ones and the version goes to the Hub
     if repo is not None and "judge" not in (skip or []):
         hub_weights = functools.partial(refusals.judge_weights_to_hub, settings, launch="vllm" if launch_vllm else None,

@@ -126,15 +126,22 @@ def judged(settings: Settings, judge_config: str | None) -> None:
 def version(settings: Settings, name: str, number: int | None, to: str, allow_simulated: bool,
             allow_other_weights: bool = False) -> None:
     """The version to publish exists; a SIMULATED one, or one judged by other weights than the judge's published
-    ones, is refused on its way to the Hub unless allowed."""
+    ones, is refused on its way to the Hub unless allowed; and a local target that already holds something else,
+    or cannot be written where the version would go."""
+    from schemas.version import hub_repo
+    from tasks.publish.layout import already_there, check_writable_target, version_folder
     from tasks.publish.summary import refuse_other_weights, refuse_simulated, version_to_publish
     from warehouse.store import Warehouse
 
     with Warehouse(settings.warehouse, read_only=True) as wh:
         meta = version_to_publish(wh.versions, name, number)
-    if to.startswith("hf://"):
+    if hub_repo(to) is not None:
         refuse_simulated(meta, to, allow_simulated)
         refuse_other_weights(meta, to, allow_other_weights)
+        return
+    final = version_folder(to, meta)
+    if not already_there(final, meta):  # a version already in place is not written again
+        check_writable_target(final)
 
 
 def judge_weights_to_hub(settings: Settings, report: Any, *, launch: str | None, shards: int, to: str,
@@ -154,3 +161,13 @@ def judge_weights_to_hub(settings: Settings, report: Any, *, launch: str | None,
     else:
         weights = ""
     refuse_judging_other_weights(weights, settings.judge_model, to, allow_other_weights)
+
+
+def publish_folder(to: str | None, dataset: str) -> None:
+    """`curate run --publish-to DIR`: the dataset's folder under DIR can be written (a Hub target is checked
+    as an argument, by `schemas.version.hub_repo`)."""
+    from schemas.version import hub_repo
+    from tasks.publish.layout import check_writable_target
+
+    if to and hub_repo(to) is None:
+        check_writable_target(Path(to) / dataset)

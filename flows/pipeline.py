@@ -25,6 +25,7 @@ from flows.publish import publish
 from flows.runs import current_run_id
 from flows.versions import EmptyVersionError, build_version
 from schemas.summaries import PIPELINE_STAGES, PipelineSummary
+from schemas.version import check_name, hub_repo
 from tasks.ingest.sources import parse_source
 from tasks.judge.cost import cost_model
 from tasks.judge.endpoints import check_judge
@@ -63,7 +64,6 @@ class PipelineRun(RunContext):
            **given: Any) -> PipelineRun:
         """`given`: the other fields (endpoints, launch, strategy, limit, judge_shards)."""
         from schemas.summaries import PIPELINE_STAGES
-        from schemas.version import check_name, hub_repo
         from tasks.curate.policy import load_policy
         from tasks.ingest.sources import get_source, parse_source
 
@@ -188,10 +188,11 @@ def _stages(run: PipelineRun) -> PipelineSummary:
 
 def published_link(target: str, tag: str | None) -> str:
     """A link to a published version: the Hub's tree at its tag, or the local folder."""
-    if target.startswith("hf://"):
+    repo = hub_repo(target)
+    if repo is not None:
         from huggingface_hub import constants
 
-        return f"{constants.ENDPOINT}/datasets/{target[len('hf://'):]}/tree/{tag}"
+        return f"{constants.ENDPOINT}/datasets/{repo}/tree/{tag}"
     return Path(target).resolve().as_uri()
 
 

@@ -16,7 +16,6 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from tasks.publish.context import PublishRun
 from schemas.summaries import PublishSummary
-from schemas.version import hub_repo
 from tasks.ingest.sources import SOURCES
 from tasks.publish.card import LICENSE_FILE, card_markdown, distributions_svg, license_fields, license_markdown
 from tasks.publish.layout import (
@@ -39,8 +38,6 @@ from tasks.publish.summary import (  # noqa: F401 - the errors are part of this 
     version_to_publish,
 )
 from warehouse.store import Warehouse
-
-HF_PREFIX = "hf://"
 
 
 def _licenses(rows: list[dict[str, Any]]) -> list[str]:
@@ -79,8 +76,9 @@ def publish(
     """Publish `name` (its latest version unless `version`) to a local folder or to `hf://ORG/NAME`."""
     log = get_run_logger()
     # the name, version and target checked as the CLI checks them
-    settings = PublishRun.of(name, version, to, private, allow_simulated, allow_other_weights=allow_other_weights,
-                             warehouse=warehouse).settings
+    run = PublishRun.of(name, version, to, private, allow_simulated, allow_other_weights=allow_other_weights,
+                        warehouse=warehouse)
+    settings, to = run.settings, run.to  # `to` as recorded: hf://ORG/NAME whatever the case of its scheme
     with Warehouse(settings.warehouse, read_only=True) as wh:
         meta = version_to_publish(wh.versions, name, version)
         rows = wh.versions.version_rows(name, meta["version"])
@@ -88,10 +86,10 @@ def publish(
     tag = f"v{meta['version']}"
     fill = _filler(meta, rows, judge_config)
 
-    if to.startswith(HF_PREFIX):
+    if run.repo is not None:
         import tempfile
 
-        repo_id = hub_repo(to)
+        repo_id = run.repo
         refuse_simulated(meta, to, allow_simulated)
         refuse_other_weights(meta, to, allow_other_weights)
         from tasks.publish.hub import publish_folder_to_hub, resolve_hf_token  # the Hub path only when asked
@@ -104,7 +102,7 @@ def publish(
             result = publish_folder_to_hub(folder, repo_id, tag, token=resolve_hf_token(),
                                            commit_message=f"{name} {tag} ({meta['content_hash']})", private=private,
                                            retries=settings.hub_retries, retry_wait=settings.hub_retry_wait)
-        target, commit, already = f"{HF_PREFIX}{repo_id}", result.commit, result.already_published
+        target, commit, already = to, result.commit, result.already_published
     else:
         final = version_folder(to, meta)
         already = already_there(final, meta)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any
 
 from common.reasons import ValueFault
@@ -97,13 +98,14 @@ def visible_text(v: str) -> str:
     return v.translate(_INVISIBLE_TABLE).strip() if not v.isascii() or "\x00" in v else v.strip()
 
 
-def value_faults(row: dict[str, Any], deep: bool = True) -> list[str]:
+def value_faults(row: dict[str, Any], deep: bool = True, finite_checked_elsewhere: Collection[str] = ()) -> list[str]:
     """Faults of any value in a raw row, named by the top-level field that holds it:
     `invalid_utf8:<field>` (a lone surrogate), `not_finite:<field>` (NaN or infinity), `json_too_deep`.
 
     `deep` walks every nested value, iteratively (a deep row must not overflow the stack); without it
     only the top-level values are looked at, for rows a strict parser already vouched for (orjson and
-    Arrow refuse lone surrogates, NaN literals and absurd nesting).
+    Arrow refuse lone surrogates, NaN literals and absurd nesting). NaN or infinity under a field of
+    `finite_checked_elsewhere` is no fault here: the source's adapter judges it part by part.
     """
     faults: list[str] = []
     for field_name, top in row.items():
@@ -127,6 +129,6 @@ def value_faults(row: dict[str, Any], deep: bool = True) -> list[str]:
                 stack.extend((c, depth + 1) for c in v)
         if bad_utf8:
             faults.append(ValueFault.INVALID_UTF8.of(field_name))
-        if bad_number:
+        if bad_number and field_name not in finite_checked_elsewhere:
             faults.append(ValueFault.NOT_FINITE.of(field_name))
     return faults

@@ -1,11 +1,16 @@
 """The filter policy, as data: a TOML file (or flags) that decides which judged pairs a version keeps.
 
-Unknown keys and out-of-range values are refused with the key's name. The policy is stored with every
-version, so a version says exactly how it was made.
+Unknown keys, out-of-range values and values of another type (`"1.0"` or `true` for a number: nothing is
+coerced; an integer where a number is asked is fine) are refused with the key's name. A file is exactly one
+`[policy]` table, or its keys at the top level alone, in UTF-8: anything else is refused in one line, and
+only a regular file of at most `MAX_POLICY_BYTES` is read (a FIFO or /dev/zero never blocks or fills memory).
+The policy is stored with every version, so a version says exactly how it was made.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -16,6 +21,9 @@ from common.errors import UserError, validated
 from tasks.curate.exports import DEFAULT_EXPORTS, EXPORTS, check_export_names
 
 
+MAX_POLICY_BYTES = 1 << 20  # a policy is a few hundred bytes
+
+
 class PolicyError(UserError, ValueError):
     pass
 
@@ -24,7 +32,8 @@ class FilterPolicy(BaseModel):
     """Every key is also a flag of `curate build-version` (`--<key-with-dashes>`): its help is the key's
     description with its range or choices."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a TOML string or boolean is never read as a number, nor a number as a boolean (flags arrive typed)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     min_abs_margin: float = Field(1.0, ge=0.0, le=2.5, description="keep pairs whose |mean margin| is at least this")
     min_confidence: float = Field(0.0, ge=0.0, le=1.0, description="keep pairs whose heuristic confidence is at "
@@ -78,14 +87,54 @@ def make_policy(values: dict) -> FilterPolicy:
     return validated(FilterPolicy, values, "invalid filter policy", PolicyError)
 
 
+def _read_policy_text(path: Path) -> str:
+    """The file's text: a regular file (opened without blocking, so a FIFO cannot hang), at most
+    `MAX_POLICY_BYTES`, in UTF-8; else `PolicyError`."""
+    def refuse(why: str) -> PolicyError:
+        return PolicyError(f"{path}: cannot read the policy: {why}")
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as err:
+        raise refuse(err.strerror or str(err)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise refuse("not a regular file")
+        data = b""
+        while len(data) <= MAX_POLICY_BYTES and (chunk := os.read(fd, MAX_POLICY_BYTES + 1 - len(data))):
+            data += chunk
+    except OSError as err:
+        raise refuse(err.strerror or str(err)) from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_POLICY_BYTES:
+        raise refuse(f"over {MAX_POLICY_BYTES} bytes: not a policy file")
+    try:
+        return data.decode("utf-8-sig")  # a byte-order mark some editors write is no error
+    except UnicodeDecodeError as err:
+        raise refuse(f"not UTF-8 text (byte {err.start})") from None
+
+
+def policy_values(path: Path) -> dict:
+    """The keys a policy file sets: its one `[policy]` table, or its top-level keys when it has none."""
+    try:
+        data = tomllib.loads(_read_policy_text(path))
+    except tomllib.TOMLDecodeError as err:
+        raise PolicyError(f"{path}: cannot read the policy: {err}") from None
+    if "policy" not in data:
+        return data
+    table, beside = data.pop("policy"), sorted(data)
+    if not isinstance(table, dict):
+        given = "an array of tables [[policy]]" if isinstance(table, list) else f"`policy = {table!r}`"
+        raise PolicyError(f"{path}: a policy file is one [policy] table (or its keys alone), not {given}")
+    if beside:
+        raise PolicyError(f"{path}: key(s) {', '.join(map(repr, beside))} beside the [policy] table would be "
+                          "ignored: put them inside it, or drop the [policy] header")
+    return table
+
+
 def load_policy(path: Path | None, overrides: dict | None = None) -> FilterPolicy:
     """The policy from a TOML file (its `[policy]` table, or the whole file), with flags on top."""
-    values: dict = {}
-    if path is not None:
-        try:
-            data = tomllib.loads(Path(path).read_text())
-        except (OSError, tomllib.TOMLDecodeError) as err:
-            raise PolicyError(f"{path}: cannot read the policy: {err}") from None
-        values = data.get("policy", data) if isinstance(data.get("policy", data), dict) else {}
+    values = policy_values(Path(path)) if path is not None else {}
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return make_policy(values)

@@ -93,7 +93,8 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
         check_first_batch(batch, source, where)
 
     # Values no column check can see, anywhere in the row: lone surrogates, NaN, absurd nesting.
-    faults = {i: f for i, row in enumerate(batch.rows) if (f := value_faults(row, deep=i in batch.deep_check))}
+    faults = {i: f for i, row in enumerate(batch.rows)
+              if (f := value_faults(row, i in batch.deep_check, source.finite_checked_by_adapter))}
     for i, reasons in faults.items():
         out.quarantined.append(QuarantineRecord("raw", reasons, batch.positions[i], batch.rows[i],
                                                 _safe_source_id(source, batch.rows[i])))

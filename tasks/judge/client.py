@@ -3,7 +3,7 @@
 One dispatcher loop hands requests to endpoints: the endpoint that already served the pair's other order
 when it has a free slot (vLLM's prefix cache then reuses the shared history), else the least-loaded one.
 Each endpoint holds as many requests as its concurrency controller allows (`concurrency.py`: found from
-vLLM's /metrics gauges, or from observed throughput; `max_in_flight` is a hard upper bound). Transient failures (429, 5xx, time-outs, connection
+vLLM's /metrics gauges, or from observed throughput while they are missing; `max_in_flight` is a hard upper bound). Transient failures (429, 5xx, time-outs, connection
 errors) go back in the queue after an exponential back-off with jitter, to whichever endpoint is free;
 400s are final; a 429 or 503 waits as long as its `Retry-After` says (up to `retry_after_max`). A request lives
 at most `request_timeout` seconds in all, a body trickling in included, and a reply body over
@@ -87,6 +87,7 @@ class ClientOptions:
     max_in_flight: int | None = None  # per endpoint, a hard upper bound; None: found from the server (concurrency.py)
     adapt: bool = True  # find the concurrency below max_in_flight; False: exactly max_in_flight
     metrics_poll: float = 0.1  # seconds between readings of the server's /metrics
+    metrics_retry: float = 1.0  # seconds between readings while /metrics is missing (observed mode)
     request_timeout: float = 900.0  # seconds a request may live, body included: a 16k-token trace takes minutes
     max_reply_bytes: int = JUDGE_MAX_REPLY_BYTES  # a larger reply body is `too_large`, read no further
     retry_after_max: float = 120.0  # the longest `Retry-After` honoured (a longer one waits this long)
@@ -495,13 +496,14 @@ class Dispatcher:
         return next(source, None)
 
     async def _watch_metrics(self, endpoint: _Endpoint) -> None:
-        """Read the server's batch gauges while the run lasts; a server without them switches the endpoint
-        to the observed-throughput controller."""
+        """Read the server's batch gauges while the run lasts. Three missed readings in a row switch the
+        endpoint to the observed-throughput controller; it keeps asking, every `metrics_retry` seconds, and
+        goes back to the gauges as soon as they answer again (a restarted server)."""
         control = endpoint.concurrency
         client = self.options.http_client(endpoint.url) if self.options.http_client else httpx2.AsyncClient(timeout=2.0)
         misses = 0
         try:
-            while control.mode == "metrics":
+            while True:
                 try:
                     reply = await client.get(endpoint.metrics_url, timeout=2.0)
                     gauges = parse_vllm_gauges(reply.text) if reply.status_code == 200 else None
@@ -511,14 +513,15 @@ class Dispatcher:
                     misses += 1
                     if misses >= 3:
                         control.no_metrics(time.monotonic())
-                        break
                 else:
                     misses = 0
                     before = control.cap
+                    control.metrics_back(time.monotonic())
                     control.on_gauges(*gauges, endpoint.in_flight, time.monotonic())
                     if control.cap > before:
                         self._wake.set()
-                await asyncio.sleep(self.options.metrics_poll)
+                await asyncio.sleep(self.options.metrics_poll if control.mode == "metrics"
+                                    else self.options.metrics_retry)
         finally:
             await client.aclose()
 

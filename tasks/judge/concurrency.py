@@ -10,7 +10,8 @@ enough that nothing waits long.
   never queues more than a quarter of the batch and 8); once requests wait, hold the batch plus a queue of
   5% of it (at least one).
 - **observed** (no `/metrics`): additive increase while the completion rate grows; back off by 15% when
-  latency grows without more completions (requests are queueing, not running).
+  latency grows without more completions (requests are queueing, not running). When the gauges answer
+  again (a restarted server), back to **metrics**, resuming at the cap the gauges had found.
 - **fixed**: `--max-in-flight N` given and no adaptation wanted.
 
 `--max-in-flight` is always a hard upper bound. Pure: the dispatcher feeds it readings and completions.
@@ -57,6 +58,8 @@ class Concurrency:
     _last_rate: float = 0.0
     _best_latency: float = math.inf
     history: list[tuple[float, int]] = field(default_factory=list)  # (time, cap) at each change
+    switches: list[tuple[float, str, int]] = field(default_factory=list)  # (time, mode switched to, cap then)
+    _metrics_cap: int | None = None  # the cap the gauges had found when they went away
 
     def __post_init__(self) -> None:
         if self.mode == "fixed":
@@ -98,10 +101,25 @@ class Concurrency:
             self._set(self.cap + 1, now)
 
     def no_metrics(self, now: float) -> None:
-        """The server has no gauges: fall back to watching completions."""
+        """The server's gauges are gone (never there, or the server went down): watch completions instead."""
         if self.mode == "metrics":
+            self._metrics_cap = self.cap
             self.mode = "observed"
-            self._window_start = now
+            # Throughput seen before belongs to another stretch of the run (perhaps another server process).
+            self._window_start, self._done, self._latency_sum = now, 0, 0.0
+            self._last_rate, self._best_latency = 0.0, math.inf
+            self.switches.append((now, self.mode, self.cap))
+
+    def metrics_back(self, now: float) -> None:
+        """The gauges answer again (a restarted server): read them again, from the cap they had found. The
+        server may have come back with another batch size, so it is found again: the first reading with a
+        queue brings a cap that is too large down to the batch, and one without lets it grow."""
+        if self.mode != "observed":
+            return
+        self.mode = "metrics"
+        self.batch = 0
+        self._set(max(self.cap, self._metrics_cap or 0), now)
+        self.switches.append((now, self.mode, self.cap))
 
     def on_completion(self, latency: float, in_flight: int, now: float) -> None:
         """A request came back (observed mode judges windows of completions)."""
@@ -125,4 +143,6 @@ class Concurrency:
 
     def report(self, started: float) -> dict[str, object]:
         return {"mode": self.mode, "final": self.cap, "peak": self.peak, "hard_cap": self.hard_cap,
-                "batch_full_after_s": None if self.full_at is None else round(self.full_at - started, 3)}
+                "batch_full_after_s": None if self.full_at is None else round(self.full_at - started, 3),
+                "switches": [{"after_s": round(t - started, 3), "to": mode, "cap": cap}
+                             for t, mode, cap in self.switches]}

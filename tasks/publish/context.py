@@ -17,7 +17,8 @@ class PublishRun(RunContext):
 
     name: str = Field(description="the dataset (letters, digits, . _ -)")
     version: int | None = Field(None, ge=1, description="the version to publish (default: the latest)")
-    to: str = Field("published", description="a local folder (Hub layout) or hf://ORG/NAME")
+    to: str = Field("published", description="a local folder (Hub layout) or hf://ORG/NAME (the scheme in any "
+                    "case; recorded as hf://)")
     repo: str | None = Field(None, description="the Hub repository `to` names (None: a local folder)")
     private: bool = Field(False, description="create the Hub repository private")
     allow_simulated: bool = Field(False, description="push a version judged by the SIMULATED stand-in to the Hub")
@@ -28,11 +29,12 @@ class PublishRun(RunContext):
     def of(cls, name: str, version: int | None = None, to: str = "published", private: bool = False,
            allow_simulated: bool = False, *, allow_other_weights: bool = False,
            warehouse: str | Path | None = None) -> PublishRun:
-        from schemas.version import check_name, hub_repo
+        from schemas.version import HF_PREFIX, check_name, hub_repo
 
         check_name(name)
-        return validated(cls, {"name": name, "version": version, "to": to, "repo": hub_repo(to), "private": private,
-                               "allow_simulated": allow_simulated, "allow_other_weights": allow_other_weights,
-                               "settings": settings_with(warehouse=warehouse)},
+        repo = hub_repo(to)
+        return validated(cls, {"name": name, "version": version, "to": to if repo is None else HF_PREFIX + repo,
+                               "repo": repo, "private": private, "allow_simulated": allow_simulated,
+                               "allow_other_weights": allow_other_weights, "settings": settings_with(warehouse=warehouse)},
                          "invalid publish")
 

@@ -92,26 +92,65 @@ def remove_stale_staging(parent: Path) -> list[str]:
     return removed
 
 
+KERNEL_FILESYSTEMS = (Path("/proc"), Path("/sys"))  # they take no folders of files, whoever asks
+
+
+def _cannot(final: Path, why: str | OSError) -> PublishTargetError:
+    if isinstance(why, OSError):
+        why = why.strerror or str(why)
+    return PublishTargetError(f"cannot publish to {final}: {why}")
+
+
+def _nearest_existing(final: Path) -> Path:
+    """The target itself or its nearest parent that exists (`/` at worst)."""
+    try:
+        return next(p for p in [final, *final.parents] if p.exists())
+    except OSError as err:  # a folder that may not be looked into
+        raise _cannot(final, err) from None
+
+
 def check_folder_target(final: Path) -> None:
-    """Refuse a target whose path runs through a file, before anything is written."""
-    for part in [final, *final.parents]:
-        if part.exists() and not part.is_dir():
-            raise PublishTargetError(f"cannot publish to {final}: {part} is a file, not a folder")
-        if part.exists():
-            return
+    """Refuse a target under /proc or /sys, or whose path runs through a file, before anything is written."""
+    try:
+        resolved = final.resolve()
+    except (OSError, RuntimeError) as err:  # a symlink loop
+        raise _cannot(final, err if isinstance(err, OSError) else "a symlink loop") from None
+    for kernel in KERNEL_FILESYSTEMS:
+        if resolved == kernel or kernel in resolved.parents:
+            raise _cannot(final, f"{kernel} is a kernel filesystem, not storage")
+    part = _nearest_existing(final)
+    if not part.is_dir():
+        raise _cannot(final, f"{part} is a file, not a folder")
+
+
+def check_writable_target(final: Path) -> None:
+    """Refuse a target that cannot be made: `check_folder_target`'s refusals, and a nearest existing folder
+    that is read-only or not writable by this user."""
+    check_folder_target(final)
+    part = _nearest_existing(final)
+    if not os.access(part, os.W_OK | os.X_OK):
+        read_only = os.statvfs(part).f_flag & os.ST_RDONLY
+        raise _cannot(final, f"{part} {'is on a read-only filesystem' if read_only else 'is not writable by this user'}")
 
 
 def write_atomically(final: Path, fill) -> None:  # noqa: ANN001 - fill(folder) writes the files
     """Build the folder beside `final` and rename it into place. The staging folder's name says which
-    host and process build it, so that a later publish can remove it when that process died."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_staging(final.parent)
-    staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(final), dir=final.parent))
+    host and process build it, so that a later publish can remove it when that process died. A target that
+    cannot be written, before or while it is (a full disk), is `PublishTargetError`: one line."""
+    check_writable_target(final)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(final.parent)
+        staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(final), dir=final.parent))
+    except OSError as err:
+        raise _cannot(final, err) from None
     try:
         fill(staging)
         os.replace(staging, final)
-    except BaseException:
+    except BaseException as err:
         shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(err, OSError) and not isinstance(err, UserError):
+            raise _cannot(final, err) from None
         raise
 
 

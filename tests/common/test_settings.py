@@ -22,6 +22,7 @@ def fresh_settings():
     ("near_dup_threshold", 1.5, "less than or equal to 1 (allowed: 0 < x <= 1)"),
     ("minhash_perms", 8, "greater than or equal to 16 (allowed: 16 .. 1024)"),
     ("judge_shard_stale_seconds", -1.0, "greater than 0 (allowed: > 0)"),
+    ("max_completions_per_row", 1, "greater than or equal to 2 (allowed: >= 2)"),  # one completion pairs nothing
 ])
 def test_an_override_out_of_its_fields_bounds_is_one_line_naming_it_its_value_and_the_range(field, value, said):
     with pytest.raises(InvalidInputError) as caught:
@@ -63,3 +64,9 @@ def test_an_environment_value_out_of_bounds_names_its_variable(monkeypatch):
         get_settings()
     assert str(caught.value) == ("invalid settings: CURATE_JUDGE_MAX_IN_FLIGHT = '0': input should be greater than "
                                  "or equal to 1 (allowed: >= 1)")
+
+
+def test_the_completions_cap_comes_from_the_environment(monkeypatch):
+    assert Settings().max_completions_per_row == 16
+    monkeypatch.setenv("CURATE_MAX_COMPLETIONS_PER_ROW", "5")
+    assert settings_with().max_completions_per_row == 5

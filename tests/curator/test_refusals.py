@@ -34,11 +34,12 @@ _PROBE = textwrap.dedent("""
 """)
 
 
-def _probe(*args: str, cwd, settings: dict[str, str] | None = None) -> tuple[list[str], dict]:
-    """`settings`: CURATE_* variables the command sees (none of the session's)."""
+def _probe(*args: str, cwd, settings: dict[str, str] | None = None, wrap: tuple[str, ...] = ()) -> tuple[list[str], dict]:
+    """`settings`: CURATE_* variables the command sees (none of the session's); `wrap`: a command line the probe
+    runs under (a mount namespace, say)."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")}, **(settings or {})}
-    proc = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, cwd=cwd, timeout=120,
-                          env=env)
+    proc = subprocess.run([*wrap, sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120, env=env)
     *said, probe = proc.stderr.rstrip("\n").split("\n")
     return [line for line in said if line.strip()], json.loads(probe.removeprefix("PROBE "))
 
@@ -54,8 +55,9 @@ def floor(tmp_path_factory) -> float:
     return report["seconds"]
 
 
-def _refusal(*args: str, cwd, floor: float, settings: dict[str, str] | None = None) -> tuple[str, dict]:
-    lines, report = _probe(*args, cwd=cwd, settings=settings)
+def _refusal(*args: str, cwd, floor: float, settings: dict[str, str] | None = None,
+             wrap: tuple[str, ...] = ()) -> tuple[str, dict]:
+    lines, report = _probe(*args, cwd=cwd, settings=settings, wrap=wrap)
     assert report["code"] == 2 and lines and lines[0].startswith("error: "), lines
     assert len(lines) <= 2 and not any("Traceback" in line for line in lines), lines
     assert report["flows"] == [], f"a flow was imported before refusing: {report['flows']}"
@@ -96,6 +98,21 @@ DEAD = "http://127.0.0.1:9/v1"
     (["publish", "prefs", "3"], "'prefs' has no versions yet"),
     (["publish", "prefs", "--to", "hf://justname"], "a Hub target is hf://ORG/NAME"),
     (["publish", "prefs", "--to", "hf://org/bad name"], "invalid Hub dataset name 'bad name'"),  # before the version
+    # every name the Hub would refuse, by huggingface_hub's validator, and the scheme in any case
+    (["publish", "prefs", "--to", "hf://org/a--b"], "invalid Hub dataset name 'a--b': cannot have -- or .."),
+    (["publish", "prefs", "--to", "hf://org/ends."], "invalid Hub dataset name 'ends.'"),
+    (["publish", "prefs", "--to", "HF://org/-starts"], "invalid Hub dataset name '-starts'"),
+    (["publish", "prefs", "--to", "Hf://or..g/x"], "invalid Hub user or organisation name 'or..g'"),
+    (["publish", "prefs", "--to", "hf://org/" + "x" * 97], "the maximum length is 96"),
+    (["publish", "prefs", "--to", "hf://org/x.git"], "cannot end by '.git'"),
+    (["publish", "prefs", "--to", "s3://bucket/x"], "cannot publish to s3://: the targets are a local folder or hf://"),
+    (["publish", "prefs", "--to", "hf:/org/x"], "a Hub target is hf://ORG/NAME (two slashes)"),
+    (["run", "--publish-to", "HF://org/a--b", "--endpoint", DEAD], "invalid Hub dataset name 'a--b'"),
+    (["run", "--publish-to", "gs://bucket/x", "--endpoint", DEAD], "cannot publish to gs://"),
+    # a local folder that cannot be written: the dataset's folder under it, checked before Prefect
+    (["run", "--skip", "ingest", "--skip", "judge", "--publish-to", "/proc/x"], "/proc is a kernel filesystem"),
+    (["run", "--skip", "ingest", "--skip", "judge", "--publish-to", "/sys/kernel/x"], "/sys is a kernel filesystem"),
+    (["run", "--skip", "ingest", "--skip", "judge", "--publish-to", "hs.jsonl/x"], "hs.jsonl is a file, not a folder"),
     (["versions", "no-such-dataset"], "no dataset named 'no-such-dataset'"),
     (["evaluate-judge", "--benchmark", "arena", "--endpoint", DEAD], "arena is not a judge benchmark"),
     (["evaluate-judge", "--benchmark", "rm-bench", "--strategy", "adaptive", "--endpoint", DEAD], "not adaptive:1"),
@@ -104,6 +121,57 @@ def test_refusals_come_first_fast_and_in_order(place, floor, args, said):
     line, _ = _refusal(*args, *(["--warehouse", "w.duckdb"] if "--warehouse" not in args else []), cwd=place,
                        floor=floor)
     assert said in line, line
+
+
+# A policy file that is not exactly one [policy] table of known keys (or its keys alone), not UTF-8, not a
+# regular file, or a value of another type: refused in one line, never a default policy run in its place.
+BAD_POLICIES = {
+    "beside.toml": (b"min_abs_margin = 2.4\n[policy]\nmin_confidence = 0.1\n",
+                    "key(s) 'min_abs_margin' beside the [policy] table would be ignored"),
+    "scalar.toml": (b"policy = 5\n", "not `policy = 5`"),
+    "tables.toml": (b"[[policy]]\nmin_abs_margin = 1.0\n", "not an array of tables [[policy]]"),
+    "string.toml": (b'min_abs_margin = "1.0"\n', "min_abs_margin = '1.0': input should be a valid number"),
+    "boolean.toml": (b"[policy]\nmin_abs_margin = true\n", "min_abs_margin = True: input should be a valid number"),
+    "flag.toml": (b"require_order_agreement = 1\n", "require_order_agreement = 1: input should be a valid boolean"),
+    "latin1.toml": (b"min_abs_margin = 1.0  # caf\xe9\n", "latin1.toml: cannot read the policy: not UTF-8 text"),
+    "huge.toml": (b"# padding\n" * 200_000, "huge.toml: cannot read the policy: over 1048576 bytes"),
+    "fifo": (None, "fifo: cannot read the policy: not a regular file"),
+    "/dev/zero": (None, "/dev/zero: cannot read the policy: not a regular file"),
+    "folder": (None, "folder: cannot read the policy: not a regular file"),
+}
+
+
+def _bad_policy(place, name: str) -> str:
+    content, _ = BAD_POLICIES[name]
+    if name == "fifo":
+        os.mkfifo(place / name)  # no writer: opening it to read would block
+    elif name == "folder":
+        (place / name).mkdir()
+    elif content is not None:
+        (place / name).write_bytes(content)
+    return name
+
+
+@pytest.mark.parametrize("command", ["build-version", "run"])
+@pytest.mark.parametrize("name", list(BAD_POLICIES))
+def test_a_bad_policy_file_is_one_line_before_prefect(place, floor, command, name):
+    path = _bad_policy(place, name)
+    args = ["build-version", "prefs"] if command == "build-version" else [
+        "run", "--source", "helpsteer3=hs.jsonl", "--endpoint", DEAD]
+    line, _ = _refusal(*args, "--policy", path, "--warehouse", "w.duckdb", cwd=place, floor=floor)
+    assert BAD_POLICIES[name][1] in line, line
+
+
+def test_good_policy_files_and_typed_flags_pass_to_the_next_check(place, floor):
+    """An integer for a number is no error, nor are flags (typer has typed them): the refusal is the next one."""
+    (place / "int.toml").write_text("[policy]\nmin_abs_margin = 1\nmax_per_source = 3\n")
+    line, _ = _refusal("build-version", "prefs", "--policy", "int.toml", "--warehouse", "w.duckdb", cwd=place,
+                       floor=floor)
+    assert "no judged pairs yet" in line, line
+    line, _ = _refusal("build-version", "prefs", "--min-abs-margin", "1.0", "--max-spread", "1", "--max-per-source",
+                       "3", "--allow-order-disagreement", "--human-label", "ignore", "--exports", "dpo",
+                       "--warehouse", "w.duckdb", cwd=place, floor=floor)
+    assert "no judged pairs yet" in line, line
 
 
 def test_run_refuses_a_bad_hub_target_before_reading_its_sources(place, floor):
@@ -144,3 +212,57 @@ def test_a_simulated_version_is_refused_after_the_hub_name_is_checked(dashboard_
     missing, _ = _refusal("publish", "dash", "9", "--to", "hf://org/dash", "--warehouse", str(warehouse),
                           cwd=tmp_path, floor=floor)
     assert "'dash' has no version 9: its versions are v1, v2" in missing
+
+
+def _read_only_mount(at) -> tuple[str, ...]:
+    """A command line that runs what follows it with a read-only filesystem mounted at `at` (a private mount
+    namespace: nothing outside sees it)."""
+    import shutil
+
+    at.mkdir(exist_ok=True)
+    if not shutil.which("unshare") or subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode:
+        pytest.skip("no unprivileged mount namespaces here (unshare -rm)")
+    return ("unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o ro none "$0" && exec "$@"', str(at))
+
+
+def test_run_refuses_a_read_only_publish_folder_before_prefect(place, floor):
+    wrap = _read_only_mount(place / "ro")
+    line, _ = _refusal("run", "--skip", "ingest", "--skip", "judge", "--publish-to", "ro/out", "--warehouse",
+                       "w.duckdb", cwd=place, floor=floor, wrap=wrap)
+    assert line == "error: cannot publish to ro/out/preferences: ro is on a read-only filesystem", line
+
+
+@pytest.mark.prefect
+def test_a_version_is_refused_a_target_it_cannot_be_written_to_before_prefect(dashboard_warehouse, tmp_path, floor):
+    warehouse, _, _ = dashboard_warehouse
+    (tmp_path / "notes.txt").write_text("a file")
+    wrap = _read_only_mount(tmp_path / "ro")
+    for to, said, under in (("/proc/out", "/proc is a kernel filesystem, not storage", ()),
+                            ("/sys/out", "/sys is a kernel filesystem, not storage", ()),
+                            ("notes.txt/out", "notes.txt is a file, not a folder", ()),
+                            ("ro/out", "ro is on a read-only filesystem", wrap)):
+        line, _ = _refusal("publish", "dash", "--to", to, "--warehouse", str(warehouse), cwd=tmp_path, floor=floor,
+                           wrap=under)
+        assert line.startswith(f"error: cannot publish to {to}/dash/v2-") and line.endswith(said), line
+    # HF:// is the Hub, not a folder named `HF:`: the SIMULATED version is refused on its way there
+    line, _ = _refusal("publish", "dash", "--to", "HF://org/dash", "--warehouse", str(warehouse), cwd=tmp_path,
+                       floor=floor)
+    assert "not pushing it to hf://org/dash" in line and not (tmp_path / "HF:").exists()
+
+
+@pytest.mark.prefect
+def test_a_target_that_fills_up_while_written_is_one_line(dashboard_warehouse, tmp_path):
+    """A disk that fills up half-way (a 16 KiB filesystem): the write fails inside the flow, which says so in
+    one line with the cause."""
+    import shutil
+
+    source, _, _ = dashboard_warehouse
+    warehouse = tmp_path / "w.duckdb"
+    shutil.copy(source, warehouse)  # the publish records itself: not in the shared warehouse
+    (tmp_path / "small").mkdir()
+    wrap = _read_only_mount(tmp_path / "small")
+    small = (*wrap[:4], wrap[4].replace("-o ro", "-o size=16k"), *wrap[5:])
+    lines, report = _probe("publish", "dash", "--to", "small", "--warehouse", str(warehouse), cwd=tmp_path, wrap=small)
+    assert report["code"] == 2 and len(lines) == 1 and not any("Traceback" in x for x in lines), lines
+    assert lines[0].startswith("error: cannot publish to small/dash/v2-"), lines
+    assert "No space left on device" in lines[0], lines

@@ -98,3 +98,45 @@ def test_ultrafeedback_goes_through_judge_build_and_publish_like_any_source(tmp_
     shards = list(out.rglob("data/dpo/*.parquet"))
     assert shards and {src for f in shards for src in pq.read_table(f, columns=["source"]).column("source").to_pylist()} \
         == {"ultrafeedback"}
+
+
+def _uf_row(instruction: str, *scores: float) -> dict:
+    import zlib
+
+    from tasks.ingest.synth import TextMaker
+
+    texts = TextMaker(zlib.crc32(instruction.encode()))  # answers far apart: no pair is a near duplicate of another
+    return {"source": "evol_instruct", "instruction": instruction, "models": [f"m-{k}" for k in range(len(scores))],
+            "completions": [{"model": f"m-{k}", "response": texts.text(120), "fine-grained_score": s,
+                             "overall_score": 7.0, "annotations": {"helpfulness": {"Rating": "4"}}}
+                            for k, s in enumerate(scores)],
+            "correct_answers": ["None"]}
+
+
+def test_a_huge_row_and_non_finite_scores_lose_only_their_completions_through_curate_ingest(tmp_path, warehouse_path):
+    """One row of 5,000 completions pairs its first 16 (it made 3,761 pairs without a cap); a NaN score and a
+    1e309 one (read as infinity) each lose their completion, not the row's other pairs."""
+    huge = json.dumps(_uf_row("Name a prime.", 5.0, *[2.0] * 4999))
+    nan = json.dumps(_uf_row("Name a colour.", 5.0, 3.0, 2.0)).replace('"fine-grained_score": 2.0',
+                                                                         '"fine-grained_score": NaN')
+    inf = json.dumps(_uf_row("Name a river.", 5.0, 3.0, 2.0)).replace('"fine-grained_score": 3.0, "overall_score": 7.0',
+                                                                        '"fine-grained_score": 3.0, "overall_score": 1e309')
+    good = json.dumps(_uf_row("Name a city.", 5.0, 3.0, 2.0))
+    beside = json.dumps(_uf_row("Name a sea.", 5.0, 3.0)).replace('["None"]', "[NaN]")
+    assert "NaN" in nan and "1e309" in inf
+    data = tmp_path / "uf.jsonl"
+    data.write_text("\n".join([huge, nan, inf, good, beside]) + "\n")
+
+    s = _ingest(data, warehouse_path)
+    assert (s["read"], s["rows_paired"], s["rows_partly_quarantined"], s["quarantined_rows"]) == (5, 4, 3, 4)
+    assert s["quarantined"] == {"completions_over_cap(<=16)": 1, "completion_not_finite:fine-grained_score": 1,
+                                "completion_not_finite:overall_score": 1, "not_finite:correct_answers": 1}
+    assert s["valid"] == s["new_pairs"] == 15 + 1 + 1 + 2
+    with Warehouse(warehouse_path, read_only=True) as wh:
+        stored = dict(wh.query("SELECT split_part(source_id, ':', 1), count(*) FROM candidate_pairs GROUP BY 1"))
+        quarantined = sorted(wh.query("SELECT stage, reasons FROM quarantine ORDER BY position"))
+    assert sorted(stored.values()) == [1, 1, 2, 15]
+    assert quarantined == sorted([("adapter", ["completions_over_cap(<=16)"]),
+                                  ("adapter", ["completion_not_finite:fine-grained_score"]),
+                                  ("adapter", ["completion_not_finite:overall_score"]),
+                                  ("raw", ["not_finite:correct_answers"])])

@@ -201,6 +201,31 @@ def test_publish_to_the_hub_one_commit_a_tag_and_no_token_leak(judged, monkeypat
         assert wh.versions.version_meta("hub-set", 2)["published_target"] is None  # a failed upload records nothing
 
 
+def test_a_hub_target_in_capitals_goes_to_the_hub_through_the_cli(judged, tmp_path, monkeypatch):
+    """`--to HF://ORG/NAME` is the Hub (it once made a local folder `HF:/ORG/NAME` and ended in a traceback)."""
+    from huggingface_hub import constants as hf_constants
+
+    from tests.tasks.publish.hub_standin import HubStandin
+
+    build_version("capitals", warehouse=str(judged))
+    token = "hf_secret_token_for_tests"
+    monkeypatch.chdir(tmp_path)
+    with HubStandin(token=token) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_TOKEN", token)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)  # read at import (see tests/tasks/publish/test_hub.py)
+        monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+        result = CliRunner().invoke(app, ["publish", "capitals", "--to", "HF://curators/capitals", "--allow-simulated",
+                                          "--warehouse", str(judged), "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["target"] == "hf://curators/capitals"
+        assert len(hub.commits) == 1 and hub.commits[0].repo_id == "curators/capitals"
+    assert list(tmp_path.iterdir()) == []  # no folder `HF:` here
+    with Warehouse(judged, read_only=True) as wh:
+        assert wh.versions.version_meta("capitals", 1)["published_target"] == "hf://curators/capitals"
+
+
 def test_cli_diff_and_publish_json(judged, tmp_path):
     runner = CliRunner()
     build_version("diffed", warehouse=str(judged))

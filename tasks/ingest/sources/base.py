@@ -63,6 +63,9 @@ class Source:
     names_models: bool = False
     # its synthetic rows (`curate synth NAME`): a `tasks.ingest.synth.SynthRows` class beside its adapter
     synth: type[SynthRows] | None = None
+    # top-level fields whose NaN / Infinity the adapter judges part by part (one completion, not the row): the
+    # raw stage's row-wide `not_finite:<field>` leaves them to it
+    finite_checked_by_adapter: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -7,10 +7,13 @@ other completion rated at least `PAIR_THRESHOLD` (1.0) fine-grained points below
 pairs. A row whose usable completions all lie within the threshold of the best makes none: it is
 quarantined as `no_clear_preference` (counted under that reason in the summary's `quarantined`).
 
-A completion that is not an object, whose answer is empty, or whose `fine-grained_score` or `overall_score`
-is missing, not a number or (fine-grained) outside 1-5 is rejected with a `completion_*` reason naming it;
-the other completions are still paired, so such a row lands its pairs and a quarantine record. Fewer than
-two usable completions is `fewer_than_two_completions`.
+A completion that is not an object, whose answer is empty, that holds a NaN or an infinity (a score, a
+rating: `completion_not_finite:<field>`, where the raw stage would quarantine the whole row), or whose
+`fine-grained_score` or `overall_score` is missing, not a number or (fine-grained) outside 1-5 is rejected
+with a `completion_*` reason naming it; the other completions are still paired, so such a row lands its
+pairs and a quarantine record. Fewer than two usable completions is `fewer_than_two_completions`. Only the
+first `CURATE_MAX_COMPLETIONS_PER_ROW` (16) completions of a row are rated: the rest are left out as
+`completions_over_cap(<=16)` (a row of 5,000 would otherwise make thousands of pairs of one prompt).
 
 Which completion is response A is decided by a hash of the pair's source id, not by the rating: a source
 whose answer A always wins would make the pool's A side look better and confound the audit of the judge's
@@ -36,7 +39,7 @@ from typing import Any
 import pandera.pandas as pa
 
 from common.reasons import AdapterRejection, ReadFault, SchemaCheck, ValueFault, column_reason
-from schemas.checks import is_str_or_none, text_not_empty
+from schemas.checks import is_str_or_none, text_not_empty, value_faults
 from schemas.pair import HUMAN_LABEL_MAX, CandidatePair, Rejection, model_names
 from schemas.raw import element_check, text_column
 from tasks.ingest.latent import latent_quality
@@ -109,6 +112,11 @@ def rate(position: int, completion: Any, models: Any) -> Rated | Rejection:
     response = completion.get("response")
     if not text_not_empty(response):  # white space, zero-width characters and NULs alone are empty too
         return Rejection([AdapterRejection.COMPLETION_RESPONSE_EMPTY], where)
+    not_finite = [f.removeprefix(ValueFault.NOT_FINITE.prefix) for f in value_faults(completion)
+                  if f.startswith(ValueFault.NOT_FINITE.prefix)]
+    if not_finite:
+        return Rejection([AdapterRejection.COMPLETION_NOT_FINITE.of(f) for f in not_finite],
+                         f"{where}: NaN or Infinity under {', '.join(not_finite)}")
     fine, overall = _number(completion.get(FINE)), _number(completion.get(OVERALL))
     if fine is None:
         return Rejection([AdapterRejection.COMPLETION_SCORE_INVALID.of(FINE)], f"{where}: {completion.get(FINE)!r}")
@@ -165,7 +173,11 @@ def make_pair(row: dict[str, Any], row_id: str, better: Rated, worse: Rated, ctx
 
 def to_pairs(row: dict[str, Any], ctx: AdapterContext) -> Iterator[CandidatePair | Rejection]:
     """Every pair a row makes under the pairing rule, and a rejection for each completion it cannot use."""
-    completions = row["completions"]
+    completions, cap = row["completions"], ctx.settings.max_completions_per_row
+    if len(completions) > cap:
+        yield Rejection([AdapterRejection.COMPLETIONS_OVER_CAP.of(cap)], f"{len(completions)} completions: those "
+                                                                         f"at positions {cap} and after left out")
+        completions = completions[:cap]
     rated = []
     for position, completion in enumerate(completions):
         result = rate(position, completion, row.get("models"))
@@ -205,7 +217,8 @@ class UltraFeedbackRows(SynthRows):
         "too_deep_for_storage": ValueFault.JSON_TOO_DEEP,
         "lone_surrogate": ValueFault.INVALID_UTF8.of("completions"),
         "surrogate_in_source": ValueFault.INVALID_UTF8.of("source"),
-        "nan_score": ValueFault.NOT_FINITE.of("completions"),
+        "partly_nan_score": AdapterRejection.COMPLETION_NOT_FINITE.of(FINE),
+        "nan_beside_completions": ValueFault.NOT_FINITE.of("correct_answers"),  # the row's own fault: quarantined
         "too_long": column_reason("utf8_bytes", SchemaCheck.FITS_JUDGE_CONTEXT.prefix),
         "empty_last_user_turn": column_reason("history", SchemaCheck.LAST_USER_TURN_NOT_EMPTY),
         "missing_instruction": column_reason("instruction", SchemaCheck.MISSING),
@@ -303,8 +316,10 @@ class UltraFeedbackRows(SynthRows):
             close["response"] = close["response"][:40] + "\ud800" + close["response"][40:]
         elif kind == "surrogate_in_source":
             row["source"] = "sharegpt\ud800"
-        elif kind == "nan_score":
+        elif kind == "partly_nan_score":
             close["fine-grained_score"] = float("nan")
+        elif kind == "nan_beside_completions":
+            row["correct_answers"] = [float("nan")]
         elif kind == "missing_instruction":
             del row["instruction"]
         elif kind == "instruction_not_text":
@@ -344,4 +359,5 @@ SOURCE = Source(
     clear_label=CLEAR_LABEL,
     names_models=True,
     synth=UltraFeedbackRows,
+    finite_checked_by_adapter=("completions",),  # a NaN score is that completion's fault, not the row's
 )

@@ -1,5 +1,6 @@
 """The concurrency controller, as pure logic: it grows while the server has room, holds the batch plus a
-small queue once it is full, never passes the hard cap, and falls back to throughput without /metrics."""
+small queue once it is full, never passes the hard cap, falls back to throughput without /metrics and goes
+back to the gauges when they return."""
 
 from __future__ import annotations
 
@@ -20,15 +21,16 @@ def test_gauges_are_read_from_prometheus_text():
     assert parse_vllm_gauges("# nothing here\n") is None
 
 
-def _simulate(capacity: int, hard_cap: int | None = None, steps: int = 40) -> tuple[Concurrency, list[int]]:
+def _simulate(capacity: int, hard_cap: int | None = None, steps: int = 40,
+              c: Concurrency | None = None, start: float = 0.0) -> tuple[Concurrency, list[int]]:
     """A server of `capacity` slots and a client that always fills its cap: the queue after each reading."""
-    c = Concurrency(hard_cap)
+    c = c or Concurrency(hard_cap)
     queues = []
     for t in range(steps):
         in_flight = c.cap
         running, waiting = min(in_flight, capacity), max(0, in_flight - capacity)
         queues.append(waiting)
-        c.on_gauges(running, waiting, in_flight, float(t))
+        c.on_gauges(running, waiting, in_flight, start + t)
     return c, queues
 
 
@@ -74,3 +76,52 @@ def test_without_metrics_it_follows_observed_throughput():
         now += 1.0 / rate
         c.on_completion(observed_latency, in_flight, now)
     assert 0.8 * capacity <= c.cap <= 1.5 * capacity, c.cap
+
+
+def _observe_a_queueing_server(c: Concurrency, capacity: int, start: float, completions: int = 400) -> float:
+    """Observed mode against a server whose latency jumps as soon as anything queues: the cap backs off."""
+    now = start
+    for i in range(completions):
+        latency = 1.0 if i < 40 else 3.0  # a server just back up: slow first requests (cold caches)
+        now += latency / min(c.cap, capacity)
+        c.on_completion(latency, c.cap, now)
+    return now
+
+
+def test_gauges_that_come_back_take_over_again_and_the_cap_recovers():
+    """A restart: the gauges go away, observed mode backs the cap off, the gauges return. The cap the
+    gauges had found comes back at once and settles on the batch again, as for a run without the restart."""
+    c, _ = _simulate(64)
+    found = c.cap
+    assert 64 <= found <= 68
+    c.no_metrics(40.0)
+    now = _observe_a_queueing_server(c, 64, 40.0)
+    assert c.mode == "observed" and c.cap < 0.8 * found, c.cap  # what the issue saw: it never recovered
+    c.on_gauges(64, 0, c.cap, now)  # ignored in observed mode
+    c.metrics_back(now)
+    assert c.mode == "metrics" and c.cap == found
+    _, queues = _simulate(64, c=c, start=now + 1)
+    assert 64 <= c.cap <= 68 and min(queues[-10:]) >= 1
+    assert [(mode, cap) for _, mode, cap in c.switches] == [("observed", found), ("metrics", found)]
+    report = c.report(0.0)
+    assert report["mode"] == "metrics" and [s["to"] for s in report["switches"]] == ["observed", "metrics"]
+    assert report["switches"][0]["after_s"] == 40.0
+
+
+def test_a_server_back_with_another_batch_size_is_found_again():
+    for before, after in ((64, 24), (24, 256)):
+        c, _ = _simulate(before)
+        c.no_metrics(40.0)
+        c.metrics_back(41.0)
+        _, queues = _simulate(after, c=c, start=42.0)
+        assert after <= c.cap <= after + max(1, round(0.05 * after)), (before, after, c.cap)
+        assert max(queues[1:]) <= 0.25 * after + 8, (before, after, queues)  # the first reading is the old cap
+
+
+def test_the_hard_cap_holds_across_mode_switches():
+    c, _ = _simulate(256, hard_cap=40)
+    c.no_metrics(40.0)
+    _observe_a_queueing_server(c, 256, 40.0)
+    c.metrics_back(100.0)
+    _simulate(256, c=c, start=101.0)
+    assert c.cap == c.peak == 40

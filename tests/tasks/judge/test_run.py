@@ -255,6 +255,41 @@ def test_a_server_without_metrics_is_judged_by_observed_throughput():
     assert summary["concurrency"][server.url]["mode"] == "observed" and summary["judged"] == 120
 
 
+def test_a_restarted_server_gets_its_gauges_read_again_and_the_cap_recovers():
+    """The stand-in is stopped mid-run and started again on its port: its /metrics goes away and comes back.
+    The endpoint falls back to observed throughput while the gauges are missing and returns to them once
+    the server answers, ending on the batch as a run without the restart does; nothing is lost."""
+    import threading
+    import time
+
+    config = StandinConfig(capacity=24, latency_mean=0.1)
+    options = ClientOptions(request_timeout=10.0, max_retries=30, backoff_base=0.05, backoff_max=0.5, cooldown=0.3,
+                            give_up_after=30)
+    first = StandinProcess(config).__enter__()
+    servers = [first]
+
+    def restart():
+        while first.stats()["completed"] < 150:
+            time.sleep(0.05)
+        first.__exit__(None, None, None)
+        time.sleep(0.5)  # long enough for three missed readings
+        servers.append(StandinProcess(config, port=first.port).__enter__())
+
+    restarter = threading.Thread(target=restart)
+    restarter.start()
+    try:
+        results = []
+        summary = judge_pairs(_pairs(400, seed=12), endpoints=[first.url], config=JudgeConfig(),
+                              strategy=parse_strategy("swap"), options=options, states={}, write=results.extend)
+    finally:
+        restarter.join()
+        servers[-1].__exit__(None, None, None)
+    found = summary["concurrency"][first.url]
+    assert len(servers) == 2 and [s["to"] for s in found["switches"]] == ["observed", "metrics"], found
+    assert found["mode"] == "metrics" and 24 <= found["final"] <= 30, found
+    assert summary["judged"] == 800 and {r.status for r in results} == {"ok"}
+
+
 @dataclass(frozen=True)
 class UntilOrdersAgree(Strategy):
     """A strategy the run loop has never heard of: both orders, and while they disagree another sample of

@@ -119,3 +119,22 @@ def test_every_export_in_the_registry_loads_with_datasets_from_a_published_folde
         assert set(loaded) == {"train", "validation"}
         assert loaded["train"].column_names == export.schema(policy).names
         assert len(loaded["train"]) == len(export.records(rows[:2], policy))
+
+
+def test_a_target_under_proc_or_sys_or_read_only_is_refused_and_a_failed_write_is_one_line(tmp_path):
+    from tasks.publish.layout import check_writable_target
+
+    for final in (Path("/proc/published/v1"), Path("/sys/fs/x/v1"), Path("/proc")):
+        with pytest.raises(PublishTargetError, match="is a kernel filesystem, not storage"):
+            write_atomically(final, lambda folder: None)
+    check_writable_target(tmp_path / "new" / "v1")  # a folder still to be made, under a writable one
+
+    def full(folder: Path) -> None:
+        (folder / "README.md").write_text("card")
+        raise OSError(28, "No space left on device")
+
+    final = tmp_path / "out" / "v1-abc"
+    with pytest.raises(PublishTargetError) as caught:
+        write_atomically(final, full)
+    assert str(caught.value) == f"cannot publish to {final}: No space left on device"
+    assert list((tmp_path / "out").iterdir()) == []  # the staging folder is gone

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 import pytest
 
 from schemas.pair import HUMAN_LABEL_MAX, MODEL_A, MODEL_B, CandidatePair, Rejection
 from tasks.curate.calibration import clear_human_direction
 from tasks.ingest.prepare import prepare_batch
 from tasks.ingest.read import RawBatch
-from tasks.ingest.sources import AdapterContext, get_source
+from tasks.ingest.sources import SOURCES, AdapterContext, get_source
 from tasks.ingest.sources.ultrafeedback import PAIR_THRESHOLD, pair_source_id, source_id
 
 SRC = get_source("ultrafeedback")
@@ -157,3 +160,77 @@ def test_a_row_lands_its_pairs_and_one_quarantine_record_for_its_bad_parts(setti
 def test_the_source_declares_its_facts():
     assert (SRC.hub_id, SRC.config, SRC.splits, SRC.license) == ("openbmb/UltraFeedback", None, ("train",), "mit")
     assert SRC.names_models and SRC.clear_label <= PAIR_THRESHOLD  # every pair the rule makes is a clear one
+
+
+def _prepared(rows, settings, path=None):
+    """The rows through the ingest's preparation; written as JSONL text and read back by the reader when `path`
+    is given (so that `NaN` and `1e309` literals are parsed as a file's would be)."""
+    if path is None:
+        return prepare_batch(RawBatch("train", rows, [f"f:{k + 1}" for k in range(len(rows))]), SRC, settings, "f")
+    from tasks.ingest.read import read_local
+
+    path.write_text("".join(r + "\n" for r in rows))
+    [batch] = list(read_local(path, 100))
+    return prepare_batch(batch, SRC, settings, str(path))
+
+
+def test_a_row_of_5000_completions_pairs_only_the_first_ones_and_says_so(settings):
+    """Without a cap one such row made 3,761 pairs of one prompt."""
+    from common.settings import settings_with
+
+    row = _row(5.0, *[2.0] * 4999)
+    cap = settings.max_completions_per_row
+    assert cap == 16
+    pairs, rejected = _made(row, settings)
+    assert _compared(row, pairs) == [(0, k) for k in range(1, cap)]
+    assert [r.reasons for r in rejected] == [[f"completions_over_cap(<={cap})"]]
+    assert "5000 completions" in rejected[0].detail and "positions 16 and after" in rejected[0].detail
+    prepared = _prepared([row], settings)
+    assert len(prepared.pairs) == cap - 1
+    [record] = prepared.quarantined
+    assert (record.stage, record.reasons, record.source_id) == ("adapter", ["completions_over_cap(<=16)"], source_id(row))
+    # a better completion past the cap is not looked at; a smaller cap pairs fewer
+    late_best = _row(4.0, 2.5, *[3.5] * 18, 5.0)
+    assert _compared(late_best, _made(late_best, settings)[0]) == [(0, 1)]
+    pairs, _ = _made(row, settings_with(max_completions_per_row=3))
+    assert _compared(row, pairs) == [(0, 1), (0, 2)]
+
+
+def test_a_nan_or_infinite_score_is_that_completions_fault_and_the_rows_other_pairs_land(settings, tmp_path):
+    import json
+
+    good = json.dumps(_row(5.0, 3.0, 2.0, 4.5))
+    nan = good.replace('"fine-grained_score": 2.0', '"fine-grained_score": NaN')  # completion 2
+    inf = good.replace('"overall_score": 7.0, "annotations": {"helpfulness": {"Rating": "4", "Rationale": "fine"}}, '
+                       '"critique": "ok", "custom_system_prompt": "You are helpful.", "principle": "helpfulness"}, '
+                       '{"model": "model-2"',
+                       '"overall_score": 1e309, "annotations": {"helpfulness": {"Rating": "4", "Rationale": "fine"}}, '
+                       '"critique": "ok", "custom_system_prompt": "You are helpful.", "principle": "helpfulness"}, '
+                       '{"model": "model-2"')  # completion 1
+    both = nan.replace('"Rating": "4"', '"Rating": -1e400', 1)  # and completion 0's rating: the best is lost
+    beside = good.replace('"correct_answers": ["None"]', '"correct_answers": [NaN]')  # the row's own field
+    assert len({good, nan, inf, both, beside}) == 5
+    prepared = _prepared([good, nan, inf, both, beside], settings, tmp_path / "uf.jsonl")
+    records = {q.position.rsplit(":", 1)[1]: q for q in prepared.quarantined}
+    assert set(records) == {"2", "3", "4", "5"}
+    assert (records["2"].stage, records["2"].reasons) == ("adapter", ["completion_not_finite:fine-grained_score"])
+    assert "completion 2 (model-2)" in records["2"].detail
+    assert (records["3"].stage, records["3"].reasons) == ("adapter", ["completion_not_finite:overall_score"])
+    assert records["4"].reasons == ["completion_not_finite:annotations", "completion_not_finite:fine-grained_score"]
+    assert (records["5"].stage, records["5"].reasons) == ("raw", ["not_finite:correct_answers"])  # not weakened
+    made = Counter(p.source_id.split(":")[0] for p in prepared.pairs)
+    rows = [json.loads(t) for t in (good, nan, inf, both)]
+    # the good row pairs 0 with 1 and 2; without completion 2 or 1 the other pair lands; without 0 the next
+    # best (3, 4.5) pairs with 1 and 2 of which only 1 is usable
+    assert [made[source_id(r)] for r in rows] == [2, 1, 1, 1]
+    assert all(v is None or math.isfinite(v) for p in prepared.pairs for rating in p.metadata["ratings"]
+               for v in rating.values() if not isinstance(v, str))
+
+
+def test_the_row_wide_check_still_quarantines_a_nan_anywhere_for_the_other_sources(settings):
+    from schemas.checks import value_faults
+
+    nested = {"completions": [{"fine-grained_score": float("nan")}], "context": [{"content": float("inf")}]}
+    assert value_faults(nested) == ["not_finite:completions", "not_finite:context"]
+    assert value_faults(nested, finite_checked_elsewhere=("completions",)) == ["not_finite:context"]
+    assert {s.name for s in SOURCES.values() if s.finite_checked_by_adapter} == {"ultrafeedback"}
