@@ -12,6 +12,9 @@ from rich.console import Console
 
 from common.numbers import plain
 
+err = Console(stderr=True)
+out = Console(soft_wrap=True)  # a line is never broken at 80 columns in a pipe or a log
+
 
 def is_terminal(stream: Any = None) -> bool:
     stream = sys.stdout if stream is None else stream
@@ -71,6 +74,23 @@ def print_table(console: Console, headers: Sequence[str], rows: Sequence[Sequenc
     for row in rows:
         table.add_row(*(cell(v) for v in row))
     console.print(table, soft_wrap=False)
+
+
+def print_json(value: Any) -> None:
+    """One JSON object on stdout (`--json`): numbers as `common.numbers.jsonable` writes them."""
+    import json
+
+    from common.numbers import jsonable
+
+    sys.stdout.write(json.dumps(value, default=jsonable) + "\n")
+
+
+def print_summary(title: str, summary: dict[str, Any], as_json: bool) -> None:
+    """A summary as JSON, or as a two-column table of its keys and values."""
+    if as_json:
+        print_json(summary)
+        return
+    print_table(out, ["", ""], [(key, cell(value)) for key, value in summary.items()], title=title, show_header=False)
 
 
 # The commands by stage, in the order a person meets them: `curate --help` lists them so.

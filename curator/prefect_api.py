@@ -14,6 +14,7 @@ watchdog (`curator.watchdog`) stops the server.
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib.util
 import os
 import signal
@@ -93,3 +94,10 @@ class TemporaryApi:
         """Stop the server without waiting (a second Ctrl-C: the command is leaving at once)."""
         if self.process is not None and self.process.poll() is None:
             signal_process(self.process.pid, signal.SIGTERM, group=True)
+
+
+@functools.cache
+def temporary_api() -> TemporaryApi:
+    """This process's one temporary API, started on first use and stopped when the process exits: the commands
+    one process runs (a test's, say) share it, as they share Prefect's client settings."""
+    return TemporaryApi().start()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from common.errors import InvalidInputError, NotFoundError, UserError
+from common.errors import InvalidInputError, UserError
 from common.settings import Settings
 
 
@@ -34,11 +34,10 @@ def benchmark(name: str, text: str | None, settings: Settings) -> None:
 
 
 def endpoint_given(urls: list[str] | None, launch: str | None, settings: Settings) -> None:
-    """A judge to ask: an --endpoint, CURATE_JUDGE_ENDPOINTS, or a server the command starts itself."""
-    if not (urls or launch or settings.judge_endpoints or settings.judge_launch):
-        from tasks.judge.endpoints import NoEndpointError
+    """A judge to ask (`tasks.judge.endpoints.require_endpoint`)."""
+    from tasks.judge.endpoints import require_endpoint
 
-        raise NoEndpointError("no judge endpoint")
+    require_endpoint(urls, launch, settings)
 
 
 def shard(text: str | None) -> None:
@@ -57,46 +56,11 @@ def shard_work(work: str) -> None:
     verify_work(ex, path, shared_secret())
 
 
-def skipped_stages(skip: list[str] | None) -> None:
-    from schemas.summaries import PIPELINE_STAGES
-
-    unknown = set(skip or []) - set(PIPELINE_STAGES)
-    if unknown:
-        raise InvalidInputError(f"unknown stage(s) to skip: {sorted(unknown)}; stages: {', '.join(PIPELINE_STAGES)}")
-
-
-def source_specs(specs: list[str] | None) -> list[tuple[Any, Path | None]]:
-    """`NAME` (the Hub) or `NAME=FILE` of `curate run`: the sources, each file not yet looked at."""
-    from tasks.ingest.sources import get_source, parse_source
-
-    out = []
-    for spec in specs or []:
-        name, path = parse_source(spec)
-        out.append((get_source(name, kind="pairs"), Path(path) if path else None))
-    return out
-
-
 def input_file(source: Any, path: Path | None, batch_size: int, limit: int | None = None) -> None:
-    """A local file that exists, in a format and encoding the reader takes, whose first batch has the source's
-    columns (a file of another source is refused here, not after Prefect's start-up). Damage further in is
-    left to the ingest, which lands what is whole and says where the file is damaged."""
-    from tasks.ingest.prepare import check_first_batch
-    from tasks.ingest.read import SourceDamagedError, read_local
+    """A local file that exists and is of this source (`tasks.ingest.prepare.check_input_file`)."""
+    from tasks.ingest.prepare import check_input_file
 
-    if path is None:
-        return
-    if not path.is_file():
-        raise NotFoundError(f"{path}: no such file")
-    batches = read_local(path, batch_size)
-    try:
-        first = next(iter(batches), None)
-    except SourceDamagedError:
-        return
-    finally:
-        batches.close()
-    if first is not None and first.rows:
-        first.rows = first.rows[:limit]  # what the ingest's first batch holds under --limit
-        check_first_batch(first, source, str(path.resolve()))
+    check_input_file(source, path, batch_size, limit)
 
 
 def warehouse(settings: Settings, creates: bool = False) -> None:

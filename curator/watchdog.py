@@ -5,6 +5,7 @@ by another process since is left alone). Linux only (/proc); elsewhere nothing i
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -50,8 +51,10 @@ def watch(parent: int, interval: float = 0.5) -> None:
         signal_process(pid, signal.SIGTERM, group=group == pid)
 
 
+@functools.cache
 def start_watchdog() -> subprocess.Popen | None:
-    """Watch this process; returns the watchdog (it exits by itself once this process is gone)."""
+    """Watch this process (one watchdog a process, started on first use); returns the watchdog (it exits by itself
+    once this process is gone)."""
     if not Path("/proc/self/stat").exists():
         return None
     return subprocess.Popen([sys.executable, "-m", "curator.watchdog", str(os.getpid())], stdin=subprocess.DEVNULL,

@@ -40,7 +40,7 @@ def _read_rows(src, path, rev, settings, limit) -> tuple[list[dict[str, Any]], l
 @flow(name="evaluate-judge", log_prints=False)
 def evaluate_judge(
     benchmark: str,
-    path: str | None = None,
+    *, path: str | None = None,
     endpoints: list[str] | None = None,
     strategy: str | None = "swap",
     limit: int | None = None,
@@ -57,7 +57,7 @@ def evaluate_judge(
     src = bench.source
     plan = scoring_plan(bench.name, strategy, settings)
     orders = sorted({order for order, _ in plan.initial()})
-    run = JudgeRun(settings, judge_config_from(settings), plan, current_run_id())
+    run = JudgeRun.of(settings, config=judge_config_from(settings), run_id=current_run_id(), strategy=plan.label)
     server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
     run_id = run.run_id
     with server:  # up (when launched here) and checked before anything is read

@@ -79,6 +79,7 @@ def open_indexes(wh: Warehouse, settings: Settings) -> tuple[NearDupIndex, Decon
 def ingest_batch(
     wh: Warehouse,
     batch: RawBatch,
+    *,
     source: Source,
     settings: Settings,
     revision: str,
@@ -116,7 +117,7 @@ def _artifact(summary: IngestSummary) -> None:
 @flow(name="ingest", log_prints=False)
 def ingest(
     source: str,
-    path: str | None = None,
+    *, path: str | None = None,
     revision: str | None = None,
     limit: int | None = None,
     warehouse: str | None = None,
@@ -129,7 +130,8 @@ def ingest(
     unless `force`."""
     log = get_run_logger()
     started = time.perf_counter()
-    asked = IngestRun.of(source, path, revision, limit, force, warehouse=warehouse, batch_size=batch_size)
+    asked = IngestRun.of(source, path=path, revision=revision, limit=limit, force=force, warehouse=warehouse,
+                         batch_size=batch_size)
     settings, src, path, limit = asked.settings, asked.src, asked.file, asked.limit  # the checked values from here
     with Warehouse(settings.warehouse) as wh:
         rev, location = pin_revision(wh.ingest, src, asked.revision, path)
@@ -157,8 +159,9 @@ def ingest(
                     for n, batch in enumerate(limit_rows(source_batches(src, path, rev, settings), limit)):
                         # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
                         # futures, twice per task: about a second per 5,000-row batch, measured.
-                        counts.add(ingest_batch(wh, quote(batch), src, settings, rev, run_id, quote(index),
-                                                quote(decontaminator), location, quote(writer), n == 0))
+                        counts.add(ingest_batch(wh, quote(batch), source=src, settings=settings, revision=rev,
+                                                run_id=run_id, index=quote(index), decontaminator=quote(decontaminator),
+                                                where=location, writer=quote(writer), first=n == 0))
                         progress.report(len(batch), total, src.name)
             except SourceDamagedError as err:
                 if writer.failed is None:
@@ -180,7 +183,7 @@ def ingest(
 
 @flow(name="load-eval-set", log_prints=False)
 def load_eval_set(
-    benchmark: str, path: str | None = None, revision: str | None = None, warehouse: str | None = None
+    benchmark: str, *, path: str | None = None, revision: str | None = None, warehouse: str | None = None
 ) -> dict[str, Any]:
     """Load an evaluation set's prompts, then flag every pair in the warehouse that overlaps them."""
     settings = settings_with(warehouse=warehouse)

@@ -70,7 +70,7 @@ def judge_shard(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSummary:
 
 @flow(name="judge", log_prints=False)
 def judge(
-    endpoints: list[str] | None = None,
+    *, endpoints: list[str] | None = None,
     strategy: str | None = None,
     shard: str | None = None,
     limit: int | None = None,
@@ -107,7 +107,7 @@ def judge(
 @flow(name="judge-worker", log_prints=False)
 def judge_worker(
     work: str,
-    endpoints: list[str] | None = None,
+    *, endpoints: list[str] | None = None,
     launch: str | None = None,
     port: int | None = None,
     max_in_flight: int | None = None,

@@ -161,7 +161,7 @@ def _require_deployment(name: str) -> None:
 @flow(name="judge-sharded", log_prints=False)
 def judge_sharded(
     shards: int,
-    strategy: str | None = None,
+    *, strategy: str | None = None,
     deployment: str | None = None,
     exchange: str | None = None,
     warehouse: str | None = None,

@@ -14,19 +14,18 @@ from prefect.artifacts import (
     create_table_artifact,
 )
 from prefect.cache_policies import NO_CACHE
-from pydantic import Field
 
-from common.errors import InvalidInputError, validated
-from common.settings import RunContext, settings_with
+from common.settings import settings_with
 from flows.ingest import ingest
 from flows.judge import judge
 from flows.judge_shards import judge_sharded
 from flows.publish import publish
-from flows.runs import current_run_id
+from flows.runs import current_run_id, takes_parameters_of
 from flows.versions import EmptyVersionError, build_version
-from schemas.summaries import PIPELINE_STAGES, PipelineSummary
-from schemas.version import check_name, hub_repo
+from schemas.summaries import PipelineSummary, StageFailure
+from schemas.version import hub_repo
 from tasks.ingest.sources import parse_source
+from tasks.pipeline.context import PipelineRun
 from tasks.judge.cost import cost_model
 from tasks.judge.endpoints import check_judge
 from tasks.publish.summary import refuse_judging_other_weights
@@ -34,88 +33,16 @@ from warehouse.lock import pipeline_lock
 from warehouse.snapshot import refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
 
-STAGES = PIPELINE_STAGES
-
-
-class PipelineRun(RunContext):
-    """One pipeline run: what each stage is given, checked before any stage starts (a deployment's typo fails in
-    seconds, not after the ingest)."""
-
-    sources: list[str] = Field(default_factory=list, description="NAME (the Hub) or NAME=FILE, one per source")
-    endpoints: list[str] | None = None
-    launch: str | None = None
-    strategy: str | None = None
-    dataset: str = Field("preferences", description="the dataset the version belongs to")
-    policy_path: str | None = None
-    publish_to: str | None = Field("published", description="a local folder or hf://ORG/NAME (None: no publishing)")
-    skip: frozenset[str] = frozenset()
-    limit: int | None = Field(None, ge=1, description="read at most N rows per source")
-    judge_shards: int = Field(0, ge=0, description="judge in N shards on the gpu pool (0: in this process)")
-    judge_deployment: str | None = None
-    exchange: str | None = None
-    stale_seconds: float | None = None  # bounded by Settings.judge_shard_stale_seconds
-    allow_other_weights: bool = Field(False, description="publish to the Hub a version judged by other weights than "
-                                      "the judge's published ones")
-
-    @classmethod
-    def of(cls, sources: list[str] | None = None, *, skip: list[str] | None = None, dataset: str = "preferences",
-           policy_path: str | None = None, publish_to: str | None = "published", warehouse: str | Path | None = None,
-           judge_deployment: str | None = None, exchange: str | None = None, stale_seconds: float | None = None,
-           **given: Any) -> PipelineRun:
-        """`given`: the other fields (endpoints, launch, strategy, limit, judge_shards)."""
-        from schemas.summaries import PIPELINE_STAGES
-        from tasks.curate.policy import load_policy
-        from tasks.ingest.sources import get_source, parse_source
-
-        # arguments first, then files (the policy), as `curate run` refuses them
-        unknown = set(skip or []) - set(PIPELINE_STAGES)
-        if unknown:
-            raise InvalidInputError(f"unknown stage(s) to skip: {sorted(unknown)}; stages: "
-                                    f"{', '.join(PIPELINE_STAGES)}")
-        if "ingest" not in (skip or []):
-            for spec in sources or []:
-                get_source(parse_source(spec)[0], kind="pairs")
-        check_name(dataset)
-        if publish_to and "publish" not in (skip or []):
-            hub_repo(publish_to)  # an hf:// target that names no repository
-        settings = settings_with(warehouse=warehouse, judge_deployment=judge_deployment, judge_exchange=exchange,
-                                 judge_shard_stale_seconds=stale_seconds)
-        run = validated(cls, {**given, "sources": list(sources or []), "skip": frozenset(skip or []),
-                              "dataset": dataset, "policy_path": policy_path, "publish_to": publish_to,
-                              "judge_deployment": judge_deployment, "exchange": exchange,
-                              "stale_seconds": stale_seconds, "settings": settings}, "invalid pipeline run")
-        load_policy(Path(policy_path) if policy_path else None)
-        return run
-
-    @property
-    def warehouse(self) -> str:
-        return str(self.settings.warehouse)
 
 
 @flow(name="curate-pipeline", log_prints=False)
-def curate_pipeline(
-    sources: list[str] | None = None,
-    endpoints: list[str] | None = None,
-    launch: str | None = None,
-    strategy: str | None = None,
-    dataset: str = "preferences",
-    policy_path: str | None = None,
-    publish_to: str | None = "published",
-    skip: list[str] | None = None,
-    warehouse: str | None = None,
-    limit: int | None = None,
-    judge_shards: int = 0,
-    judge_deployment: str | None = None,
-    exchange: str | None = None,
-    stale_seconds: float | None = None,
-    allow_other_weights: bool = False,
-) -> PipelineSummary:
+@takes_parameters_of(PipelineRun.of)
+def curate_pipeline(**parameters: Any) -> PipelineSummary:
     """ingest → judge → build version → publish; `skip` names stages to leave out. With `judge_shards` N,
-    judging runs the judge deployment once per shard on the gpu pool instead of in this process."""
-    run = PipelineRun.of(sources, skip=skip, dataset=dataset, policy_path=policy_path, publish_to=publish_to,
-                         warehouse=warehouse, judge_deployment=judge_deployment, exchange=exchange,
-                         stale_seconds=stale_seconds, endpoints=endpoints, launch=launch, strategy=strategy,
-                         limit=limit, judge_shards=judge_shards, allow_other_weights=allow_other_weights)
+    judging runs the judge deployment once per shard on the gpu pool instead of in this process. Its
+    parameters are `PipelineRun.of`'s."""
+    run = PipelineRun.of(**parameters)
+    run.check_files()
     settings = run.settings
     if "judge" not in run.skip and not run.judge_shards and not (run.launch or settings.judge_launch):
         # Fail fast: an unusable judge is found before any stage runs, not after the ingest.
@@ -143,7 +70,7 @@ def snapshot_dashboard(warehouse: str, stage: str) -> None:
 def _stages(run: PipelineRun) -> PipelineSummary:
     log = get_run_logger()
     warehouse, skip = run.warehouse, run.skip
-    summary: PipelineSummary = {"ingest": {}, "judge": None, "version": None, "publish": None}
+    summary: PipelineSummary = {"ingest": {}, "judge": None, "version": None, "publish": None, "failed": []}
     pending: list[str] = []  # stages whose records the dashboard has not seen yet
 
     def after(stage: str, changed: bool) -> None:
@@ -157,7 +84,7 @@ def _stages(run: PipelineRun) -> PipelineSummary:
     if "ingest" not in skip:
         for spec in run.sources:
             name, path = parse_source(spec)
-            summary["ingest"][name] = ingest(name, path, limit=run.limit, warehouse=warehouse)
+            summary["ingest"][name] = ingest(name, path=path, limit=run.limit, warehouse=warehouse)
         after("ingest", any(s.get("new_pairs") or s.get("new_quarantined") for s in summary["ingest"].values()))
     if "judge" not in skip:
         if run.judge_shards:
@@ -172,12 +99,12 @@ def _stages(run: PipelineRun) -> PipelineSummary:
         try:
             summary["version"] = build_version(run.dataset, policy_path=run.policy_path, warehouse=warehouse)
         except EmptyVersionError as err:
-            summary["version"] = {"error": str(err)}
+            summary["failed"].append(StageFailure(stage="version", error=str(err)))
             log.warning("no version built: %s", err)
-        after("version", bool(summary["version"].get("new_version")))
+        after("version", bool((summary["version"] or {}).get("new_version")))
     version = summary["version"] or {}
     if "publish" not in skip and run.publish_to and version.get("version"):
-        summary["publish"] = publish(run.dataset, version["version"], to=run.publish_to, warehouse=warehouse,
+        summary["publish"] = publish(run.dataset, version=version["version"], to=run.publish_to, warehouse=warehouse,
                                      allow_other_weights=run.allow_other_weights)
         after("publish", not summary["publish"].get("already_published"))
     if pending:

@@ -69,15 +69,15 @@ def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict
 
 @flow(name="publish", log_prints=False)
 def publish(
-    name: str, version: int | None = None, to: str = "published", private: bool = False, warehouse: str | None = None,
+    name: str, *, version: int | None = None, to: str = "published", private: bool = False, warehouse: str | None = None,
     allow_simulated: bool = False,
     allow_other_weights: bool = False,
 ) -> PublishSummary:
     """Publish `name` (its latest version unless `version`) to a local folder or to `hf://ORG/NAME`."""
     log = get_run_logger()
     # the name, version and target checked as the CLI checks them
-    run = PublishRun.of(name, version, to, private, allow_simulated, allow_other_weights=allow_other_weights,
-                        warehouse=warehouse)
+    run = PublishRun.of(name, version=version, to=to, private=private, allow_simulated=allow_simulated,
+                        allow_other_weights=allow_other_weights, warehouse=warehouse)
     settings, to = run.settings, run.to  # `to` as recorded: hf://ORG/NAME whatever the case of its scheme
     with Warehouse(settings.warehouse, read_only=True) as wh:
         meta = version_to_publish(wh.versions, name, version)

@@ -98,7 +98,7 @@ def _push(wh: Warehouse, ls: LabelStudio, name: str, version: int | None, projec
 
 
 @flow(name="review-push", log_prints=False)
-def review_push(name: str, version: int | None = None, url: str | None = None, project: str | None = None,
+def review_push(name: str, *, version: int | None = None, url: str | None = None, project: str | None = None,
                 selection: str = "borderline", limit: int = 100, seed: int = DEFAULT_SEED,
                 annotators_per_task: int = 1, warehouse: str | None = None) -> dict[str, Any]:
     """Push up to `limit` pairs of a version to a Label Studio project (made when missing); never a task twice."""
@@ -113,7 +113,7 @@ def review_push(name: str, version: int | None = None, url: str | None = None, p
 
 
 @flow(name="review-pull", log_prints=False)
-def review_pull(url: str | None = None, project: str | None = None, warehouse: str | None = None) -> dict[str, Any]:
+def review_pull(*, url: str | None = None, project: str | None = None, warehouse: str | None = None) -> dict[str, Any]:
     """Land every submitted annotation of a project (or of every project this warehouse pushed to there)."""
     settings = settings_with(warehouse=warehouse)
     with LabelStudio(_url(url), resolve_token()) as ls:
@@ -125,7 +125,7 @@ def review_pull(url: str | None = None, project: str | None = None, warehouse: s
 
 
 @flow(name="review-sync", log_prints=False)
-def review_sync(datasets: list[str] | None = None, url: str | None = None, limit: int = 100,
+def review_sync(*, datasets: list[str] | None = None, url: str | None = None, limit: int = 100,
                 audit_limit: int = 0, warehouse: str | None = None) -> dict[str, Any]:
     """On a schedule: pull what reviewers did, then push the borderline pairs (and, when asked, an audit
     sample) of each dataset's newest version that has not been pushed yet, to the project "<dataset> review"."""

@@ -65,14 +65,15 @@ def source_revisions(rows: pa.Table) -> dict[str, list[str]]:
 @flow(name="build-version", log_prints=False)
 def build_version(
     name: str,
-    policy_path: str | None = None,
+    *, policy_path: str | None = None,
     policy_overrides: dict[str, Any] | None = None,
     judge_config_id: str | None = None,
     warehouse: str | None = None,
 ) -> VersionSummary:
     """Materialize the next immutable version of `name`, or say that nothing changed."""
     log = get_run_logger()
-    asked = VersionRun.of(name, policy_path, policy_overrides, judge_config_id, warehouse=warehouse)
+    asked = VersionRun.of(name, policy_path=policy_path, policy_overrides=policy_overrides,
+                          judge_config_id=judge_config_id, warehouse=warehouse)
     policy, settings = asked.policy, asked.settings
     with Warehouse(settings.warehouse) as wh:
         config_id = asked.judge_config_id or wh.versions.latest_judge_config_id()

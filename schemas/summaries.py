@@ -102,8 +102,16 @@ class PublishSummary(TypedDict, total=False):
     content_hash: str
 
 
+class StageFailure(TypedDict):
+    """A stage of the pipeline that ended without its result, and why (the run goes on without it)."""
+
+    stage: str  # one of PIPELINE_STAGES
+    error: str  # the one line a user reads
+
+
 class PipelineSummary(TypedDict):
     ingest: dict[str, IngestSummary]  # per source
     judge: JudgeSummary | None
-    version: VersionSummary | None
+    version: VersionSummary | None  # None: skipped, or failed (see `failed`)
     publish: PublishSummary | None
+    failed: list[StageFailure]  # stages that failed, in order

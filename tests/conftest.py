@@ -80,9 +80,9 @@ def dashboard_warehouse(tmp_path_factory) -> tuple[Path, Path, dict]:
         '{"pair_id": "p%d", "source": "livebench-math", "question": "q%d", "response_A": "a%d", '
         '"response_B": "b%d", "label": "A>B"}\n' % (i, i, i, i) for i in range(10)))
     with StandinProcess(StandinConfig(latency_mean=0.002, malformed_rate=0.05)) as server:
-        summary = curate_pipeline([f"helpsteer3={hs}", f"arena={arena}"], [server.url], dataset="dash",
+        summary = curate_pipeline(sources=[f"helpsteer3={hs}", f"arena={arena}"], endpoints=[server.url], dataset="dash",
                                   publish_to=str(tmp / "published"), warehouse=str(warehouse))
-        evaluate_judge("judgebench", str(judgebench), [server.url], warehouse=str(warehouse))
+        evaluate_judge("judgebench", path=str(judgebench), endpoints=[server.url], warehouse=str(warehouse))
         # a second version under a looser policy (pairs added), which also refreshes the snapshot after the
         # evaluation, as `curate snapshot` would
         looser = tmp / "looser.toml"

@@ -25,13 +25,18 @@ class IngestRun(RunContext):
     force: bool = Field(False, description="read a revision again even if it was read in full")
 
     @classmethod
-    def of(cls, source: str, path: str | Path | None = None, revision: str | None = None, limit: int | None = None,
-           force: bool = False, *, warehouse: str | Path | None = None, batch_size: int | None = None) -> IngestRun:
+    def of(cls, source: str, *, path: str | Path | None = None, revision: str | None = None, limit: int | None = None,
+           force: bool = False, warehouse: str | Path | None = None, batch_size: int | None = None) -> IngestRun:
         from tasks.ingest.sources import get_source
 
         name = get_source(source, kind="pairs").name  # an unknown name, or an evaluation set, is refused by name
         return validated(cls, {"source": name, "path": path, "revision": revision, "limit": limit, "force": force,
                                "settings": settings_with(warehouse=warehouse, batch_size=batch_size)}, "invalid ingest")
+
+    def flow_parameters(self) -> dict[str, object]:
+        """The ingest flow's parameters for this run, by name (`of` takes the same)."""
+        return {"source": self.source, "path": self.file, "revision": self.revision, "limit": self.limit,
+                "force": self.force, "batch_size": self.batch_size, "warehouse": str(self.warehouse)}
 
     @property
     def src(self) -> Source:

@@ -12,6 +12,8 @@ quarantine record, so quarantine stays keyed by raw row while the row's good pai
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import functools
 from collections import Counter
 from dataclasses import dataclass, field
@@ -68,6 +70,29 @@ def _safe_source_id(source: Source, row: dict[str, Any]) -> str | None:
     except Exception:  # noqa: BLE001
         return None
     return nz.printable(sid) if isinstance(sid, str) else None
+
+
+def check_input_file(source: Source, path: Path | None, batch_size: int, limit: int | None = None) -> None:
+    """A local file that exists, in a format and encoding the reader takes, whose first batch has the source's
+    columns (a file of another source is refused before anything runs). Damage further in is left to the ingest,
+    which lands what is whole and says where the file is damaged."""
+    from common.errors import NotFoundError
+    from tasks.ingest.read import SourceDamagedError, read_local
+
+    if path is None:
+        return
+    if not path.is_file():
+        raise NotFoundError(f"{path}: no such file")
+    batches = read_local(path, batch_size)
+    try:
+        first = next(iter(batches), None)
+    except SourceDamagedError:
+        return
+    finally:
+        batches.close()
+    if first is not None and first.rows:
+        first.rows = first.rows[:limit]  # what the ingest's first batch holds under --limit
+        check_first_batch(first, source, str(path.resolve()))
 
 
 def check_first_batch(batch: RawBatch, source: Source, where: str) -> None:

@@ -36,6 +36,12 @@ class NoEndpointError(UserError):
     hint = "pass --endpoint URL (repeatable) or --launch-vllm; a GPU worker: set CURATE_JUDGE_ENDPOINTS or CURATE_JUDGE_LAUNCH"
 
 
+def require_endpoint(urls: list[str] | None, launch: str | None, settings: Settings) -> None:
+    """A judge to ask: an endpoint given, CURATE_JUDGE_ENDPOINTS, or a server the run starts itself."""
+    if not (urls or launch or settings.judge_endpoints or settings.judge_launch):
+        raise NoEndpointError("no judge endpoint")
+
+
 @dataclass(frozen=True)
 class Probe:
     url: str

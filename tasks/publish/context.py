@@ -10,7 +10,6 @@ from common.errors import validated
 from common.settings import RunContext, settings_with
 
 
-
 class PublishRun(RunContext):
     """One publication: which version of which dataset, where to, and whether the Hub may take a SIMULATED one
     or one judged by other weights than the judge's published ones."""
@@ -26,8 +25,8 @@ class PublishRun(RunContext):
                                       "published ones to the Hub")
 
     @classmethod
-    def of(cls, name: str, version: int | None = None, to: str = "published", private: bool = False,
-           allow_simulated: bool = False, *, allow_other_weights: bool = False,
+    def of(cls, name: str, *, version: int | None = None, to: str = "published", private: bool = False,
+           allow_simulated: bool = False, allow_other_weights: bool = False,
            warehouse: str | Path | None = None) -> PublishRun:
         from schemas.version import HF_PREFIX, check_name, hub_repo
 
@@ -38,3 +37,8 @@ class PublishRun(RunContext):
                                "allow_other_weights": allow_other_weights, "settings": settings_with(warehouse=warehouse)},
                          "invalid publish")
 
+    def flow_parameters(self) -> dict[str, object]:
+        """The publish flow's parameters for this run, by name (`of` takes the same)."""
+        return {"name": self.name, "version": self.version, "to": self.to, "private": self.private,
+                "allow_simulated": self.allow_simulated, "allow_other_weights": self.allow_other_weights,
+                "warehouse": str(self.warehouse)}

@@ -29,7 +29,9 @@ def summary(done: subprocess.CompletedProcess) -> dict:
 
 
 def uvicorn_children_of_nobody_alive(before: set[int]) -> set[int]:
-    """Prefect API servers (uvicorn over Prefect's app) started since `before` and still running."""
+    """Prefect API servers (uvicorn over Prefect's app) of this environment's python started since `before` and still
+    running (another checkout's on the same machine are not this test's)."""
+    ours = os.path.dirname(sys.executable).encode()
     found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) not in before:
@@ -37,7 +39,7 @@ def uvicorn_children_of_nobody_alive(before: set[int]) -> set[int]:
                 cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"prefect.server.api.server:create_app" in cmd:
+            if b"prefect.server.api.server:create_app" in cmd and cmd.startswith(ours):
                 found.add(int(entry))
     return found
 

@@ -16,7 +16,7 @@ def ingest_clean_pairs(folder: Path, warehouse: Path, rows: int, seed: int, pair
     data = folder / "hs.jsonl"
     write_synth(data, "helpsteer3", rows, seed=seed, pair_bytes=pair_bytes, bad_rate=0.0, exact_dup_rate=0.0,
                 near_dup_rate=0.0)
-    ingest("helpsteer3", str(data), warehouse=str(warehouse))
+    ingest("helpsteer3", path=str(data), warehouse=str(warehouse))
     with Warehouse(warehouse, read_only=True) as wh:
         return wh.counts()["pairs_for_curation"]
 

@@ -28,7 +28,7 @@ def biased(tmp_path_factory):
     path = tmp_path_factory.mktemp("calibration") / "warehouse.duckdb"
     data = path.parent / "hs.jsonl"
     write_synth(data, "helpsteer3", 1_500, seed=41, pair_bytes=600, bad_rate=0.0)
-    ingest("helpsteer3", str(data), warehouse=str(path))
+    ingest("helpsteer3", path=str(data), warehouse=str(path))
     with StandinProcess(StandinConfig(latency_mean=0.002, capacity=128, position_bias=0.3, length_bias=3.0)) as server:
         judge(endpoints=[server.url], strategy="swap", warehouse=str(path))
     return path

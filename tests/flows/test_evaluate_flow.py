@@ -35,9 +35,9 @@ def test_an_oracle_scores_full_marks_on_rmbench_in_every_cell(tmp_path, warehous
     data.write_text("".join(json.dumps(r) + "\n" for r in sample))
     config = StandinConfig(latency_mean=0.001, oracle=_oracle(tmp_path, "rm-bench", sample))
     with StandinProcess(config) as server:
-        result = evaluate_judge("rm-bench", str(data), [server.url], warehouse=str(warehouse_path))
+        result = evaluate_judge("rm-bench", path=str(data), endpoints=[server.url], warehouse=str(warehouse_path))
         assert server.stats()["requests"] == 2 * 9 * len(sample)
-        again = evaluate_judge("rm-bench", str(data), [server.url], warehouse=str(warehouse_path))
+        again = evaluate_judge("rm-bench", path=str(data), endpoints=[server.url], warehouse=str(warehouse_path))
         assert server.stats()["requests"] == 2 * 9 * len(sample)  # cached: a rerun costs nothing
     assert result["accuracy"] == 100.0 and result["failed"] == 0 and result["scored"] == 9 * len(sample)
     assert result["by_category"] == {"chat": 100.0, "code": 100.0, "safety": 100.0}
@@ -63,7 +63,7 @@ def _judgebench(tmp_path):
 def test_an_oracle_scores_full_marks_on_judgebench_but_identical_answers(tmp_path, warehouse_path):
     fixtures, rows, identical = _judgebench(tmp_path)
     with StandinProcess(StandinConfig(latency_mean=0.001, oracle=_oracle(tmp_path, "judgebench", rows))) as server:
-        result = evaluate_judge("judgebench", str(fixtures), [server.url], warehouse=str(warehouse_path))
+        result = evaluate_judge("judgebench", path=str(fixtures), endpoints=[server.url], warehouse=str(warehouse_path))
     n = len(rows)
     assert result["scored"] == n and result["failed"] == 0
     assert result["outcomes"].get("correct") == n - identical
@@ -79,7 +79,7 @@ def test_a_known_position_bias_scores_what_it_predicts(tmp_path, warehouse_path,
     p = 0.3  # share of verdicts that go to the first-shown answer, whatever the labels say
     config = StandinConfig(latency_mean=0.001, first_wins_rate=p, oracle=_oracle(tmp_path, "judgebench", rows))
     with StandinProcess(config) as server:
-        result = evaluate_judge("judgebench", str(fixtures), [server.url], strategy=strategy,
+        result = evaluate_judge("judgebench", path=str(fixtures), endpoints=[server.url], strategy=strategy,
                                 warehouse=str(warehouse_path))
     distinct = [r for r in rows if r["response_A"] != r["response_B"]]
     share_a = sum(r["label"] == "A>B" for r in distinct) / len(rows)

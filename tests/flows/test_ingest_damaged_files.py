@@ -71,13 +71,13 @@ def _reference(tmp_path, name: str, data: bytes, kind: str) -> dict[str, object]
     folder = tmp_path / f"reference-{len(list(tmp_path.glob('reference-*')))}"
     folder.mkdir()
     (folder / name).write_bytes(data)
-    ingest(kind, str(folder / name), warehouse=str(folder / "w.duckdb"), batch_size=BATCH)
+    ingest(kind, path=str(folder / name), warehouse=str(folder / "w.duckdb"), batch_size=BATCH)
     return _contents(folder / "w.duckdb")
 
 
 def _run_damaged(kind, path, warehouse) -> SourceDamagedError:
     with pytest.raises(SourceDamagedError) as raised:
-        ingest(kind, str(path), warehouse=str(warehouse), batch_size=BATCH)
+        ingest(kind, path=str(path), warehouse=str(warehouse), batch_size=BATCH)
     with Warehouse(warehouse, read_only=True) as wh:
         run = wh.runs.ingest_runs(1)[0]
     assert run["status"] == "failed" and run["error"] == f"SourceDamagedError: {raised.value}"
@@ -87,7 +87,7 @@ def _run_damaged(kind, path, warehouse) -> SourceDamagedError:
 
 def _repair_and_rerun(kind, path, whole: bytes, warehouse, reference: dict[str, object]) -> None:
     path.write_bytes(whole)  # repaired in place
-    s = ingest(kind, str(path), warehouse=str(warehouse), batch_size=BATCH)
+    s = ingest(kind, path=str(path), warehouse=str(warehouse), batch_size=BATCH)
     assert s["already_ingested"] > 0
     assert _contents(warehouse) == reference  # the rest landed, nothing twice
 

@@ -36,10 +36,10 @@ def test_ingest_lands_pairs_accounts_for_every_row_and_is_idempotent(tmp_path, w
     data = tmp_path / "hs.jsonl"
     m = write_synth(data, "helpsteer3", 1500, seed=4, pair_bytes=3000, contamination_rate=0.02, eval_prompts=prompts)
 
-    loaded = load_eval_set("rm-bench", str(tmp_path / "eval.jsonl"), warehouse=str(warehouse_path))
+    loaded = load_eval_set("rm-bench", path=str(tmp_path / "eval.jsonl"), warehouse=str(warehouse_path))
     assert loaded["prompts"] == 40 and loaded["contaminated_pairs"] == 0
 
-    s = ingest("helpsteer3", str(data), warehouse=str(warehouse_path), batch_size=400)
+    s = ingest("helpsteer3", path=str(data), warehouse=str(warehouse_path), batch_size=400)
     assert set(SUMMARY_KEYS) <= set(s)
     assert s["read"] == 1500 == s["valid"] + s["quarantined_rows"]
     assert s["valid"] == s["already_ingested"] + s["exact_duplicates"] + s["near_duplicates"] + s["new_pairs"]
@@ -66,9 +66,9 @@ def test_ingest_lands_pairs_accounts_for_every_row_and_is_idempotent(tmp_path, w
     assert contaminated == planted_contaminated and s["contaminated"] == len(planted_contaminated)
     assert counts["pairs_for_curation"] == counts["candidate_pairs"] - len(near) - len(contaminated)
 
-    skipped = ingest("helpsteer3", str(data), warehouse=str(warehouse_path), batch_size=400)
+    skipped = ingest("helpsteer3", path=str(data), warehouse=str(warehouse_path), batch_size=400)
     assert skipped["read"] == 0 and skipped["note"].startswith("unchanged: helpsteer3 at file:")
-    again = ingest("helpsteer3", str(data), warehouse=str(warehouse_path), batch_size=400, force=True)
+    again = ingest("helpsteer3", path=str(data), warehouse=str(warehouse_path), batch_size=400, force=True)
     assert again["new_pairs"] == again["exact_duplicates"] == again["near_duplicates"] == again["new_quarantined"] == 0
     assert again["already_ingested"] == s["valid"]
     assert "nothing new" in again["note"]
@@ -82,7 +82,7 @@ def test_a_second_source_with_the_same_comparisons_records_duplicates_not_pairs(
     rows = [{"domain": "general", "language": "english", "context": [{"role": "user", "content": f"question {i}"}],
              "response1": f"first answer {i}", "response2": f"second answer {i}", "overall_preference": -2} for i in range(10)]
     hs.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    ingest("helpsteer3", str(hs), warehouse=str(warehouse_path))
+    ingest("helpsteer3", path=str(hs), warehouse=str(warehouse_path))
 
     def part(t):
         return [{"type": "text", "text": t, "image": None, "mimeType": None}]
@@ -98,7 +98,7 @@ def test_a_second_source_with_the_same_comparisons_records_duplicates_not_pairs(
                            "full_conversation": [{"user": user, "model_side_a": a, "model_side_b": b}],
                            "language": "en", "is_code": False})
     pq.write_table(pa.Table.from_pylist(arena_rows), arena)
-    s = ingest("arena", str(arena), warehouse=str(warehouse_path))
+    s = ingest("arena", path=str(arena), warehouse=str(warehouse_path))
     assert (s["exact_duplicates"], s["new_pairs"]) == (9, 1)
     with Warehouse(warehouse_path, read_only=True) as wh:
         dups = wh.query("SELECT swapped, human_label FROM pair_sightings WHERE source = 'arena' AND NOT is_first")
@@ -111,14 +111,14 @@ def test_truncated_parquet_fails_the_run_cleanly(tmp_path, warehouse_path):
     pq.write_table(pa.Table.from_pylist([{"id": str(i), "winner": "tie"} for i in range(50)]), path)
     path.write_bytes(path.read_bytes()[:100])
     with pytest.raises(SourceReadError, match="arena.parquet"):
-        ingest("arena", str(path), warehouse=str(warehouse_path))
+        ingest("arena", path=str(path), warehouse=str(warehouse_path))
 
 
 def test_wrong_file_for_the_source_names_the_missing_columns_and_writes_nothing(tmp_path, warehouse_path):
     path = tmp_path / "rm.jsonl"
     write_eval_set(path, synth_eval_prompts(30))
     with pytest.raises(MissingColumnsError, match="context"):
-        ingest("helpsteer3", str(path), warehouse=str(warehouse_path))
+        ingest("helpsteer3", path=str(path), warehouse=str(warehouse_path))
     with Warehouse(warehouse_path, read_only=True) as wh:
         assert wh.counts()["quarantine"] == 0 and wh.counts()["candidate_pairs"] == 0
         assert wh.runs.ingest_runs(1)[0]["status"] == "failed"
@@ -130,7 +130,7 @@ def test_summary_is_left_as_a_table_artifact(tmp_path, warehouse_path):
 
     path = tmp_path / "a.jsonl"
     write_synth(path, "arena", 60, seed=9, pair_bytes=600)
-    s = ingest("arena", str(path), warehouse=str(warehouse_path))
+    s = ingest("arena", path=str(path), warehouse=str(warehouse_path))
     with get_client(sync_client=True) as client:
         arts = client.read_artifacts(artifact_filter=ArtifactFilter(
             key=ArtifactFilterKey(any_=["ingest-arena"]), flow_run_id=ArtifactFilterFlowRunId(any_=[s["run_id"]])))
@@ -146,7 +146,7 @@ def test_parquet_with_wrong_column_types_quarantines_rows_naming_the_column(tmp_
             for i in range(40)]
     path = tmp_path / "hs.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path)  # overall_preference became a string column
-    s = ingest("helpsteer3", str(path), warehouse=str(warehouse_path))
+    s = ingest("helpsteer3", path=str(path), warehouse=str(warehouse_path))
     assert s["read"] == 40 and s["new_pairs"] == 0
     assert s["quarantined"] == {"overall_preference:is_int": 40}
     with Warehouse(warehouse_path, read_only=True) as wh:

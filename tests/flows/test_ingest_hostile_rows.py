@@ -50,7 +50,7 @@ def _hostile_file(path, kind: str, good: int, seed: int) -> dict[int, str]:
 def test_every_hostile_row_is_quarantined_and_every_good_row_lands(tmp_path, warehouse_path, kind):
     path = tmp_path / f"{kind}.jsonl"
     expected = _hostile_file(path, kind, 2000, seed=31)
-    s = ingest(kind, str(path), warehouse=str(warehouse_path), batch_size=BATCH)
+    s = ingest(kind, path=str(path), warehouse=str(warehouse_path), batch_size=BATCH)
 
     total = 2000 + len(expected)
     assert s["read"] == total == s["valid"] + s["quarantined_rows"]
@@ -67,7 +67,7 @@ def test_every_hostile_row_is_quarantined_and_every_good_row_lands(tmp_path, war
     assert not wrong
     assert set(got) == set(expected)
 
-    again = ingest(kind, str(path), warehouse=str(warehouse_path), batch_size=BATCH, force=True)
+    again = ingest(kind, path=str(path), warehouse=str(warehouse_path), batch_size=BATCH, force=True)
     assert again["new_pairs"] == again["new_quarantined"] == 0 and again["read"] == total
 
 
@@ -79,7 +79,7 @@ def test_a_last_batch_lacking_a_column_is_quarantined_row_by_row(tmp_path, wareh
         del row["response2"]
         lines[i] = json.dumps(row)
     path.write_text("\n".join(lines) + "\n")
-    s = ingest("helpsteer3", str(path), warehouse=str(warehouse_path), batch_size=BATCH)
+    s = ingest("helpsteer3", path=str(path), warehouse=str(warehouse_path), batch_size=BATCH)
     assert s["read"] == 1200 and s["valid"] == 1000
     assert s["quarantined"] == {"response2:missing": 200}
 
@@ -89,7 +89,7 @@ def test_a_json_array_file_is_read_element_by_element(tmp_path, warehouse_path):
     rows = [json.loads(line) for line in synth_lines("helpsteer3", 300, 5, pair_bytes=400, exact_dup_rate=0,
                                                        near_dup_rate=0, bad_rate=0)]
     path.write_text(json.dumps(rows[:150] + ["not a row"] + rows[150:]))
-    s = ingest("helpsteer3", str(path), warehouse=str(warehouse_path), batch_size=100)
+    s = ingest("helpsteer3", path=str(path), warehouse=str(warehouse_path), batch_size=100)
     assert s["read"] == 301 and s["valid"] == 300 and s["quarantined"] == {"not_an_object": 1}
     with Warehouse(warehouse_path, read_only=True) as wh:
         assert wh.query("SELECT position FROM quarantine") == [("hs.json[150]",)]
@@ -100,7 +100,7 @@ def test_a_utf16_file_is_refused_naming_the_encoding_and_writes_nothing(tmp_path
     text = "\n".join(synth_lines("helpsteer3", 20, 5, pair_bytes=300, bad_rate=0)) + "\n"
     path.write_bytes(text.encode("utf-16"))
     with pytest.raises(SourceReadError, match="UTF-16"):
-        ingest("helpsteer3", str(path), warehouse=str(warehouse_path))
+        ingest("helpsteer3", path=str(path), warehouse=str(warehouse_path))
     with Warehouse(warehouse_path, read_only=True) as wh:
         assert wh.counts()["quarantine"] == 0 and wh.counts()["candidate_pairs"] == 0
 
@@ -109,5 +109,5 @@ def test_a_utf8_byte_order_mark_does_not_cost_the_first_row(tmp_path, warehouse_
     path = tmp_path / "hs.jsonl"
     text = "\n".join(synth_lines("helpsteer3", 20, 6, pair_bytes=300, exact_dup_rate=0, near_dup_rate=0, bad_rate=0))
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
-    s = ingest("helpsteer3", str(path), warehouse=str(warehouse_path))
+    s = ingest("helpsteer3", path=str(path), warehouse=str(warehouse_path))
     assert s["read"] == 20 and s["valid"] == 20

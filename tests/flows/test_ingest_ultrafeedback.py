@@ -84,7 +84,7 @@ def test_ultrafeedback_goes_through_judge_build_and_publish_like_any_source(tmp_
                 near_dup_rate=0.0)
     out = tmp_path / "published"
     with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
-        s = curate_pipeline([f"ultrafeedback={data}"], [server.url], dataset="uf", publish_to=str(out),
+        s = curate_pipeline(sources=[f"ultrafeedback={data}"], endpoints=[server.url], dataset="uf", publish_to=str(out),
                             warehouse=str(warehouse_path))
     assert s["ingest"]["ultrafeedback"]["new_pairs"] > s["ingest"]["ultrafeedback"]["rows_paired"] // 2
     assert s["judge"]["judged"] > 0 and s["version"]["new_version"] and s["publish"]["published"]

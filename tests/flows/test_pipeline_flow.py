@@ -25,10 +25,10 @@ def test_first_run_publishes_and_a_rerun_on_unchanged_sources_makes_nothing_new(
     write_synth(data, "helpsteer3", 80, seed=41, pair_bytes=500, bad_rate=0.0)
     out = tmp_path / "published"
     with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
-        first = curate_pipeline([f"helpsteer3={data}"], [server.url], dataset="nightly", publish_to=str(out),
+        first = curate_pipeline(sources=[f"helpsteer3={data}"], endpoints=[server.url], dataset="nightly", publish_to=str(out),
                                 warehouse=str(warehouse_path))
         requests_after_first = server.stats()["requests"]
-        second = curate_pipeline([f"helpsteer3={data}"], [server.url], dataset="nightly", publish_to=str(out),
+        second = curate_pipeline(sources=[f"helpsteer3={data}"], endpoints=[server.url], dataset="nightly", publish_to=str(out),
                                  warehouse=str(warehouse_path))
         assert server.stats()["requests"] == requests_after_first  # 0 judge calls on unchanged sources
     assert first["ingest"]["helpsteer3"]["new_pairs"] > 0 and first["judge"]["judged"] > 0
@@ -52,7 +52,7 @@ def test_a_run_leaves_its_funnel_failures_and_a_link_as_artifacts(tmp_path, ware
     write_synth(data, "helpsteer3", 60, seed=42, pair_bytes=500, bad_rate=0.1)
     out = tmp_path / "published"
     with StandinProcess(StandinConfig(latency_mean=0.005, malformed_rate=0.1)) as server:
-        s = curate_pipeline([f"helpsteer3={data}"], [server.url], dataset="reported", publish_to=str(out),
+        s = curate_pipeline(sources=[f"helpsteer3={data}"], endpoints=[server.url], dataset="reported", publish_to=str(out),
                             warehouse=str(warehouse_path))
     funnel = json.loads(Artifact.get("pipeline-funnel").data)
     ingest, version = s["ingest"]["helpsteer3"], s["version"]

@@ -278,7 +278,7 @@ def test_the_audit_sample_s_agreement_is_reported_with_its_interval(reviewed):
 def test_the_card_and_the_dashboard_show_the_review(reviewed, monkeypatch, tmp_path):
     from streamlit.testing.v1 import AppTest
 
-    publish("rev", reviewed.v2["version"], to=str(tmp_path / "published"), warehouse=str(reviewed.warehouse))
+    publish("rev", version=reviewed.v2["version"], to=str(tmp_path / "published"), warehouse=str(reviewed.warehouse))
     (card,) = [p.read_text() for p in (tmp_path / "published").rglob("README.md")]
     audit = reviewed.v2["stats"]["review"]["audit"]
     assert "## Human review" in card and "reviewed_tie" in card

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from common.errors import InvalidInputError
 from common.settings import get_settings
 from curator.cli import app
-from flows.pipeline import PipelineRun
+from tasks.pipeline.context import PipelineRun
 from tasks.curate.context import VersionRun
 from tasks.ingest.context import IngestRun
 from tasks.publish.context import PublishRun
@@ -59,9 +59,9 @@ def test_an_ingest_is_refused_alike_from_the_cli_and_from_a_deployments_paramete
     assert "greater than or equal to 1" in _one_line(runner.invoke(
         app, ["ingest", "--source", "helpsteer3", "--limit", "0", "--warehouse", str(warehouse_path)]).output)
     with disable_run_logger(), pytest.raises(InvalidInputError, match=r"limit = 0: .* \(allowed: >= 1\)"):
-        ingest.fn("helpsteer3", str(tmp_path / "hs.jsonl"), limit=0, warehouse=str(warehouse_path))
+        ingest.fn("helpsteer3", path=str(tmp_path / "hs.jsonl"), limit=0, warehouse=str(warehouse_path))
     with disable_run_logger(), pytest.raises(InvalidInputError, match=r"batch_size = 0: .* \(allowed: >= 1\)"):
-        ingest.fn("helpsteer3", str(tmp_path / "hs.jsonl"), batch_size=0, warehouse=str(warehouse_path))
+        ingest.fn("helpsteer3", path=str(tmp_path / "hs.jsonl"), batch_size=0, warehouse=str(warehouse_path))
     assert not warehouse_path.exists()
 
 
@@ -70,7 +70,7 @@ def test_a_flow_run_under_prefect_fails_on_the_bad_parameter_before_touching_the
     from flows.ingest import ingest
 
     with pytest.raises(InvalidInputError, match=r"invalid ingest: limit = -3"):
-        ingest("helpsteer3", str(tmp_path / "hs.jsonl"), limit=-3, warehouse=str(warehouse_path))
+        ingest("helpsteer3", path=str(tmp_path / "hs.jsonl"), limit=-3, warehouse=str(warehouse_path))
     assert not warehouse_path.exists()
 
 
@@ -83,8 +83,8 @@ def test_an_environment_value_out_of_bounds_is_one_line_naming_its_variable(monk
 
 
 def test_an_ingest_context_holds_the_checked_values_and_cannot_change(tmp_path):
-    run = IngestRun.of("helpsteer3", str(tmp_path / "hs.jsonl"), None, 5, True, warehouse=str(tmp_path / "w.duckdb"),
-                       batch_size=100)
+    run = IngestRun.of("helpsteer3", path=str(tmp_path / "hs.jsonl"), limit=5, force=True,
+                       warehouse=str(tmp_path / "w.duckdb"), batch_size=100)
     assert (run.source, run.path, run.file, run.limit, run.force) == (
         "helpsteer3", tmp_path / "hs.jsonl", str(tmp_path / "hs.jsonl"), 5, True)
     assert (run.batch_size, run.warehouse, run.src.name) == (100, tmp_path / "w.duckdb", "helpsteer3")
@@ -95,7 +95,7 @@ def test_an_ingest_context_holds_the_checked_values_and_cannot_change(tmp_path):
 def test_the_noop_answers_take_the_context_and_leave_what_they_cannot_answer(tmp_path):
     from curator.noop import ingest_noop, publish_noop
 
-    forced = IngestRun.of("helpsteer3", str(tmp_path / "hs.jsonl"), force=True, warehouse=str(tmp_path / "w.duckdb"))
+    forced = IngestRun.of("helpsteer3", path=str(tmp_path / "hs.jsonl"), force=True, warehouse=str(tmp_path / "w.duckdb"))
     assert ingest_noop(forced) is None
     assert publish_noop(PublishRun.of("x", to="hf://org/x", warehouse=str(tmp_path / "w.duckdb"))) is None
     assert not (tmp_path / "w.duckdb").exists()
@@ -106,14 +106,15 @@ def test_a_version_build_refuses_the_flags_values_before_the_policy_file(tmp_pat
 
     missing = tmp_path / "nowhere.toml"
     with pytest.raises(PolicyError, match=r"min_abs_margin = 9"):
-        VersionRun.of("helpful", missing, {"min_abs_margin": 9})
+        VersionRun.of("helpful", policy_path=missing, policy_overrides={"min_abs_margin": 9})
     with pytest.raises(PolicyError, match="nowhere.toml"):
-        VersionRun.of("helpful", missing, {"min_abs_margin": 2})
+        VersionRun.of("helpful", policy_path=missing, policy_overrides={"min_abs_margin": 2})
     cli = runner.invoke(app, ["build-version", "helpful", "--decisive-margin", "3", "--warehouse", str(warehouse_path)])
     with disable_run_logger(), pytest.raises(PolicyError) as caught:
         build_version.fn("helpful", policy_overrides={"decisive_margin": 3.0}, warehouse=str(warehouse_path))
     assert cli.exit_code == 2 and cli.output == f"error: {caught.value}\n"
-    run = VersionRun.of("helpful", None, {"rm_margin_column": True, "human_ties": None}, "jc-1")
+    run = VersionRun.of("helpful", policy_overrides={"rm_margin_column": True, "human_ties": None},
+                        judge_config_id="jc-1")
     assert (run.policy.rm_margin_column, run.policy.human_ties, run.judge_config_id) == (True, "keep", "jc-1")
     assert not warehouse_path.exists()
 
@@ -121,14 +122,14 @@ def test_a_version_build_refuses_the_flags_values_before_the_policy_file(tmp_pat
 def test_a_publication_checks_its_name_version_and_target(warehouse_path):
     from flows.publish import publish
 
-    assert PublishRun.of("set", 2, "hf://org/set").repo == "org/set"
+    assert PublishRun.of("set", version=2, to="hf://org/set").repo == "org/set"
     assert PublishRun.of("set").repo is None
     with pytest.raises(InvalidInputError, match="a Hub target is hf://ORG/NAME"):
         PublishRun.of("set", to="hf://justname")
     cli = runner.invoke(app, ["publish", "set", "0", "--warehouse", str(warehouse_path)])
     assert cli.exit_code == 2 and "greater than or equal to 1" in _one_line(cli.output)
     with disable_run_logger(), pytest.raises(InvalidInputError, match=r"version = 0: .* \(allowed: >= 1\)"):
-        publish.fn("set", 0, warehouse=str(warehouse_path))
+        publish.fn("set", version=0, warehouse=str(warehouse_path))
     assert not warehouse_path.exists()
 
 
@@ -153,9 +154,16 @@ def test_a_pipeline_run_is_refused_before_any_stage(warehouse_path, given, said)
 def test_a_pipeline_run_reads_its_policy_file_before_any_stage(tmp_path, warehouse_path):
     bad = tmp_path / "policy.toml"
     bad.write_text("min_abs_margin = 7\n")
+    run = PipelineRun.of(sources=["helpsteer3"], policy_path=str(bad), warehouse=str(warehouse_path),
+                         endpoints=["http://127.0.0.1:9/v1"])
     with pytest.raises(PolicyError, match="min_abs_margin = 7"):
-        PipelineRun.of(["helpsteer3"], policy_path=str(bad), warehouse=str(warehouse_path))
-    run = PipelineRun.of(["helpsteer3=a.jsonl"], skip=["publish"], publish_to="hf://justname", judge_shards=2,
+        run.check_files()
+    from flows.pipeline import curate_pipeline
+
+    with pytest.raises(PolicyError, match="min_abs_margin = 7"):  # the flow checks it before any stage
+        curate_pipeline.fn(sources=["helpsteer3"], policy_path=str(bad), warehouse=str(warehouse_path),
+                           endpoints=["http://127.0.0.1:9/v1"])
+    run = PipelineRun.of(sources=["helpsteer3=a.jsonl"], skip=["publish"], publish_to="hf://justname", judge_shards=2,
                          warehouse=str(warehouse_path))
     assert (run.skip, run.judge_shards, run.warehouse) == (frozenset({"publish"}), 2, str(warehouse_path))
 

@@ -25,7 +25,7 @@ def judged(tmp_path_factory):
     path = tmp_path_factory.mktemp("versions") / "warehouse.duckdb"
     data = path.parent / "hs.jsonl"
     write_synth(data, "helpsteer3", 120, seed=31, pair_bytes=500, bad_rate=0.0)
-    ingest("helpsteer3", str(data), warehouse=str(path))
+    ingest("helpsteer3", path=str(data), warehouse=str(path))
     with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
         judge(endpoints=[server.url], strategy="swap", warehouse=str(path))
     return path

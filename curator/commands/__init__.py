@@ -1,0 +1,1 @@
+"""The command groups of `curate`, one module each; `curator.cli` assembles them."""

@@ -1,0 +1,88 @@
+"""One pipeline run's context (`common.settings.RunContext`): its parameters are the `curate-pipeline` flow's own,
+declared here once (`flows.runs.takes_parameters_of`), and checked by the CLI and the flow alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from common.errors import InvalidInputError, validated
+from common.settings import RunContext, settings_with
+from schemas.summaries import PIPELINE_STAGES
+from schemas.version import check_name, hub_repo
+from tasks.ingest.sources import parse_source
+
+
+class PipelineRun(RunContext):
+    """One pipeline run: what each stage is given, checked before any stage starts (a deployment's typo fails in
+    seconds, not after the ingest). `of`'s parameters are the flow's own (`curate_pipeline` takes exactly them)."""
+
+    sources: list[str] = Field(default_factory=list, description="NAME (the Hub) or NAME=FILE, one per source")
+    endpoints: list[str] | None = None
+    launch: str | None = None
+    strategy: str | None = None
+    dataset: str = Field("preferences", description="the dataset the version belongs to")
+    policy_path: str | None = None
+    publish_to: str | None = Field("published", description="a local folder or hf://ORG/NAME (None: no publishing)")
+    skip: frozenset[str] = frozenset()
+    limit: int | None = Field(None, ge=1, description="read at most N rows per source")
+    judge_shards: int = Field(0, ge=0, description="judge in N shards on the gpu pool (0: in this process)")
+    judge_deployment: str | None = None
+    exchange: str | None = None
+    stale_seconds: float | None = None  # bounded by Settings.judge_shard_stale_seconds
+    allow_other_weights: bool = Field(False, description="publish to the Hub a version judged by other weights than "
+                                      "the judge's published ones")
+
+    @classmethod
+    def of(cls, *, sources: list[str] | None = None, endpoints: list[str] | None = None, launch: str | None = None,
+           strategy: str | None = None, dataset: str = "preferences", policy_path: str | None = None,
+           publish_to: str | None = "published", skip: list[str] | None = None, warehouse: str | None = None,
+           limit: int | None = None, judge_shards: int = 0, judge_deployment: str | None = None,
+           exchange: str | None = None, stale_seconds: float | None = None,
+           allow_other_weights: bool = False) -> PipelineRun:
+        """The run's arguments checked (the stages, the sources' names, a judge to ask, the strategy, the dataset's
+        name, an hf:// target's repository); its files are `check_files`'s."""
+        from tasks.ingest.sources import get_source
+        from tasks.judge.endpoints import require_endpoint
+        from tasks.judge.strategies import parse_strategy
+
+        unknown = set(skip or []) - set(PIPELINE_STAGES)
+        if unknown:
+            raise InvalidInputError(f"unknown stage(s) to skip: {sorted(unknown)}; stages: "
+                                    f"{', '.join(PIPELINE_STAGES)}")
+        settings = settings_with(warehouse=warehouse, judge_deployment=judge_deployment, judge_exchange=exchange,
+                                 judge_shard_stale_seconds=stale_seconds)
+        if "judge" not in (skip or []) and not judge_shards:
+            require_endpoint(endpoints, launch, settings)
+        parse_strategy(strategy or settings.judge_strategy, settings)
+        check_name(dataset)
+        if publish_to and "publish" not in (skip or []):
+            hub_repo(publish_to)  # an hf:// target that names no repository
+        if "ingest" not in (skip or []):
+            for spec in sources or []:
+                get_source(parse_source(spec)[0], kind="pairs")
+        return validated(cls, {"sources": list(sources or []), "endpoints": endpoints, "launch": launch,
+                               "strategy": strategy, "dataset": dataset, "policy_path": policy_path,
+                               "publish_to": publish_to, "skip": frozenset(skip or []), "limit": limit,
+                               "judge_shards": judge_shards, "judge_deployment": judge_deployment,
+                               "exchange": exchange, "stale_seconds": stale_seconds,
+                               "allow_other_weights": allow_other_weights, "settings": settings},
+                         "invalid pipeline run")
+
+    def check_files(self) -> None:
+        """Each source's file (there, readable, of its source), then the policy file."""
+        from tasks.curate.policy import load_policy
+        from tasks.ingest.prepare import check_input_file
+        from tasks.ingest.sources import get_source
+
+        if "ingest" not in self.skip:
+            for spec in self.sources:
+                name, path = parse_source(spec)
+                check_input_file(get_source(name, kind="pairs"), Path(path) if path else None,
+                                 self.settings.batch_size, self.limit)
+        load_policy(Path(self.policy_path) if self.policy_path else None)
+
+    @property
+    def warehouse(self) -> str:
+        return str(self.settings.warehouse)
