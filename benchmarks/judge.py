@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO))  # runnable from a checkout without installing the
 
 from common.processes import stop_process  # noqa: E402
 from tasks.ingest.normalize import pair_id as make_pair_id  # noqa: E402
-from tasks.ingest.synth import TextMaker  # noqa: E402
+from tasks.ingest.synth_rows import TextMaker  # noqa: E402
 from tasks.judge.client import ClientOptions, JudgeResult  # noqa: E402
 from tasks.judge.config import JudgeConfig  # noqa: E402
 from tasks.judge.genrm import ParseFailure, build_messages, parse_completion  # noqa: E402

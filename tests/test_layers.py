@@ -3,7 +3,7 @@ names each layer and what it may import, and this test holds every module to it,
 a layer's allowance, no allowance that no module uses). Inside `tasks/`, a stage imports only earlier stages:
 ingest → judge → curate → evaluate, review → publish. No flow borrows another flow's private names, however it
 reaches them (`from flows.x import _y`, `import flows.x as m; m._y`, `from flows import x; x._y`). No SQL is
-written outside `warehouse/`.
+written outside `warehouse/`. No module imports itself round a circle.
 
 Imports are read from the source (AST), so a lazy import inside a function counts, and so does one under
 `if TYPE_CHECKING:` (a type is a dependency too). A layer folder that is missing or holds no module is an error:
@@ -301,6 +301,60 @@ def private_borrowing(root: Path) -> list[str]:
     return sorted(set(wrong))
 
 
+def import_circles(root: Path, layers: list[str]) -> list[str]:
+    """Every circle of imports between the project's modules (a lazy import, or one under TYPE_CHECKING, counts:
+    an import hidden inside a function to dodge a circle is still one). `from a import b` is an arrow to the
+    module `a.b` when there is one, else to `a`; a package's `__init__` reached through its submodules is not an
+    arrow (Python runs it first, but that is loading, not a dependency)."""
+    paths = [p for layer in layers for p in modules(root, layer)]
+    known = {_module_name(root, p): p for p in paths}
+    arrows: dict[str, set[str]] = {m: set() for m in known}
+    for name, path in known.items():
+        for module, names, _ in imports(root, path):
+            targets = [f"{module}.{n}" for n in names if f"{module}.{n}" in known]
+            if len(targets) < len(names) or not names:
+                targets.append(module)
+            arrows[name] |= {t for t in targets if t in known and t != name}
+    # Tarjan's strongly connected components, iteratively: a component of more than one module is a circle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[str] = []
+    for start in sorted(known):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(arrows[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    members = []
+                    while True:
+                        m = stack.pop()
+                        on_stack.discard(m)
+                        members.append(m)
+                        if m == node:
+                            break
+                    if len(members) > 1:
+                        circles.append(" <-> ".join(sorted(members)))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(arrows[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return sorted(circles)
+
+
 SQL_KEYWORDS = ("SELECT ", "INSERT INTO", "UPDATE ", "DELETE FROM", "CREATE TABLE")
 
 
@@ -357,6 +411,11 @@ def test_no_flow_borrows_another_flows_private_names():
     assert not wrong, "\n".join(wrong)
 
 
+def test_no_module_imports_itself_round_a_circle():
+    wrong = import_circles(REPO, packages())
+    assert not wrong, "import circles:\n" + "\n".join(wrong)
+
+
 def test_no_sql_outside_the_warehouse():
     layers = [p for p in packages() if p != "warehouse"]
     wrong, read = sql_outside(REPO, layers)
@@ -406,6 +465,15 @@ def test_the_table_is_read_as_written(tmp_path):
                      "base": {"base"}}
     assert readme_stage_names(tmp_path, "mid") == ["ingest", "judge"]
     assert _planted(tmp_path) == ([], [])
+
+
+def test_a_circle_of_imports_fails_however_it_is_hidden(tmp_path):
+    _tree(tmp_path, {"low/w.py": "def g():\n    from low import v  # lazy: counts\n",
+                     "low/v.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from low.w import g\n",
+                     "mid/p.py": "from mid import q\n", "mid/q.py": "import mid.r\n", "mid/r.py": "from .p import x\n"})
+    assert import_circles(tmp_path, packages(tmp_path)) == ["low.v <-> low.w", "mid.p <-> mid.q <-> mid.r"]
+    _tree(tmp_path, {"low/v.py": "", "mid/r.py": "from mid import x\n"})  # one way only: no circle
+    assert import_circles(tmp_path, packages(tmp_path)) == []
 
 
 @pytest.mark.parametrize("cell", ["`low` but not `base`", "anything", "`nowhere`"])

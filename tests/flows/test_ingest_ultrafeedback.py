@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from curator.cli import app
 from schemas.pair import MODEL_A, MODEL_B
 from tasks.curate.bias import MARKDOWN_RE2
-from tasks.ingest.synth import SynthManifest
+from tasks.ingest.synth_rows import SynthManifest
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect
@@ -103,7 +103,7 @@ def test_ultrafeedback_goes_through_judge_build_and_publish_like_any_source(tmp_
 def _uf_row(instruction: str, *scores: float) -> dict:
     import zlib
 
-    from tasks.ingest.synth import TextMaker
+    from tasks.ingest.synth_rows import TextMaker
 
     texts = TextMaker(zlib.crc32(instruction.encode()))  # answers far apart: no pair is a near duplicate of another
     return {"source": "evol_instruct", "instruction": instruction, "models": [f"m-{k}" for k in range(len(scores))],

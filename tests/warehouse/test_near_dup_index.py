@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from schemas.pair import SIGNATURE_SCHEMA
 from tasks.ingest.dedup import NearDupIndex
-from tasks.ingest.synth import TextMaker
+from tasks.ingest.synth_rows import TextMaker
 from warehouse.store import Warehouse
 
 

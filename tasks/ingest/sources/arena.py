@@ -14,7 +14,7 @@ from schemas import checks as c
 from schemas.pair import CandidatePair, Rejection, model_names
 from tasks.ingest.sources.arena_common import arena_pair, arena_raw_schema
 from tasks.ingest.sources.base import AdapterContext, Source, one_per_row
-from tasks.ingest.synth import BAD_KINDS_COMMON, SynthRows
+from tasks.ingest.synth_rows import BAD_KINDS_COMMON, SynthRows
 
 # message contents are lists of typed parts
 RAW_SCHEMA = arena_raw_schema("id", ("model_a", "model_b", "tie", "both_bad"), c.is_part_message_list)

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import pandera.pandas as pa
 
 from common.settings import Settings
-
-if TYPE_CHECKING:
-    from tasks.ingest.synth import SynthRows
+from tasks.ingest.synth_rows import SynthRows
 
 # |human_label| from which a preference counts as clear on a source that declares nothing else (one step of
 # the scale: an arena vote, a "slightly better").
@@ -61,7 +59,7 @@ class Source:
     clear_label: float = DEFAULT_CLEAR_LABEL
     # its pairs name the models that wrote each answer, under `schemas.pair.MODEL_A` / `MODEL_B` in the metadata
     names_models: bool = False
-    # its synthetic rows (`curate synth NAME`): a `tasks.ingest.synth.SynthRows` class beside its adapter
+    # its synthetic rows (`curate synth NAME`): a `tasks.ingest.synth_rows.SynthRows` class beside its adapter
     synth: type[SynthRows] | None = None
     # top-level fields whose NaN / Infinity the adapter judges part by part (one completion, not the row): the
     # raw stage's row-wide `not_finite:<field>` leaves them to it

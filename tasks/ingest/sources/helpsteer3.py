@@ -12,7 +12,7 @@ from schemas.pair import CandidatePair
 from schemas.raw import element_check, text_column
 from tasks.ingest.normalize import row_hash
 from tasks.ingest.sources.base import AdapterContext, Source, one_per_row
-from tasks.ingest.synth import BAD_KINDS_COMMON, SynthRows
+from tasks.ingest.synth_rows import BAD_KINDS_COMMON, SynthRows
 
 RAW_SCHEMA = pa.DataFrameSchema(
     {

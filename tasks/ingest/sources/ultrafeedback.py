@@ -45,7 +45,7 @@ from schemas.raw import element_check, text_column
 from tasks.ingest.latent import latent_quality
 from tasks.ingest.normalize import row_hash
 from tasks.ingest.sources.base import AdapterContext, Source
-from tasks.ingest.synth import SynthRows, pair_sizes, too_deep
+from tasks.ingest.synth_rows import SynthRows, pair_sizes, too_deep
 
 PAIR_THRESHOLD = 1.0  # fine-grained points (1-5) the best completion must lead another by to make a pair
 CLEAR_LABEL = 1.0  # |fine-grained difference| from which the preference is clear

@@ -1,7 +1,7 @@
 import numpy as np
 
 from tasks.ingest.dedup import NearDupIndex, first_occurrences, near_dup_text
-from tasks.ingest.synth import TextMaker
+from tasks.ingest.synth_rows import TextMaker
 
 
 def test_first_occurrences():

@@ -1,7 +1,7 @@
 import numpy as np
 
 from tasks.ingest import minhash
-from tasks.ingest.synth import TextMaker
+from tasks.ingest.synth_rows import TextMaker
 
 
 def _exact_jaccard(a: str, b: str) -> float:

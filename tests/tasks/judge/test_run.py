@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tasks.ingest.synth import TextMaker
+from tasks.ingest.synth_rows import TextMaker
 from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
 from tasks.judge.run import JudgmentState, Plan, judge_pairs, planned_slots
