@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -42,39 +43,61 @@ def as_states(rows: dict[tuple[str, str, int], tuple]) -> States:
     """The warehouse's state tuples as `JudgmentState`s."""
     return {key: JudgmentState(*value) for key, value in rows.items()}
 
-JUDGMENT_SCHEMA = pa.schema([
-    ("pair_id", pa.string()), ("judge_config_id", pa.string()), ("order", pa.string()), ("sample_index", pa.int32()),
-    ("status", pa.string()), ("score_1", pa.int32()), ("score_2", pa.int32()), ("ranking", pa.int32()),
-    ("score_a", pa.int32()), ("score_b", pa.int32()), ("ranking_a", pa.int32()), ("margin_a", pa.float64()),
-    ("failure_reason", pa.string()), ("error", pa.string()), ("raw_text", pa.string()), ("reasoning", pa.string()),
-    ("finish_reason", pa.string()), ("tokens_in", pa.int32()), ("tokens_out", pa.int32()), ("latency_s", pa.float64()),
-    ("attempts", pa.int32()), ("requests", pa.int32()), ("endpoint", pa.string()), ("served_model", pa.string()), ("judge_run_id", pa.string()),
-    ("finished_at", pa.timestamp("us")),
-])
+class JudgmentColumn(NamedTuple):
+    """One column of a judgments table: its name, its Arrow type, and how a result fills it."""
+
+    name: str
+    type: pa.DataType
+    value: Callable[[JudgeResult], Any] | None  # None: the batch's own, the same on every row
+
+
+def _verdict(field_name: str) -> Callable[[JudgeResult], Any]:
+    return lambda r: getattr(r.verdict, field_name) if r.verdict else None
+
+
+def _side(field_name: str) -> Callable[[JudgeResult], Any]:
+    return lambda r: getattr(r.side, field_name) if r.side else None
+
+
+# The one declaration of a judgment's columns, in the order of the table the warehouse, the exchange's result
+# files and the merge read: JUDGMENT_SCHEMA and `results_table` are both made from it.
+JUDGMENT_COLUMNS: tuple[JudgmentColumn, ...] = tuple(JudgmentColumn(*c) for c in (
+    ("pair_id", pa.string(), attrgetter("request.pair_id")),
+    ("judge_config_id", pa.string(), None),
+    ("order", pa.string(), attrgetter("request.order")),
+    ("sample_index", pa.int32(), attrgetter("request.sample")),
+    ("status", pa.string(), attrgetter("status")),
+    ("score_1", pa.int32(), _verdict("score_1")),
+    ("score_2", pa.int32(), _verdict("score_2")),
+    ("ranking", pa.int32(), _verdict("ranking")),
+    ("score_a", pa.int32(), _side("score_a")),
+    ("score_b", pa.int32(), _side("score_b")),
+    ("ranking_a", pa.int32(), _side("ranking_a")),
+    ("margin_a", pa.float64(), _side("margin")),
+    ("failure_reason", pa.string(), attrgetter("failure_reason")),
+    ("error", pa.string(), attrgetter("error")),
+    ("raw_text", pa.string(), attrgetter("raw_text")),
+    ("reasoning", pa.string(), attrgetter("reasoning")),
+    ("finish_reason", pa.string(), attrgetter("finish_reason")),
+    ("tokens_in", pa.int32(), attrgetter("tokens_in")),
+    ("tokens_out", pa.int32(), attrgetter("tokens_out")),
+    ("latency_s", pa.float64(), attrgetter("latency_s")),
+    # across runs: what earlier runs spent on the judgment and this one
+    ("attempts", pa.int32(), lambda r: r.request.prior_attempts + r.request.attempts),
+    ("requests", pa.int32(), lambda r: r.request.prior_requests + r.request.requests),
+    ("endpoint", pa.string(), attrgetter("endpoint")),
+    ("served_model", pa.string(), attrgetter("served_model")),
+    ("judge_run_id", pa.string(), None),
+    ("finished_at", pa.timestamp("us"), attrgetter("finished_at")),
+))
+JUDGMENT_SCHEMA = pa.schema([(c.name, c.type) for c in JUDGMENT_COLUMNS])
 
 
 def results_table(results: list[JudgeResult], config_id: str, run_id: str) -> pa.Table:
-    def col(fn):
-        return [fn(r) for r in results]
-
-    v = lambda r, a: getattr(r.verdict, a) if r.verdict else None  # noqa: E731
-    s = lambda r, a: getattr(r.side, a) if r.side else None  # noqa: E731
-    return pa.table({
-        "pair_id": col(lambda r: r.request.pair_id), "judge_config_id": [config_id] * len(results),
-        "order": col(lambda r: r.request.order), "sample_index": col(lambda r: r.request.sample),
-        "status": col(lambda r: r.status), "score_1": col(lambda r: v(r, "score_1")),
-        "score_2": col(lambda r: v(r, "score_2")), "ranking": col(lambda r: v(r, "ranking")),
-        "score_a": col(lambda r: s(r, "score_a")), "score_b": col(lambda r: s(r, "score_b")),
-        "ranking_a": col(lambda r: s(r, "ranking_a")), "margin_a": col(lambda r: s(r, "margin")),
-        "failure_reason": col(lambda r: r.failure_reason), "error": col(lambda r: r.error),
-        "raw_text": col(lambda r: r.raw_text), "reasoning": col(lambda r: r.reasoning),
-        "finish_reason": col(lambda r: r.finish_reason), "tokens_in": col(lambda r: r.tokens_in),
-        "tokens_out": col(lambda r: r.tokens_out), "latency_s": col(lambda r: r.latency_s),
-        "attempts": col(lambda r: r.request.prior_attempts + r.request.attempts),
-        "requests": col(lambda r: r.request.prior_requests + r.request.requests),
-        "endpoint": col(lambda r: r.endpoint), "served_model": col(lambda r: r.served_model),
-        "judge_run_id": [run_id] * len(results), "finished_at": col(lambda r: r.finished_at),
-    }, schema=JUDGMENT_SCHEMA)
+    """A batch of results as a judgments table, all under configuration `config_id` and run `run_id`."""
+    batch = {"judge_config_id": config_id, "judge_run_id": run_id}  # the columns declared with no `value`
+    return pa.table({c.name: [batch[c.name]] * len(results) if c.value is None else [c.value(r) for r in results]
+                     for c in JUDGMENT_COLUMNS}, schema=JUDGMENT_SCHEMA)
 
 
 class BatchedSink:
@@ -122,7 +145,7 @@ class Plan:
 def _side_from_state(state: JudgmentState) -> SideVerdict | None:
     if state.status != "ok" or state.margin_a is None:
         return None
-    return SideVerdict(state.score_a, state.score_b, int(round(3.5 - state.margin_a)), state.margin_a)
+    return SideVerdict.of_margin(state.score_a, state.score_b, state.margin_a)
 
 
 def _consider(pair_id: str, slots: list[Slot], strategy: Strategy, states: States, max_attempts: int, plan: Plan,
