@@ -14,13 +14,13 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from common import progress
+from schemas.summaries import JudgeSummary
 from tasks.judge.client import ClientOptions, ClientStats, Dispatcher, JudgeRequest, JudgeResult
 from tasks.judge.config import JudgeConfig
 from tasks.judge.context import JudgeRun
 from tasks.judge.genrm import SideVerdict, build_messages
 from tasks.judge.strategies import Slot, Strategy
-
-PairText = tuple[str, list[dict[str, str]], str, str]  # pair id, history, response A, response B
+from warehouse.judging import PairText
 _log = logging.getLogger(__name__)
 
 
@@ -180,8 +180,7 @@ def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts
 
 
 def _request(pair: PairText, order: str, sample: int, state: JudgmentState | None) -> JudgeRequest:
-    pair_id, history, response_a, response_b = pair
-    return JudgeRequest(pair_id, order, sample, build_messages(history, response_a, response_b, order),
+    return JudgeRequest(pair.pair_id, order, sample, build_messages(pair.history, pair.response_a, pair.response_b, order),
                         prior_attempts=state.attempts if state else 0, prior_requests=state.requests if state else 0,
                         prior_failure=state.failure_reason if state else None)
 
@@ -198,7 +197,7 @@ def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max
     """The requests a run sends first, pair by pair (a pair's orders next to each other); each is counted
     against the input budget by the dispatcher, as the server counts it, before it is sent."""
     for pair in pairs:
-        for order, sample, state in planned_slots(pair[0], strategy, states, max_attempts, plan):
+        for order, sample, state in planned_slots(pair.pair_id, strategy, states, max_attempts, plan):
             yield _request(pair, order, sample, state)
 
 
@@ -230,10 +229,10 @@ def judge_pairs(
     on_progress: Callable[[int], None] | None = None,
     gate: Callable[[str], Any] | None = None,
     input_budget: int | None = None,
-) -> dict[str, Any]:
+) -> JudgeSummary:
     """Judge `pairs` under `strategy`; write results through `write` in batches. Returns the summary."""
     started = time.perf_counter()
-    texts = {p[0]: p for p in pairs}
+    texts = {p.pair_id: p for p in pairs}
     plan = Plan()
     sink = BatchedSink(write, batch_size=sink_batch)
     if input_budget is not None:
@@ -298,7 +297,7 @@ def split_pending(ids: list[str], strategy: Strategy, states: States, max_attemp
 
 
 def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan, write: Callable[[pa.Table], None],
-                log: logging.Logger | logging.LoggerAdapter | None = None) -> dict[str, Any]:
+                log: logging.Logger | logging.LoggerAdapter | None = None) -> JudgeSummary:
     """Judge `pairs` (those with work left) as `run` says; every result batch goes through `write` as a
     judgments table. Returns the summary, with what the cache answered (`done`) and the cost."""
     from tasks.judge.cost import cost_model, cost_report
