@@ -21,6 +21,7 @@ from tasks.judge.context import JudgeRun
 from tasks.judge.genrm import SideVerdict, build_messages
 from tasks.judge.strategies import Slot, Strategy
 from warehouse.judging import PairText
+
 _log = logging.getLogger(__name__)
 
 
@@ -180,7 +181,8 @@ def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts
 
 
 def _request(pair: PairText, order: str, sample: int, state: JudgmentState | None) -> JudgeRequest:
-    return JudgeRequest(pair.pair_id, order, sample, build_messages(pair.history, pair.response_a, pair.response_b, order),
+    messages = build_messages(pair.history, pair.response_a, pair.response_b, order)
+    return JudgeRequest(pair.pair_id, order, sample, messages,
                         prior_attempts=state.attempts if state else 0, prior_requests=state.requests if state else 0,
                         prior_failure=state.failure_reason if state else None)
 
