@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from contextlib import AbstractContextManager
+
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
