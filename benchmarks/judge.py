@@ -55,9 +55,8 @@ from tasks.judge.run import judge_pairs as _judge_pairs  # noqa: E402
 from tasks.judge.run import results_table  # noqa: E402
 from tasks.judge.strategies import Strategy, parse_strategy  # noqa: E402
 from testing.genrm_standin import StandinConfig, StandinProcess, latency_for, quality  # noqa: E402
+from warehouse.judging import PairText  # noqa: E402
 from warehouse.store import Warehouse  # noqa: E402
-
-PairText = tuple[str, list[dict[str, str]], str, str]
 
 TARGET_BUSY = 0.97
 TARGET_THROUGHPUT = 0.93
@@ -86,13 +85,14 @@ def make_pairs(n: int, seed: int, pair_bytes: int) -> list[PairText]:
         else:
             history = [{"role": "user", "content": tm.text(prompt)}]
         a, b = tm.text(response), tm.text(response)
-        pairs.append((make_pair_id(history, a, b), history, a, b))
+        pairs.append(PairText(make_pair_id(history, a, b), history, a, b))
     return pairs
 
 
 def requests_of(pairs: list[PairText], strategy: Strategy) -> list[list[dict[str, str]]]:
     """The message lists a fixed strategy sends, in the order `judge_pairs` plans them."""
-    return [build_messages(h, a, b, order) for _, h, a, b in pairs for order, _ in strategy.initial()]
+    return [build_messages(p.history, p.response_a, p.response_b, order) for p in pairs
+            for order, _ in strategy.initial()]
 
 
 # ---------------------------------------------------------------------------------------------------

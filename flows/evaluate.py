@@ -15,6 +15,7 @@ from prefect.artifacts import create_table_artifact
 from common.reasons import BenchmarkRejection
 from common.settings import settings_with
 from flows.runs import current_run_id
+from schemas.summaries import EvaluationSummary
 from tasks.evaluate.benchmarks import get_benchmark, scoring_plan
 from tasks.evaluate.scoring import score
 from tasks.ingest.revisions import pin_revision, source_batches
@@ -23,6 +24,7 @@ from tasks.judge.config import config_record
 from tasks.judge.context import JudgeRun
 from tasks.judge.run import as_states, run_judging, split_pending
 from tasks.judge.targets import checked_targets, judge_config_from, judge_targets
+from warehouse.judging import PairText
 from warehouse.store import Warehouse
 
 
@@ -48,7 +50,7 @@ def evaluate_judge(
     port: int | None = None,
     revision: str | None = None,
     warehouse: str | None = None,
-) -> dict[str, Any]:
+) -> EvaluationSummary:
     """Judge `benchmark` (a name of `tasks.evaluate.benchmarks.BENCHMARKS`) on the endpoints and report accuracy by
     category."""
     log = get_run_logger()
@@ -81,7 +83,7 @@ def evaluate_judge(
             states = as_states(wh.judging.judgment_states(config.id, ids, table="eval_judgments"))
             pending, done = split_pending(ids, plan, states, run.max_attempts)
             keep = set(pending)
-            pairs = [(c.item_id, c.history, c.response_a, c.response_b) for c in items if c.item_id in keep]
+            pairs = [PairText(c.item_id, c.history, c.response_a, c.response_b) for c in items if c.item_id in keep]
             judged = run_judging(run, pairs, states, done, lambda t: wh.judging.write_judgments(t, "eval_judgments"), log)
             result = score(bench.name, items, wh.judging.eval_margins(config.id, ids), orders)
             served = wh.judging.served_models(run_id, "eval_judgments")

@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
@@ -23,7 +22,7 @@ from common import progress
 from common.settings import Settings, settings_with
 from tasks.ingest.context import IngestRun
 from flows.runs import current_run_id
-from schemas.summaries import IngestSummary
+from schemas.summaries import EvalSetSummary, IngestSummary
 from tasks.ingest.decontam import Decontaminator
 from tasks.ingest.dedup import NearDupIndex
 from tasks.ingest.land import BackgroundWriter, BatchCounts, flag_contamination, land_batch
@@ -184,7 +183,7 @@ def ingest(
 @flow(name="load-eval-set", log_prints=False)
 def load_eval_set(
     benchmark: str, *, path: str | None = None, revision: str | None = None, warehouse: str | None = None
-) -> dict[str, Any]:
+) -> EvalSetSummary:
     """Load an evaluation set's prompts, then flag every pair in the warehouse that overlaps them."""
     settings = settings_with(warehouse=warehouse)
     src = get_source(benchmark, kind="eval_prompts")
@@ -202,7 +201,7 @@ def load_eval_set(
         new = wh.ingest.upsert_eval_prompts(src.name, sorted(prompts.items()), rev)
         all_prompts = [EvalPrompt(*row) for row in wh.ingest.eval_prompts()]
         flagged = flag_contamination(wh.ingest, Decontaminator(all_prompts, settings.decontam_ngram, settings.decontam_threshold))
-        summary = {
+        summary: EvalSetSummary = {
             "benchmark": src.name,
             "location": location,
             "source_revision": rev,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from contextlib import AbstractContextManager
-from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
@@ -112,7 +111,7 @@ def judge_worker(
     port: int | None = None,
     max_in_flight: int | None = None,
     request_timeout: float | None = None,
-) -> dict[str, Any]:
+) -> JudgeSummary:
     """Judge one shard's work file on a GPU worker, writing judgments to the exchange folder (never to the
     warehouse). Endpoints come from the parameters or the worker's CURATE_JUDGE_ENDPOINTS /
     CURATE_JUDGE_LAUNCH. A rerun of the same shard skips what an earlier attempt already wrote. A work file
@@ -126,10 +125,10 @@ def judge_worker(
                       strategy=shard.strategy, shard=shard.shard)
     out = results_dir(ex, shard.plan_id, shard.label)
     folded = fold_results(shard.states, ex, out, shard.results_key)
-    ids = [p[0] for p in shard.pairs]
+    ids = [p.pair_id for p in shard.pairs]
     pending, done = split_pending(ids, run.strategy, shard.states, run.max_attempts)
     keep = set(pending)
-    pairs = [p for p in shard.pairs if p[0] in keep]
+    pairs = [p for p in shard.pairs if p.pair_id in keep]
     server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
     config = run.config  # the plan's: verdicts stay filed under it whatever the endpoints serve
     writer = ResultWriter(ex, out, run.run_id, shard.results_key)

@@ -22,6 +22,7 @@ from prefect.states import Crashed
 from common.errors import InvalidInputError, UserError
 from common.settings import settings_with
 from flows.runs import current_run_id
+from schemas.summaries import MergeSummary, ShardedJudgeSummary
 from tasks.judge.config import config_record
 from tasks.judge.context import JudgeRun
 from tasks.judge.cost import cost_model, cost_report
@@ -71,7 +72,7 @@ class ShardRun:
 
 
 @task(cache_policy=NO_CACHE)
-def merge_exchange(warehouse: str, exchange: str) -> dict[str, Any]:
+def merge_exchange(warehouse: str, exchange: str) -> MergeSummary:
     """Merge every worker batch file not merged yet, and the workers' run records, checked against their plans
     (what fails is rejected or moved aside, and reported). Idempotent: a file is merged once (by its path)."""
     with Warehouse(warehouse) as wh:
@@ -168,7 +169,7 @@ def judge_sharded(
     limit: int | None = None,
     stale_seconds: float | None = None,
     start_timeout: float = 3600.0,
-) -> dict[str, Any]:
+) -> ShardedJudgeSummary:
     """Judge the pending pairs in `shards` shards, one run of the judge deployment per shard."""
     log = get_run_logger()
     if shards < 1:
@@ -181,9 +182,8 @@ def judge_sharded(
     _require_deployment(settings.judge_deployment)
     before = merge_exchange(wh_path, str(root))  # a lost worker's finished part counts before planning
     plan = plan_shards(wh_path, str(root), shards, strategy, limit)
-    summary: dict[str, Any] = {**{k: plan[k] for k in ("plan_id", "judge_config_id", "strategy", "pairs", "pending",
-                                                         "skipped_cached", "skipped_exhausted")},
-                               "merged_before": before, "shards": []}
+    summary: ShardedJudgeSummary = {**{k: v for k, v in plan.items() if k != "work"}, "merged_before": before,
+                                    "shards": []}
     if not plan["work"]:
         log.info("judge: nothing pending (%d pairs, %d judgments cached)", plan["pairs"], plan["skipped_cached"])
         summary.update(judged=0, failed={}, requests=0, tokens_in=0, tokens_out=0, seconds=0.0, merged={})

@@ -19,6 +19,7 @@ from prefect.utilities.annotations import quote
 from common.errors import InvalidInputError
 from common.settings import settings_with
 from flows.pipeline import snapshot_dashboard
+from schemas.summaries import ReviewChoice, ReviewPullSummary, ReviewPushSummary, ReviewSyncSummary
 from tasks.review.context import ReviewPushRun, ReviewSyncRun
 from tasks.review.label_studio import LabelStudio, resolve_token
 from tasks.review.select import DEFAULT_SEED
@@ -38,7 +39,7 @@ def _url(url: str | None) -> str:
 
 @task(cache_policy=NO_CACHE)
 def choose_and_plan(wh: Warehouse, key: str, name: str, version: int, selection: str, limit: int,
-                    seed: int) -> dict[str, Any]:
+                    seed: int) -> ReviewChoice:
     return plan(wh.reviews, key, name, version, selection, limit, seed)
 
 
@@ -61,11 +62,11 @@ def read_annotations(ls: LabelStudio, known: list[dict[str, Any]], project: str 
 
 
 @task(cache_policy=NO_CACHE)
-def land_annotations(wh: Warehouse, read: PullRead) -> dict[str, Any]:
+def land_annotations(wh: Warehouse, read: PullRead) -> ReviewPullSummary:
     return land_pull(wh, read)
 
 
-def _pull(warehouse: Any, ls: LabelStudio, project: str | None, known: list[dict[str, Any]]) -> dict[str, Any]:
+def _pull(warehouse: Any, ls: LabelStudio, project: str | None, known: list[dict[str, Any]]) -> ReviewPullSummary:
     """Read Label Studio with the warehouse closed, then open it for the write alone."""
     read = read_annotations(ls, known, project)
     with Warehouse(warehouse) as wh:
@@ -80,7 +81,7 @@ def _known(warehouse: Any, ls: LabelStudio) -> list[dict[str, Any]]:
 
 
 def _push(wh: Warehouse, ls: LabelStudio, name: str, version: int | None, project: str | None, selection: str,
-          limit: int, seed: int, annotators_per_task: int) -> dict[str, Any]:
+          limit: int, seed: int, annotators_per_task: int) -> ReviewPushSummary:
     version = version_of(wh.versions, name, version)
     title = project or default_title(name)
     ls.whoami()
@@ -100,7 +101,7 @@ def _push(wh: Warehouse, ls: LabelStudio, name: str, version: int | None, projec
 @flow(name="review-push", log_prints=False)
 def review_push(name: str, *, version: int | None = None, url: str | None = None, project: str | None = None,
                 selection: str = "borderline", limit: int = 100, seed: int = DEFAULT_SEED,
-                annotators_per_task: int = 1, warehouse: str | None = None) -> dict[str, Any]:
+                annotators_per_task: int = 1, warehouse: str | None = None) -> ReviewPushSummary:
     """Push up to `limit` pairs of a version to a Label Studio project (made when missing); never a task twice."""
     asked = ReviewPushRun.of(name, version, selection, limit, seed, annotators_per_task, warehouse=warehouse)
     settings = asked.settings
@@ -113,7 +114,7 @@ def review_push(name: str, *, version: int | None = None, url: str | None = None
 
 
 @flow(name="review-pull", log_prints=False)
-def review_pull(*, url: str | None = None, project: str | None = None, warehouse: str | None = None) -> dict[str, Any]:
+def review_pull(*, url: str | None = None, project: str | None = None, warehouse: str | None = None) -> ReviewPullSummary:
     """Land every submitted annotation of a project (or of every project this warehouse pushed to there)."""
     settings = settings_with(warehouse=warehouse)
     with LabelStudio(_url(url), resolve_token()) as ls:
@@ -126,12 +127,12 @@ def review_pull(*, url: str | None = None, project: str | None = None, warehouse
 
 @flow(name="review-sync", log_prints=False)
 def review_sync(*, datasets: list[str] | None = None, url: str | None = None, limit: int = 100,
-                audit_limit: int = 0, warehouse: str | None = None) -> dict[str, Any]:
+                audit_limit: int = 0, warehouse: str | None = None) -> ReviewSyncSummary:
     """On a schedule: pull what reviewers did, then push the borderline pairs (and, when asked, an audit
     sample) of each dataset's newest version that has not been pushed yet, to the project "<dataset> review"."""
     settings = ReviewSyncRun.of(datasets, limit, audit_limit, warehouse=warehouse).settings
     log = get_run_logger()
-    out: dict[str, Any] = {"pulled": None, "pushed": []}
+    out: ReviewSyncSummary = {"pulled": None, "pushed": []}
     with LabelStudio(_url(url), resolve_token()) as ls:
         ls.whoami()
         known = _known(settings.warehouse, ls)

@@ -71,6 +71,80 @@ class JudgeSummary(TypedDict, total=False):
     concurrency: dict[str, Any]  # endpoint -> how its concurrency was found
 
 
+class EvalSetSummary(TypedDict):
+    """`load-eval-set`: an evaluation set's prompts loaded, and the pairs they flag."""
+
+    benchmark: str
+    location: str
+    source_revision: str
+    read: int
+    prompts: int
+    new_prompts: int
+    quarantined: dict[str, int]  # reason -> rows
+    contaminated_pairs: int
+
+
+class MergeSummary(TypedDict):
+    """What one merge of the judge exchange into the warehouse took in, and what it turned away."""
+
+    files: int  # result files merged by this call
+    rows: int  # judgment rows merged
+    run_records: int
+    rejected_rows: dict[str, int]  # reason -> rows not merged
+    quarantined: list[dict[str, str]]  # files moved aside: file, reason
+    authenticated: bool  # result files and run records had to carry the plan's signature
+
+
+class ShardedJudgeSummary(TypedDict, total=False):
+    """`judge-sharded`: the plan, the merges before and after the workers, and the workers' totals."""
+
+    plan_id: str
+    judge_config_id: str
+    strategy: str
+    pairs: int
+    pending: int
+    skipped_cached: int
+    skipped_exhausted: int
+    merged_before: MergeSummary
+    shards: list[dict[str, str]]  # shard, flow_run_id, state, message
+    judged: int
+    failed: dict[str, int]
+    requests: int
+    tokens_in: int
+    tokens_out: int
+    seconds: float
+    merged: MergeSummary | dict[str, Any]  # {}: nothing was pending, no worker ran
+    served_models: list[str]
+    cost: dict[str, Any]
+
+
+class EvaluationSummary(TypedDict, total=False):
+    """`evaluate-judge`: the judge's accuracy on a benchmark, beside the model card's figures."""
+
+    benchmark: str
+    pairs: int
+    scored: int
+    failed: int
+    outcomes: dict[str, int]  # correct, wrong, tie, inconsistent
+    by_category: dict[str, float | None]
+    orders: list[str]
+    accuracy: float | None
+    domains_missing: list[str]  # a benchmark whose overall is the mean of its categories: those with no score
+    by_difficulty: dict[str, float | None]
+    matrix: dict[str, dict[str, float | None]]
+    model_card: dict[str, float]
+    vs_model_card: dict[str, float]
+    rows: int
+    rejected: list[dict[str, str]]  # position, reason, detail
+    benchmark_revision: str
+    location: str
+    judge_config_id: str
+    strategy: str
+    endpoints: list[str]
+    served_models: list[str]
+    judge: JudgeSummary  # the judging's counts: judged, failed, skipped_cached, requests, tokens, seconds
+
+
 class VersionSummary(TypedDict, total=False):
     name: str
     version: int
@@ -102,6 +176,67 @@ class PublishSummary(TypedDict, total=False):
     content_hash: str
 
 
+class ReviewChoice(TypedDict):
+    """What a push chose of a version for review."""
+
+    candidates: int
+    selected: int
+    new_members: int
+    new_tasks: int
+    already_in_project: int
+    already_reviewed: int
+    answer_1_is_a: int
+    answer_1_is_b: int
+
+
+class ReviewPushSummary(ReviewChoice, total=False):
+    """`review-push`: the project, what was chosen, and the tasks created."""
+
+    url: str
+    project: str
+    project_id: int
+    project_created: bool
+    name: str
+    version: int
+    selection: str
+    limit: int
+    seed: int  # an audit sample's
+    tasks_pushed: int
+    tasks_adopted: int
+    foreign_tasks: int
+    project_tasks: int
+    not_yet_pushed: int
+
+
+class ReviewPullSummary(TypedDict):
+    """`review-pull`: the annotations landed, per project and in all."""
+
+    url: str
+    server_id: str
+    projects: list[dict[str, Any]]  # each project's counts
+    new: int
+    updated: int
+    unchanged: int
+    reinstated: int
+    withdrawn: dict[str, int]  # reason -> reviews
+    rejected: dict[str, int]  # reason -> annotations
+    tasks_adopted: int
+    tasks_deleted: int
+    tasks_texts_changed: int
+    foreign_tasks: int
+    counted_as_poster: int
+    pairs_reviewed: int
+    outcomes: dict[str, int]  # a, b, tie, both_bad, split
+    progress: list[dict[str, Any]]
+
+
+class ReviewSyncSummary(TypedDict):
+    """`review-sync`: the pull (None: no project to pull from yet), then every push."""
+
+    pulled: ReviewPullSummary | None
+    pushed: list[ReviewPushSummary]
+
+
 class StageFailure(TypedDict):
     """A stage of the pipeline that ended without its result, and why (the run goes on without it)."""
 
@@ -111,7 +246,7 @@ class StageFailure(TypedDict):
 
 class PipelineSummary(TypedDict):
     ingest: dict[str, IngestSummary]  # per source
-    judge: JudgeSummary | None
+    judge: JudgeSummary | ShardedJudgeSummary | None
     version: VersionSummary | None  # None: skipped, or failed (see `failed`)
     publish: PublishSummary | None
     failed: list[StageFailure]  # stages that failed, in order

@@ -4,11 +4,21 @@ result files, evaluations, and what judging cost."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
 from warehouse.connection import JUDGMENT_TABLES, Part, _now
+
+
+class PairText(NamedTuple):
+    """What the judge reads of a pair (as `pair_texts` returns it, and the exchange's work files carry it, in
+    this order)."""
+
+    pair_id: str
+    history: list[dict[str, str]]  # the turns before the two answers, the last one a user turn
+    response_a: str
+    response_b: str
 
 
 def _text(value: Any) -> str | None:
@@ -32,15 +42,15 @@ class JudgingStore(Part):
         """Ids of the pairs that go on to judging, in a stable order."""
         return [r[0] for r in self.con.execute("SELECT pair_id FROM pairs_for_curation ORDER BY pair_id").fetchall()]
 
-    def pair_texts(self, pair_ids: list[str]) -> list[tuple[str, list[dict[str, str]], str, str]]:
-        """(pair id, history, response A, response B) for the given ids, in the given order."""
+    def pair_texts(self, pair_ids: list[str]) -> list[PairText]:
+        """The texts of the given ids' pairs, in the given order."""
         if not pair_ids:
             return []
         rows = self._matching(
             "SELECT p.pair_id, p.history, p.response_a, p.response_b FROM candidate_pairs p JOIN lookup_keys k USING (pair_id)",
             pa.table({"pair_id": pa.array(pair_ids, pa.string())}),
         )
-        by_id = {r[0]: (r[0], r[1], r[2], r[3]) for r in rows}
+        by_id = {r[0]: PairText._make(r) for r in rows}
         return [by_id[i] for i in pair_ids if i in by_id]
 
     def judgment_states(self, config_id: str, pair_ids: list[str], table: str = "judgments") -> dict[tuple[str, str, int], tuple]:

@@ -18,9 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks.judge.genrm import SideVerdict, scores_agree
-
-MAX_MARGIN = 2.5
+from tasks.judge.genrm import MAX_MARGIN, SideVerdict, scores_agree
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from common.errors import InvalidInputError
-
-MAX_MARGIN = 2.5
+from tasks.judge.genrm import MAX_MARGIN
 
 Row = dict[str, Any]
 Policy = Mapping[str, Any]

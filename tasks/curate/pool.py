@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from tasks.curate.bias import markdown_marks
-from tasks.judge.genrm import SideVerdict
+from tasks.judge.genrm import SideVerdict, scores_agree
 
 ORDERS = ("ab", "ba")
 
@@ -121,8 +121,7 @@ class JudgedPool:
             v_pair=np.array([i for i, _, _ in verdicts], np.int64),
             v_ab=np.array([order == "ab" for _, order, _ in verdicts], bool),
             v_margin=np.array([v.margin for _, _, v in verdicts], float),
-            v_scores_agree=np.array([v.score_a == v.score_b or (v.score_a > v.score_b) == (v.margin > 0)
-                                     for _, _, v in verdicts], bool),
+            v_scores_agree=np.array([scores_agree(v) for _, _, v in verdicts], bool),
         )
 
     @classmethod
@@ -150,5 +149,6 @@ class JudgedPool:
             len_a=num(pairs, "len_a", np.int64, 0), len_b=num(pairs, "len_b", np.int64, 0),
             md_a=num(pairs, "md_a", np.int64, 0), md_b=num(pairs, "md_b", np.int64, 0), prompt_key=keys,
             v_pair=num(verdicts, "i", np.int64, 0), v_ab=num(verdicts, "ab", bool, False), v_margin=margin,
+            # genrm.scores_agree, over the whole column at once
             v_scores_agree=(score_a == score_b) | ((score_a > score_b) == (margin > 0)),
         )

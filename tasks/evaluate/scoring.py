@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
 
+from schemas.summaries import EvaluationSummary
 from tasks.evaluate.benchmarks import get_benchmark
 from tasks.evaluate.benchmarks.base import MEAN_OF_CATEGORIES, Comparison
 
@@ -30,7 +30,7 @@ def _pct(hits: int, total: int) -> float | None:
     return round(100.0 * hits / total, 2) if total else None
 
 
-def score(benchmark: str, items: list[Comparison], verdicts: dict[str, Verdicts], orders: list[str]) -> dict[str, Any]:
+def score(benchmark: str, items: list[Comparison], verdicts: dict[str, Verdicts], orders: list[str]) -> EvaluationSummary:
     """Accuracy overall and by category (and by difficulty, and per category over the matrix's cells, for a
     benchmark that declares them)."""
     bench = get_benchmark(benchmark)
@@ -53,7 +53,7 @@ def score(benchmark: str, items: list[Comparison], verdicts: dict[str, Verdicts]
             tally[0] += ok
             tally[1] += 1
     by_category = {k: _pct(*v) for k, v in sorted(hits.items())}
-    result: dict[str, Any] = {
+    result: EvaluationSummary = {
         "benchmark": benchmark, "pairs": len(items), "scored": scored, "failed": failed,
         "outcomes": dict(outcomes), "by_category": by_category, "orders": orders,
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 
 import numpy as np
@@ -28,6 +28,8 @@ from warehouse.ingest import IngestStore
 
 @dataclass
 class BatchCounts:
+    """What batches counted, summed field by field (`add`): a counter added here is summed with no other change."""
+
     read: int = 0
     valid: int = 0
     quarantined: Counter = field(default_factory=Counter)  # reason -> rows
@@ -42,12 +44,15 @@ class BatchCounts:
     flags: Counter = field(default_factory=Counter)
 
     def add(self, other: BatchCounts) -> None:
-        for name in ("read", "valid", "quarantined_rows", "new_quarantined", "already_ingested",
-                     "exact_duplicates", "near_duplicates", "new_pairs", "contaminated"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.quarantined.update(other.quarantined)
-        self.multi_turn.update(other.multi_turn)
-        self.flags.update(other.flags)
+        """Add `other`'s counts to these: numbers summed, tallies (Counters) merged key by key."""
+        for f in fields(self):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(mine, Counter):
+                mine.update(theirs)
+            elif isinstance(mine, int | float) and not isinstance(mine, bool):
+                setattr(self, f.name, mine + theirs)
+            else:  # a field that cannot be summed must not be passed over in silence
+                raise TypeError(f"BatchCounts.{f.name} is a {type(mine).__name__}: neither a number nor a Counter")
 
 
 class BackgroundWriter:

@@ -71,8 +71,9 @@ from tasks.judge.exchange_checks import (
     table_digest,
     work_problem,
 )
-from tasks.judge.run import JUDGMENT_SCHEMA, JudgmentState, PairText, States
+from tasks.judge.run import JUDGMENT_SCHEMA, JudgmentState, States
 from tasks.judge.strategies import parse_strategy
+from warehouse.judging import PairText
 from warehouse.runs import RunOutcome
 
 _log = logging.getLogger(__name__)
@@ -314,9 +315,9 @@ def write_work(ex: Exchange, path: str, *, plan: str, shard: str, config: dict[s
     for (pid, order, sample), state in states.items():
         by_pair.setdefault(pid, []).append({"order": order, "sample_index": sample, **state._asdict()})
     table = pa.table({
-        "pair_id": [p[0] for p in pairs], "history": [json.dumps(p[1], ensure_ascii=False) for p in pairs],
-        "response_a": [p[2] for p in pairs], "response_b": [p[3] for p in pairs],
-        "states": [by_pair.get(p[0], []) for p in pairs],
+        "pair_id": [p.pair_id for p in pairs], "history": [json.dumps(p.history, ensure_ascii=False) for p in pairs],
+        "response_a": [p.response_a for p in pairs], "response_b": [p.response_b for p in pairs],
+        "states": [by_pair.get(p.pair_id, []) for p in pairs],
     }, schema=WORK_SCHEMA)
     meta = {"plan_id": plan, "shard": shard, "config": config, "strategy": strategy,
             "texts": table_digest(table, TEXT_COLUMNS), "states": table_digest(table, STATE_COLUMNS),
@@ -333,7 +334,7 @@ def read_work(ex: Exchange, path: str, secret: str | None = None) -> ShardWork:
     holds the exchange's key (`secret`)."""
     table, meta = verify_work(ex, path, secret)
     rows = table.to_pylist()
-    pairs = [(r["pair_id"], json.loads(r["history"]), r["response_a"], r["response_b"]) for r in rows]
+    pairs = [PairText(r["pair_id"], json.loads(r["history"]), r["response_a"], r["response_b"]) for r in rows]
     states: States = {}
     for r in rows:
         for s in r["states"]:

@@ -40,12 +40,13 @@ import pyarrow.compute as pc
 from common.reasons import ExchangeReject
 from schemas.summaries import JudgeSummary
 from tasks.judge.genrm import ORDERS, Verdict, to_a_side
+from warehouse.judging import PairText
 
 KEY_ENV = "CURATE_JUDGE_EXCHANGE_KEY"
 SIGNATURE_CHARS = 32  # hex characters of the HMAC kept in a file name (128 bits)
 _VERDICT_FIELDS = ("score_1", "score_2", "ranking", "score_a", "score_b", "ranking_a", "margin_a")
 RUN_STATUSES = ("running", "completed", "failed")
-TEXT_COLUMNS = ("pair_id", "history", "response_a", "response_b")  # what a judge reads, in the order it reads it
+TEXT_COLUMNS = PairText._fields  # what a judge reads, in the order it reads it
 STATE_COLUMNS = ("states",)
 
 Timestamp = NewType("Timestamp", str)  # a time as `str(datetime)` writes it

@@ -40,6 +40,27 @@ class ParseFailure:
     detail: str = ""
 
 
+_MIDDLE = 3.5  # between rankings 3 (A slightly better) and 4 (B slightly better): a margin's zero
+
+
+def margin_of_ranking(ranking_a: int) -> float:
+    """A ranking on A's side as a signed margin: +2.5 (1, A much better) ... -2.5 (6, B much better)."""
+    return _MIDDLE - ranking_a
+
+
+def ranking_of_margin(margin: float) -> int:
+    """The ranking on A's side that `margin` was made from (`margin_of_ranking` undone)."""
+    return int(round(_MIDDLE - margin))
+
+
+def mirrored_ranking(ranking: int) -> int:
+    """A ranking seen from the other response: 1 (response 1 much better) becomes 6, and so on."""
+    return 7 - ranking
+
+
+MAX_MARGIN = margin_of_ranking(1)  # the largest |margin|: 2.5
+
+
 @dataclass(frozen=True, slots=True)
 class SideVerdict:
     """A verdict mapped to response A's side."""
@@ -47,7 +68,12 @@ class SideVerdict:
     score_a: int
     score_b: int
     ranking_a: int  # 1 = A much better ... 6 = B much better
-    margin: float  # 3.5 - ranking_a: +2.5 (A much better) ... -2.5 (B much better)
+    margin: float  # margin_of_ranking(ranking_a): +2.5 (A much better) ... -2.5 (B much better)
+
+    @classmethod
+    def of_margin(cls, score_a: int, score_b: int, margin: float) -> SideVerdict:
+        """The verdict a stored margin (and scores) stands for: its ranking derived from the margin."""
+        return cls(score_a, score_b, ranking_of_margin(margin), margin)
 
 
 def build_messages(history: list[dict[str, str]], response_a: str, response_b: str, order: str) -> list[dict[str, str]]:
@@ -155,10 +181,10 @@ def to_a_side(verdict: Verdict, order: str) -> SideVerdict:
     if order == "ab":
         score_a, score_b, ranking_a = verdict.score_1, verdict.score_2, verdict.ranking
     elif order == "ba":
-        score_a, score_b, ranking_a = verdict.score_2, verdict.score_1, 7 - verdict.ranking
+        score_a, score_b, ranking_a = verdict.score_2, verdict.score_1, mirrored_ranking(verdict.ranking)
     else:
         raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
-    return SideVerdict(score_a, score_b, ranking_a, 3.5 - ranking_a)
+    return SideVerdict(score_a, score_b, ranking_a, margin_of_ranking(ranking_a))
 
 
 def scores_agree(side: SideVerdict) -> bool:

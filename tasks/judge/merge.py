@@ -15,13 +15,13 @@ import io
 import json
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
 
 import pyarrow.parquet as pq
 
 from common.errors import InvalidInputError
 from common.reasons import ExchangeFileFault, lookup
+from schemas.summaries import MergeSummary
 from tasks.judge.exchange import (
     Exchange,
     ResultFile,
@@ -59,10 +59,10 @@ class MergeReport:
     quarantined: list[dict[str, str]] = field(default_factory=list)  # files moved aside: file, reason
     authenticated: bool = False  # result files and run records had to carry the plan's signature
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"files": self.files, "rows": self.rows, "run_records": self.run_records,
-                "rejected_rows": dict(self.rejected_rows.most_common()), "quarantined": self.quarantined,
-                "authenticated": self.authenticated}
+    def as_dict(self) -> MergeSummary:
+        """Every field as it reads in JSON (a tally most common first)."""
+        return {f.name: dict(v.most_common()) if isinstance(v := getattr(self, f.name), Counter) else v
+                for f in fields(self)}
 
 
 class _Merge:
@@ -173,7 +173,7 @@ def merge_exchange_into(wh: Warehouse, ex: Exchange, secret: str | None = None) 
     return merge.report
 
 
-def nothing_merged(report: dict[str, Any]) -> str | None:
+def nothing_merged(report: MergeSummary) -> str | None:
     """Why a merge handed the workers' judgments merged none of them (a report of `merge_exchange_into`, as a
     dict): every result file quarantined, or every row rejected; None when it merged some, or got none."""
     files = [q["reason"] for q in report["quarantined"] if q["file"].endswith(".parquet")]

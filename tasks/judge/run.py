@@ -8,18 +8,20 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 
 from common import progress
+from schemas.summaries import JudgeSummary
 from tasks.judge.client import ClientOptions, ClientStats, Dispatcher, JudgeRequest, JudgeResult
 from tasks.judge.config import JudgeConfig
 from tasks.judge.context import JudgeRun
 from tasks.judge.genrm import SideVerdict, build_messages
 from tasks.judge.strategies import Slot, Strategy
+from warehouse.judging import PairText
 
-PairText = tuple[str, list[dict[str, str]], str, str]  # pair id, history, response A, response B
 _log = logging.getLogger(__name__)
 
 
@@ -42,39 +44,61 @@ def as_states(rows: dict[tuple[str, str, int], tuple]) -> States:
     """The warehouse's state tuples as `JudgmentState`s."""
     return {key: JudgmentState(*value) for key, value in rows.items()}
 
-JUDGMENT_SCHEMA = pa.schema([
-    ("pair_id", pa.string()), ("judge_config_id", pa.string()), ("order", pa.string()), ("sample_index", pa.int32()),
-    ("status", pa.string()), ("score_1", pa.int32()), ("score_2", pa.int32()), ("ranking", pa.int32()),
-    ("score_a", pa.int32()), ("score_b", pa.int32()), ("ranking_a", pa.int32()), ("margin_a", pa.float64()),
-    ("failure_reason", pa.string()), ("error", pa.string()), ("raw_text", pa.string()), ("reasoning", pa.string()),
-    ("finish_reason", pa.string()), ("tokens_in", pa.int32()), ("tokens_out", pa.int32()), ("latency_s", pa.float64()),
-    ("attempts", pa.int32()), ("requests", pa.int32()), ("endpoint", pa.string()), ("served_model", pa.string()), ("judge_run_id", pa.string()),
-    ("finished_at", pa.timestamp("us")),
-])
+class JudgmentColumn(NamedTuple):
+    """One column of a judgments table: its name, its Arrow type, and how a result fills it."""
+
+    name: str
+    type: pa.DataType
+    value: Callable[[JudgeResult], Any] | None  # None: the batch's own, the same on every row
+
+
+def _verdict(field_name: str) -> Callable[[JudgeResult], Any]:
+    return lambda r: getattr(r.verdict, field_name) if r.verdict else None
+
+
+def _side(field_name: str) -> Callable[[JudgeResult], Any]:
+    return lambda r: getattr(r.side, field_name) if r.side else None
+
+
+# The one declaration of a judgment's columns, in the order of the table the warehouse, the exchange's result
+# files and the merge read: JUDGMENT_SCHEMA and `results_table` are both made from it.
+JUDGMENT_COLUMNS: tuple[JudgmentColumn, ...] = tuple(JudgmentColumn(*c) for c in (
+    ("pair_id", pa.string(), attrgetter("request.pair_id")),
+    ("judge_config_id", pa.string(), None),
+    ("order", pa.string(), attrgetter("request.order")),
+    ("sample_index", pa.int32(), attrgetter("request.sample")),
+    ("status", pa.string(), attrgetter("status")),
+    ("score_1", pa.int32(), _verdict("score_1")),
+    ("score_2", pa.int32(), _verdict("score_2")),
+    ("ranking", pa.int32(), _verdict("ranking")),
+    ("score_a", pa.int32(), _side("score_a")),
+    ("score_b", pa.int32(), _side("score_b")),
+    ("ranking_a", pa.int32(), _side("ranking_a")),
+    ("margin_a", pa.float64(), _side("margin")),
+    ("failure_reason", pa.string(), attrgetter("failure_reason")),
+    ("error", pa.string(), attrgetter("error")),
+    ("raw_text", pa.string(), attrgetter("raw_text")),
+    ("reasoning", pa.string(), attrgetter("reasoning")),
+    ("finish_reason", pa.string(), attrgetter("finish_reason")),
+    ("tokens_in", pa.int32(), attrgetter("tokens_in")),
+    ("tokens_out", pa.int32(), attrgetter("tokens_out")),
+    ("latency_s", pa.float64(), attrgetter("latency_s")),
+    # across runs: what earlier runs spent on the judgment and this one
+    ("attempts", pa.int32(), lambda r: r.request.prior_attempts + r.request.attempts),
+    ("requests", pa.int32(), lambda r: r.request.prior_requests + r.request.requests),
+    ("endpoint", pa.string(), attrgetter("endpoint")),
+    ("served_model", pa.string(), attrgetter("served_model")),
+    ("judge_run_id", pa.string(), None),
+    ("finished_at", pa.timestamp("us"), attrgetter("finished_at")),
+))
+JUDGMENT_SCHEMA = pa.schema([(c.name, c.type) for c in JUDGMENT_COLUMNS])
 
 
 def results_table(results: list[JudgeResult], config_id: str, run_id: str) -> pa.Table:
-    def col(fn):
-        return [fn(r) for r in results]
-
-    v = lambda r, a: getattr(r.verdict, a) if r.verdict else None  # noqa: E731
-    s = lambda r, a: getattr(r.side, a) if r.side else None  # noqa: E731
-    return pa.table({
-        "pair_id": col(lambda r: r.request.pair_id), "judge_config_id": [config_id] * len(results),
-        "order": col(lambda r: r.request.order), "sample_index": col(lambda r: r.request.sample),
-        "status": col(lambda r: r.status), "score_1": col(lambda r: v(r, "score_1")),
-        "score_2": col(lambda r: v(r, "score_2")), "ranking": col(lambda r: v(r, "ranking")),
-        "score_a": col(lambda r: s(r, "score_a")), "score_b": col(lambda r: s(r, "score_b")),
-        "ranking_a": col(lambda r: s(r, "ranking_a")), "margin_a": col(lambda r: s(r, "margin")),
-        "failure_reason": col(lambda r: r.failure_reason), "error": col(lambda r: r.error),
-        "raw_text": col(lambda r: r.raw_text), "reasoning": col(lambda r: r.reasoning),
-        "finish_reason": col(lambda r: r.finish_reason), "tokens_in": col(lambda r: r.tokens_in),
-        "tokens_out": col(lambda r: r.tokens_out), "latency_s": col(lambda r: r.latency_s),
-        "attempts": col(lambda r: r.request.prior_attempts + r.request.attempts),
-        "requests": col(lambda r: r.request.prior_requests + r.request.requests),
-        "endpoint": col(lambda r: r.endpoint), "served_model": col(lambda r: r.served_model),
-        "judge_run_id": [run_id] * len(results), "finished_at": col(lambda r: r.finished_at),
-    }, schema=JUDGMENT_SCHEMA)
+    """A batch of results as a judgments table, all under configuration `config_id` and run `run_id`."""
+    batch = {"judge_config_id": config_id, "judge_run_id": run_id}  # the columns declared with no `value`
+    return pa.table({c.name: [batch[c.name]] * len(results) if c.value is None else [c.value(r) for r in results]
+                     for c in JUDGMENT_COLUMNS}, schema=JUDGMENT_SCHEMA)
 
 
 class BatchedSink:
@@ -122,7 +146,7 @@ class Plan:
 def _side_from_state(state: JudgmentState) -> SideVerdict | None:
     if state.status != "ok" or state.margin_a is None:
         return None
-    return SideVerdict(state.score_a, state.score_b, int(round(3.5 - state.margin_a)), state.margin_a)
+    return SideVerdict.of_margin(state.score_a, state.score_b, state.margin_a)
 
 
 def _consider(pair_id: str, slots: list[Slot], strategy: Strategy, states: States, max_attempts: int, plan: Plan,
@@ -157,8 +181,8 @@ def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts
 
 
 def _request(pair: PairText, order: str, sample: int, state: JudgmentState | None) -> JudgeRequest:
-    pair_id, history, response_a, response_b = pair
-    return JudgeRequest(pair_id, order, sample, build_messages(history, response_a, response_b, order),
+    messages = build_messages(pair.history, pair.response_a, pair.response_b, order)
+    return JudgeRequest(pair.pair_id, order, sample, messages,
                         prior_attempts=state.attempts if state else 0, prior_requests=state.requests if state else 0,
                         prior_failure=state.failure_reason if state else None)
 
@@ -175,7 +199,7 @@ def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max
     """The requests a run sends first, pair by pair (a pair's orders next to each other); each is counted
     against the input budget by the dispatcher, as the server counts it, before it is sent."""
     for pair in pairs:
-        for order, sample, state in planned_slots(pair[0], strategy, states, max_attempts, plan):
+        for order, sample, state in planned_slots(pair.pair_id, strategy, states, max_attempts, plan):
             yield _request(pair, order, sample, state)
 
 
@@ -207,10 +231,10 @@ def judge_pairs(
     on_progress: Callable[[int], None] | None = None,
     gate: Callable[[str], Any] | None = None,
     input_budget: int | None = None,
-) -> dict[str, Any]:
+) -> JudgeSummary:
     """Judge `pairs` under `strategy`; write results through `write` in batches. Returns the summary."""
     started = time.perf_counter()
-    texts = {p[0]: p for p in pairs}
+    texts = {p.pair_id: p for p in pairs}
     plan = Plan()
     sink = BatchedSink(write, batch_size=sink_batch)
     if input_budget is not None:
@@ -275,7 +299,7 @@ def split_pending(ids: list[str], strategy: Strategy, states: States, max_attemp
 
 
 def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan, write: Callable[[pa.Table], None],
-                log: logging.Logger | logging.LoggerAdapter | None = None) -> dict[str, Any]:
+                log: logging.Logger | logging.LoggerAdapter | None = None) -> JudgeSummary:
     """Judge `pairs` (those with work left) as `run` says; every result batch goes through `write` as a
     judgments table. Returns the summary, with what the cache answered (`done`) and the cost."""
     from tasks.judge.cost import cost_model, cost_report

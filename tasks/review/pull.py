@@ -21,6 +21,7 @@ from typing import Any
 
 from common.errors import NotFoundError
 from common.reasons import ReviewReject
+from schemas.summaries import ReviewPullSummary
 from tasks.review.interface import INTERFACE
 from tasks.review.label_studio import LabelStudio, LabelStudioError, Project
 from tasks.review.labels import Changes, annotations_of, changes, record_id, review_rows, withdrawals
@@ -179,7 +180,7 @@ def land_project(store: ReviewStore, read: PullRead, pr: ProjectRead) -> tuple[C
     }
 
 
-def land_pull(wh: Warehouse, read: PullRead) -> dict[str, Any]:
+def land_pull(wh: Warehouse, read: PullRead) -> ReviewPullSummary:
     """Land what a pull read: every project's new, changed and withdrawn reviews, and every reviewed pair's
     outcome again, in one transaction; the summary (`curate review pull --json`)."""
     per_project, new, changed = [], [], []

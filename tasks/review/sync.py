@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from common.errors import InvalidInputError, NotFoundError
+from schemas.summaries import ReviewChoice
 from tasks.review.interface import DESCRIPTION, INTERFACE, LABEL_CONFIG, is_ours
 from tasks.review.label_studio import IMPORT_BATCH, LabelStudio, LabelStudioError, Project
 from tasks.review.labels import record_id
@@ -136,7 +137,7 @@ def open_project(store: ReviewStore, ls: LabelStudio, title: str, annotators_per
 
 
 def plan(store: ReviewStore, key: str, name: str, version: int, selection: str, limit: int,
-         seed: int = DEFAULT_SEED) -> dict[str, Any]:
+         seed: int = DEFAULT_SEED) -> ReviewChoice:
     """Take the first `limit` pairs of `selection` from a version and plan the tasks they still need (answer
     sides drawn per task) in the warehouse; returns what was chosen."""
     if selection not in SELECTIONS:

@@ -10,9 +10,11 @@ import math
 import pytest
 
 from flows.evaluate import evaluate_judge
+from schemas.summaries import EvaluationSummary
 from tasks.evaluate.benchmarks import comparisons, oracle_rows
 from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.conftest import read_jsonl, shared_file
+from tests.summary_checks import assert_summary
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect
@@ -40,6 +42,8 @@ def test_an_oracle_scores_full_marks_on_rmbench_in_every_cell(tmp_path, warehous
         again = evaluate_judge("rm-bench", path=str(data), endpoints=[server.url], warehouse=str(warehouse_path))
         assert server.stats()["requests"] == 2 * 9 * len(sample)  # cached: a rerun costs nothing
     assert result["accuracy"] == 100.0 and result["failed"] == 0 and result["scored"] == 9 * len(sample)
+    assert_summary(result, EvaluationSummary)
+    assert_summary(again, EvaluationSummary)
     assert result["by_category"] == {"chat": 100.0, "code": 100.0, "safety": 100.0}
     assert result["by_difficulty"] == {"easy": 100.0, "normal": 100.0, "hard": 100.0}
     assert result["domains_missing"] == ["math"]

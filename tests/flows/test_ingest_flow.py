@@ -9,11 +9,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.ingest import SUMMARY_KEYS, ingest, load_eval_set
+from schemas.summaries import EvalSetSummary, IngestSummary
 from tasks.ingest.prepare import prepare_batch
 from tasks.ingest.read import SourceReadError, read_local
 from tasks.ingest.sources import get_source
 from tasks.ingest.synth import synth_eval_prompts, write_eval_set, write_synth
 from tasks.ingest.validate import MissingColumnsError
+from tests.summary_checks import assert_summary
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect
@@ -38,9 +40,11 @@ def test_ingest_lands_pairs_accounts_for_every_row_and_is_idempotent(tmp_path, w
 
     loaded = load_eval_set("rm-bench", path=str(tmp_path / "eval.jsonl"), warehouse=str(warehouse_path))
     assert loaded["prompts"] == 40 and loaded["contaminated_pairs"] == 0
+    assert_summary(loaded, EvalSetSummary)
 
     s = ingest("helpsteer3", path=str(data), warehouse=str(warehouse_path), batch_size=400)
     assert set(SUMMARY_KEYS) <= set(s)
+    assert_summary(s, IngestSummary)
     assert s["read"] == 1500 == s["valid"] + s["quarantined_rows"]
     assert s["valid"] == s["already_ingested"] + s["exact_duplicates"] + s["near_duplicates"] + s["new_pairs"]
     assert s["quarantined_rows"] == len(m.bad_rows)
@@ -68,6 +72,7 @@ def test_ingest_lands_pairs_accounts_for_every_row_and_is_idempotent(tmp_path, w
 
     skipped = ingest("helpsteer3", path=str(data), warehouse=str(warehouse_path), batch_size=400)
     assert skipped["read"] == 0 and skipped["note"].startswith("unchanged: helpsteer3 at file:")
+    assert_summary(skipped, IngestSummary)
     again = ingest("helpsteer3", path=str(data), warehouse=str(warehouse_path), batch_size=400, force=True)
     assert again["new_pairs"] == again["exact_duplicates"] == again["near_duplicates"] == again["new_quarantined"] == 0
     assert again["already_ingested"] == s["valid"]

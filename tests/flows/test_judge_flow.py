@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from flows.judge import JUDGE_SUMMARY_KEYS, judge
+from schemas.summaries import JudgeSummary
 from tasks.judge.endpoints import EndpointCheckError
 from tasks.judge.server import ServerStartError
 from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.flows.conftest import ingest_clean_pairs
+from tests.summary_checks import assert_summary
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect
@@ -41,6 +43,7 @@ def test_judge_with_a_launched_standin_then_a_rerun_costs_nothing(ingested, monk
     port = 18000 + random.randrange(1000)
     s = judge(strategy="swap", launch="standin", port=port, warehouse=str(path))
     assert set(JUDGE_SUMMARY_KEYS) <= set(s)
+    assert_summary(s, JudgeSummary)
     assert (s["pairs"], s["judged"], s["failed"], s["skipped_cached"], s["requests"]) == (n, 2 * n, {}, 0, 2 * n)
     assert all("SIMULATED" in m for m in s["served_models"])
     verdicts = _verdicts(path)
@@ -56,6 +59,7 @@ def test_judge_with_a_launched_standin_then_a_rerun_costs_nothing(ingested, monk
         single = judge(endpoints=[server.url], strategy="single", warehouse=str(path))
         assert server.stats()["requests"] == 0
     assert (again["requests"], again["skipped_cached"], again["judged"]) == (0, 2 * n, 0)
+    assert_summary(again, JudgeSummary)
     assert single["requests"] == 0 and again["simulated"] and again["judge_config_id"] == s["judge_config_id"]
     # an endpoint that does not answer is refused at once, before any planning
     with pytest.raises(EndpointCheckError, match="no judge endpoint answers: http://127.0.0.1:9/v1"):

@@ -15,9 +15,11 @@ import pytest
 
 from flows.judge import judge_worker
 from flows.judge_shards import merge_exchange, plan_shards
+from schemas.summaries import JudgeSummary, MergeSummary, ShardedJudgeSummary
 from tasks.judge.exchange import Exchange, read_work, result_files
 from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.flows.conftest import ingest_clean_pairs
+from tests.summary_checks import assert_summary
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect
@@ -70,9 +72,12 @@ def test_shards_judged_from_work_files_merge_once(tmp_path, ingested):
         summaries = [judge_worker(w, endpoints=[server.url]) for w in plan["work"].values()]
         assert server.stats()["requests"] == 2 * n  # every judgment asked once, over all shards
     assert sum(s["judged"] for s in summaries) == 2 * n
+    for s in summaries:
+        assert_summary(s, JudgeSummary)
     assert _judgments(path) == []  # workers never touch the warehouse
 
     merged = merge_exchange(path, exchange)
+    assert_summary(merged, MergeSummary)
     assert merged["rows"] == 2 * n and merged["files"] == len(result_files(Exchange(exchange))) and merged["run_records"] == 3
     after = _judgments(path)
     assert len(after) == 2 * n and {r[3] for r in after} == {"ok"}
@@ -234,6 +239,7 @@ def test_sharded_judging_keyed_counts_each_run_once_however_its_record_is_copied
     summary = judge_sharded(2, strategy="swap", warehouse=path, exchange=str(tmp_path / "exchange"))
     assert dispatch_here["server"].stats()["requests"] == 2 * n
     assert summary["judged"] == 2 * n and summary["requests"] == 2 * n  # not three times over
+    assert_summary(summary, ShardedJudgeSummary)
     assert summary["merged"]["authenticated"] and summary["merged"]["rows"] == 2 * n
     assert {q["reason"].split(" (")[0] for q in summary["merged"]["quarantined"]} == {
         "run record: not where its worker writes it"}

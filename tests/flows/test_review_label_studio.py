@@ -23,9 +23,11 @@ from typer.testing import CliRunner
 
 from curator.cli import app
 from flows.publish import publish
+from schemas.summaries import ReviewPullSummary, ReviewPushSummary, ReviewSyncSummary, VersionSummary
 from tasks.curate.calibration import clear_human_direction
 from tasks.ingest.latent import latent_quality
 from tests.flows.conftest import judged_version
+from tests.summary_checks import assert_summary
 from warehouse.snapshot import refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
 
@@ -360,12 +362,22 @@ def test_without_a_token_the_command_says_where_to_put_one(reviewed, monkeypatch
     assert os.environ.get("LABEL_STUDIO_API_KEY") is None
 
 
+def test_what_push_pull_and_build_version_print_with_json_is_their_declared_summary(reviewed):
+    for push in reviewed.pushes.values():
+        assert_summary(push, ReviewPushSummary)
+    assert "seed" in reviewed.pushes["audit"] and "seed" not in reviewed.pushes["borderline"]
+    for pull in reviewed.pulls.values():
+        assert_summary(pull, ReviewPullSummary)
+    assert_summary(reviewed.v2, VersionSummary)
+
+
 def test_the_scheduled_sync_pulls_then_pushes_each_new_version_once(reviewed, monkeypatch):
     from flows.review import review_sync
 
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", reviewed.server.token)
     monkeypatch.setenv("CURATE_LABEL_STUDIO_URL", reviewed.server.url)
     first = review_sync(datasets=["rev"], limit=5, warehouse=str(reviewed.warehouse))
+    assert_summary(first, ReviewSyncSummary)
     assert first["pulled"]["new"] == first["pulled"]["updated"] == 0
     (pushed,) = first["pushed"]
     assert (pushed["version"], pushed["selection"]) == (reviewed.v2["version"], "borderline")

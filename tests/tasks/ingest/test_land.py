@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
+from dataclasses import dataclass, field, fields
 
 import pytest
 
-from tasks.ingest.land import BackgroundWriter, classify
+from schemas.summaries import IngestSummary
+from tasks.ingest.land import BackgroundWriter, BatchCounts, classify
+from tasks.ingest.summary import summarize
 
 RUN = "run-now"
 
@@ -65,3 +69,43 @@ def test_a_write_that_fails_after_another_error_is_kept_not_raised():
     with pytest.raises(OSError, match="disk full"):  # with no other error, a failed write is the error
         with BackgroundWriter() as writer:
             writer.submit(failing_write)
+
+
+def _filled(cls: type, base: int) -> BatchCounts:
+    """An instance of `cls` whose every field holds its own value (a number, or a tally of two keys)."""
+    values = {}
+    for k, f in enumerate(fields(cls)):
+        n = base + 10 * k
+        values[f.name] = Counter({"x": n, f.name: 1}) if f.default_factory is Counter else n
+    return cls(**values)
+
+
+def test_batch_counts_are_summed_over_every_field_a_new_one_included():
+    @dataclass
+    class WithMore(BatchCounts):  # a counter added later, and a tally: `add` itself is not touched
+        rows_retried: int = 0
+        retried_by: Counter = field(default_factory=Counter)
+
+    total, one, two = _filled(WithMore, 0), _filled(WithMore, 1), _filled(WithMore, 2)
+    total.add(one)
+    total.add(two)
+    for f in fields(WithMore):
+        got, parts = getattr(total, f.name), [getattr(c, f.name) for c in (_filled(WithMore, 0), one, two)]
+        assert got == (sum(parts, Counter()) if isinstance(got, Counter) else sum(parts)), f.name
+    assert total.rows_retried > 0 and total.retried_by["x"] > 0
+
+
+def test_batch_counts_refuse_a_field_they_cannot_sum():
+    @dataclass
+    class WithName(BatchCounts):
+        last_file: str = ""
+
+    with pytest.raises(TypeError, match="last_file"):
+        WithName(last_file="a").add(WithName(last_file="b"))
+
+
+def test_every_batch_count_reaches_the_ingest_summary_and_the_summary_declares_every_key():
+    summary = summarize(_filled(BatchCounts, 1))
+    declared = set(IngestSummary.__annotations__)
+    assert {f.name for f in fields(BatchCounts)} <= set(summary)
+    assert set(summary) <= declared

@@ -27,10 +27,11 @@ from tasks.judge.exchange import (
 )
 from tasks.judge.run import JUDGMENT_SCHEMA
 from tasks.judge.run import JudgmentState as S
+from warehouse.judging import PairText
 
-PAIRS = [("p1", [{"role": "user", "content": "héllo"}], "A one", "B one"),
-         ("p2", [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},
-                 {"role": "user", "content": "q2"}], "A two", "B two")]
+PAIRS = [PairText("p1", [{"role": "user", "content": "héllo"}], "A one", "B one"),
+         PairText("p2", [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},
+                         {"role": "user", "content": "q2"}], "A two", "B two")]
 CONFIG = {"model": "m", "served_revision": "main", "prompt_version": "v1", "temperature": 0.6, "top_p": 0.95,
           "max_tokens": 100}
 
@@ -61,6 +62,30 @@ def test_work_file_round_trips_pairs_states_and_the_plan(tmp_path):
     work = read_work(found, work_file)
     assert (work.plan_id, work.shard, work.label, work.strategy, work.config) == ("plan1", "1/3", "shard-1-of-3", "swap", CONFIG)
     assert work.pairs == PAIRS and work.states == states
+
+
+def test_a_work_file_keeps_the_layout_and_digests_of_the_files_already_written(tmp_path):
+    """Workers of one release read work files of another: the texts in the order a judge reads them, each state
+    as a judgment state, and digests (and a signature over them) that stay what they were for the same work."""
+    from tasks.judge.exchange import STATE_TYPE, WORK_SCHEMA
+    from tasks.judge.exchange_checks import STATE_COLUMNS, TEXT_COLUMNS
+
+    assert TEXT_COLUMNS == PairText._fields == ("pair_id", "history", "response_a", "response_b")
+    assert tuple(WORK_SCHEMA.names) == (*TEXT_COLUMNS, *STATE_COLUMNS)
+    assert [f.name for f in STATE_TYPE.value_type] == ["order", "sample_index", *S._fields]
+    pairs = [PAIRS[0], PairText("p2", PAIRS[1].history, "A two", "")]
+    states = {("p1", "ab", 0): S("failed", 2, None, None, None, 3, "no_json"), ("p2", "ba", 1): S("ok", 1, 1.5, 4, 2, 1)}
+    ex = Exchange(tmp_path)
+    path = work_path(ex, "plan1", 0, 2)
+    write_work(ex, path, plan="plan1", shard="0/2", config={"model": "m"}, strategy="swap", pairs=pairs,
+               states=states, secret="s3cret")
+    meta = json.loads(pq.read_schema(path).metadata[b"curator.shard_work"])
+    assert (meta["texts"], meta["states"], meta["signature"]) == (
+        "1cd9a1d0a1ece025a187cd7f03bda45c", "4767cd881b513d1df077b8b0cb04f0bc", "0f1c1c4fa9031777fea5be67d6bee1db")
+    work = read_work(ex, path, "s3cret")
+    assert work.pairs == pairs and all(isinstance(p, PairText) for p in work.pairs)
+    assert work.pairs[1].pair_id == "p2" and work.pairs[1].history[-1]["content"] == "q2"
+    assert work.results_key.hex() == "aa6cb3846ae4127b3227a7d299ce53590c7a5538a1c2f684b523f6f6bd16a45f"
 
 
 def test_reading_a_missing_or_foreign_file_is_a_clear_error(tmp_path):

@@ -1,11 +1,16 @@
 import pytest
 
 from tasks.judge.genrm import (
+    MAX_MARGIN,
     ParseFailure,
+    SideVerdict,
     Verdict,
     answer_text,
     build_messages,
+    margin_of_ranking,
+    mirrored_ranking,
     parse_completion,
+    ranking_of_margin,
     scores_agree,
     to_a_side,
 )
@@ -90,6 +95,18 @@ def test_map_to_a_side():
     # shown B first: response_1 was B, so A got score_2 and the ranking mirrors
     assert (ba.score_a, ba.score_b, ba.ranking_a, ba.margin) == (2, 5, 5, -1.5)
     assert to_a_side(Verdict(3, 3, 1), "ba").margin == -2.5 and to_a_side(Verdict(3, 3, 6), "ab").margin == -2.5
+
+
+def test_a_margin_and_its_ranking_are_one_fact_both_ways():
+    assert [margin_of_ranking(r) for r in range(1, 7)] == [2.5, 1.5, 0.5, -0.5, -1.5, -2.5]
+    assert MAX_MARGIN == 2.5
+    for ranking in range(1, 7):
+        margin = margin_of_ranking(ranking)
+        assert ranking_of_margin(margin) == ranking and isinstance(ranking_of_margin(margin), int)
+        assert margin_of_ranking(mirrored_ranking(ranking)) == -margin
+        for order in ("ab", "ba"):  # a stored verdict read back is the verdict it was
+            side = to_a_side(Verdict(4, 2, ranking), order)
+            assert SideVerdict.of_margin(side.score_a, side.score_b, side.margin) == side
 
 
 def test_scores_agree_with_ranking():

@@ -19,15 +19,16 @@ from tasks.judge.exchange_checks import ShardPlan, plan_key, results_key, row_pr
 from tasks.judge.genrm import Verdict, build_messages, to_a_side
 from tasks.judge.merge import merge_exchange_into
 from tasks.judge.run import JUDGMENT_SCHEMA, results_table
+from warehouse.judging import PairText
 from warehouse.store import Warehouse
 
 CONFIG = JudgeConfig()
-PAIRS = [(f"p{i}", [{"role": "user", "content": f"q{i}"}], f"A{i}", f"B{i}") for i in range(4)]
+PAIRS = [PairText(f"p{i}", [{"role": "user", "content": f"q{i}"}], f"A{i}", f"B{i}") for i in range(4)]
 PLAN, LABEL, RUN = "plan1", "shard-0-of-1", "run-a"
 
 
 def _result(pair_id: str, order: str = "ab", verdict: Verdict | None = Verdict(4, 2, 2)) -> JudgeResult:
-    request = JudgeRequest(pair_id, order, 0, build_messages(PAIRS[0][1], "a", "b", order))
+    request = JudgeRequest(pair_id, order, 0, build_messages(PAIRS[0].history, "a", "b", order))
     request.attempts = request.requests = 1
     if verdict is None:
         return JudgeResult(request, "failed", failure_reason="no_json", raw_text="??")
@@ -149,7 +150,7 @@ def test_with_a_shared_key_only_files_signed_for_their_plan_and_its_texts_merge(
     ex = _exchange(tmp_path / "exchange", "s3cret")
     folder = results_dir(ex, PLAN, LABEL)
     key = _key(ex, "s3cret")
-    swapped = [(p, h, b, a) for p, h, a, b in PAIRS]  # the same pair ids, the answers the other way round
+    swapped = [p._replace(response_a=p.response_b, response_b=p.response_a) for p in PAIRS]  # the same pair ids, the answers the other way round
     ResultWriter(ex, folder, RUN, key).write(_table(_result("p0")))
     ResultWriter(ex, folder, "unsigned-run").write(_table(_result("p1", verdict=Verdict(5, 1, 1)), run="unsigned-run"))
     ResultWriter(ex, folder, "other-plan", results_key("s3cret", "plan2", "x")).write(

@@ -14,6 +14,7 @@ from tasks.judge.preflight import context_problem, is_context_error, server_root
 from tasks.judge.run import estimated_prompt_tokens, judge_pairs
 from tasks.judge.strategies import parse_strategy
 from testing.genrm_standin import StandinConfig, StandinProcess
+from warehouse.judging import PairText
 
 MODEL = StandinConfig().model
 
@@ -55,8 +56,8 @@ def _pairs():
     # Thai text: the ingest's estimate (a token per 3 bytes) counts it about 1.33x what the stand-in's
     # tokenizer (a token per 4 bytes) does, as Qwen's BPE counts Thai about half the estimate.
     thai = "ภาษาไทยเป็นภาษาที่สวยงาม " * 40
-    return [("p-fits", [{"role": "user", "content": thai}], thai, "short answer"),
-            ("p-over", [{"role": "user", "content": thai * 3}], thai, "short answer")]
+    return [PairText("p-fits", [{"role": "user", "content": thai}], thai, "short answer"),
+            PairText("p-over", [{"role": "user", "content": thai * 3}], thai, "short answer")]
 
 
 def test_prompts_are_counted_as_the_server_counts_them_and_only_those_over_the_budget_are_not_sent():

@@ -33,6 +33,7 @@ from testing.tiny_genrm import (
     write_helpsteer3_rows,
 )
 from tests.real_vllm import VllmServerSpec
+from warehouse.judging import PairText
 
 pytestmark = pytest.mark.vllm
 CURATE = str(Path(sys.executable).with_name("curate"))
@@ -43,9 +44,9 @@ def _settings(**kw) -> Settings:
     return Settings(**{"judge_max_model_len": 4096, "judge_max_tokens": MAX_TOKENS, **kw})
 
 
-def _pairs(n: int, seed: int) -> list[tuple[str, list[dict[str, str]], str, str]]:
+def _pairs(n: int, seed: int) -> list[PairText]:
     rng = random.Random(seed)
-    return [(f"pair-{seed}-{i}", *synthetic_pair(rng)) for i in range(n)]
+    return [PairText(f"pair-{seed}-{i}", *synthetic_pair(rng)) for i in range(n)]
 
 
 def _judge(url: str, pairs, strategy: str = "swap", temperature: float = 0.6, budget: int | None = None):
@@ -91,7 +92,7 @@ def test_prompts_are_counted_by_the_servers_tokenizer_and_none_is_refused_for_it
         history, a, b = synthetic_pair(rng)
         for size in (1500, 9000, 30000):  # bytes of padding in the question: some fit, some do not
             text = (unit * (size // len(unit.encode()) + 1))
-            pairs.append((f"{kind}-{size}", [{"role": "user", "content": text + history[-1]["content"]}], a, b))
+            pairs.append(PairText(f"{kind}-{size}", [{"role": "user", "content": text + history[-1]["content"]}], a, b))
     summary, written = _judge(tiny_genrm_server.url, pairs, strategy="single", budget=budget)
     reasons = Counter(r.failure_reason for r in written)
     assert not {k for k in reasons if k and (k.startswith("http_") or k == "too_long")}, reasons  # never a 400
@@ -124,7 +125,8 @@ def test_verdicts_are_the_same_with_the_reasoning_parser_on_and_off(tiny_genrm_s
 
 
 def _shown(pairs, request):
-    _, _, a, b = next(p for p in pairs if p[0] == request.pair_id)
+    pair = next(p for p in pairs if p.pair_id == request.pair_id)
+    a, b = pair.response_a, pair.response_b
     return (a, b) if request.order == "ab" else (b, a)
 
 

@@ -13,11 +13,12 @@ from tasks.judge.config import JudgeConfig
 from tasks.judge.run import JudgmentState, Plan, judge_pairs, planned_slots
 from tasks.judge.strategies import Strategy, both_orders, parse_strategy
 from testing.genrm_standin import StandinConfig, StandinProcess
+from warehouse.judging import PairText
 
 
 def _pairs(n, seed=0):
     tm = TextMaker(seed)
-    return [(f"{seed:04x}{i:028x}", [{"role": "user", "content": tm.text(200)}], tm.text(300), tm.text(300))
+    return [PairText(f"{seed:04x}{i:028x}", [{"role": "user", "content": tm.text(200)}], tm.text(300), tm.text(300))
             for i in range(n)]
 
 
@@ -124,7 +125,7 @@ def test_an_answer_whose_reasoning_never_closed_is_no_verdict():
 
 def test_a_pair_over_the_input_budget_fails_with_a_reason_and_is_never_sent():
     pairs = _pairs(4, seed=7)
-    long = (pairs[0][0], pairs[0][1], pairs[0][2] * 40, pairs[0][3])
+    long = pairs[0]._replace(response_a=pairs[0].response_a * 40)
     with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
         summary, results = _judge(server.url, [long, *pairs[1:]], input_budget=2000)
         sent = server.stats()["requests"]
@@ -146,10 +147,10 @@ def test_failures_stop_being_retried_at_the_attempt_limit():
 
 
 def test_bad_request_is_not_retried():
-    pairs = [("0" * 32, [{"role": "user", "content": "q"}], "a", "b")]
+    pairs = [PairText("0" * 32, [{"role": "user", "content": "q"}], "a", "b")]
     with StandinProcess(StandinConfig(latency_mean=0.01)) as server:
         # a history that ends with an assistant turn is refused by the server with a 400
-        bad = [("1" * 32, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "x"}], "a", "b")]
+        bad = [PairText("1" * 32, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "x"}], "a", "b")]
         from tasks.judge import run as run_mod
 
         real = run_mod.build_messages

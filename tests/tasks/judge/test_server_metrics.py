@@ -8,6 +8,7 @@ from tasks.judge.run import judge_pairs
 from tasks.judge.server_metrics import PrefixCacheModel, block_size, parse_metrics, run_metrics
 from tasks.judge.strategies import parse_strategy
 from testing.genrm_standin import StandinConfig, StandinProcess
+from warehouse.judging import PairText
 
 BEFORE = """# HELP vllm:prompt_tokens_total Number of prefill tokens processed.
 vllm:prompt_tokens_total{engine="0",model_name="m"} 100.0
@@ -48,7 +49,7 @@ def test_a_prefix_cache_serves_whole_blocks_of_any_earlier_prompt_and_never_the_
 
 def test_a_runs_attainable_prefix_reuse_comes_from_the_pairs_shared_history():
     long_history = [{"role": "user", "content": "context " * 400}]
-    pairs = [(f"p{i}", long_history, f"answer A{i} " * 30, f"answer B{i} " * 30) for i in range(3)]
+    pairs = [PairText(f"p{i}", long_history, f"answer A{i} " * 30, f"answer B{i} " * 30) for i in range(3)]
     written = []
     with StandinProcess(StandinConfig(latency_mean=0.002)) as server:
         summary = judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=parse_strategy("swap"),
