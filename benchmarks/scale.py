@@ -2,6 +2,15 @@
 
     python benchmarks/scale.py                       # 1,000,000 pairs, a 10,000-row increment (~30 min)
     python benchmarks/scale.py --pairs 50000         # a quick run (targets still printed, for 1M)
+    python benchmarks/scale.py --pairs 200000 --baseline-checkout ../release   # side by side with a release
+
+With `--baseline-checkout DIR` (a checkout of an earlier release with its own venv in DIR/.venv, e.g. `git
+worktree add DIR 78f5e88` and `pip install -e DIR` into it), that release's own benchmarks/scale.py runs first,
+in a work folder of its own, on the same generated rows (the file is linked, byte for byte): its `curate
+ingest` builds its own warehouse, since a release cannot be trusted to read a warehouse migrated by a later
+one. Both releases' figures are then printed side by side, and `curate build-version` of a new dataset is timed
+again on each side's warehouse, the two taking turns (`--alternate N`, wall and CPU seconds), so that a change
+in the machine's load falls on both.
 
 Steps, each timed as a user runs it (`curate ... --json` in a child process; peak RSS of that process):
 1. `curate ingest` of N synthetic HelpSteer3-shaped pairs (about 1 KB of text each) in one run.
@@ -23,6 +32,8 @@ import argparse
 import json
 import os
 import random
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pyarrow as pa  # noqa: E402
-from cli_runs import bench_env, curate_exe  # noqa: E402  (sets offline Prefect defaults)
+from cli_runs import bench_env, curate_exe, timed  # noqa: E402  (sets offline Prefect defaults)
 
 from common.settings import get_settings  # noqa: E402
 from tasks.ingest.synth import TextMaker, synth_class, write_synth  # noqa: E402
@@ -156,6 +167,79 @@ def dashboard_query_times(snapshot: Path) -> dict[str, float]:
     return out
 
 
+# The lines both releases print, and the figure each holds (step: (pattern, groups as figure names)).
+_FIGURE_LINES = {
+    "ingest": (r"^1\. ingest .*?: ([\d.]+) s wall, peak RSS ([\d.]+) GB", ("ingest_s", "ingest_rss_gb")),
+    "increment": (r"^2\. increment .*?: ([\d.]+) s wall, peak RSS ([\d.]+) GB", ("increment_s", "increment_rss_gb")),
+    "planning": (r"^3\. judge-queue planning: .* planned in ([\d.]+) s", ("planning_s",)),
+    "build-version": (r"^5\. build-version .*?: ([\d.]+) s wall, peak RSS ([\d.]+) GB", ("build_s", "build_rss_gb")),
+    "snapshot": (r"^\s*curate snapshot: ([\d.]+) s", ("snapshot_s",)),
+}
+
+
+def figures_of(output: str) -> dict[str, float]:
+    """The figures a run of this benchmark printed (this release's or an earlier one's)."""
+    out: dict[str, float] = {}
+    for pattern, names in _FIGURE_LINES.values():
+        m = re.search(pattern, output, re.MULTILINE)
+        if m:
+            out.update(zip(names, map(float, m.groups())))
+    return out
+
+
+def run_baseline(checkout: Path, work: Path, big: Path, args: argparse.Namespace) -> dict[str, float]:
+    """The earlier release's own scale benchmark on the same generated rows, in `work` (its output echoed)."""
+    python, script = checkout / ".venv" / "bin" / "python", checkout / "benchmarks" / "scale.py"
+    if not python.exists() or not script.exists():
+        raise SystemExit(f"--baseline-checkout {checkout}: no .venv/bin/python or benchmarks/scale.py there")
+    work.mkdir(parents=True, exist_ok=True)
+    for name in (big.name, big.name + ".manifest.json"):  # the same bytes: its generator is never asked
+        target = work / name
+        target.unlink(missing_ok=True)
+        try:
+            os.link(big.parent / name, target)
+        except OSError:
+            shutil.copyfile(big.parent / name, target)
+    (work / "w.duckdb").unlink(missing_ok=True)
+    (work / "w.duckdb.wal").unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("CURATE_WAREHOUSE", "PYTHONPATH", "VIRTUAL_ENV")}
+    argv = [str(python), str(script), "--pairs", str(args.pairs), "--increment", str(args.increment),
+            "--near", str(args.near), "--workdir", str(work)]
+    print(f"\nbaseline: {' '.join(argv)}", flush=True)
+    lines, errors = [], work / "baseline-stderr.txt"
+    with errors.open("w") as err, subprocess.Popen(argv, cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=err,
+                                                   text=True) as child:
+        for line in child.stdout:  # echoed as it comes: a million pairs take half an hour
+            lines.append(line)
+            print(f"  | {line}", end="", flush=True)
+    if child.returncode != 0:
+        raise SystemExit(f"the baseline's benchmark failed ({child.returncode}):\n{errors.read_text()[-3000:]}")
+    return figures_of("".join(lines))
+
+
+def print_side_by_side(label: str, base: dict[str, float], ours: dict[str, float]) -> None:
+    print(f"\nSIDE BY SIDE (the same {label}; wall seconds, peak RSS in GB)")
+    print(f"  {'figure':<22} {'baseline':>10} {'this tree':>10} {'change':>9}")
+    for name in ("ingest_s", "ingest_rss_gb", "increment_s", "increment_rss_gb", "planning_s", "build_s",
+                 "build_rss_gb", "snapshot_s"):
+        a, b = base.get(name), ours.get(name)
+        change = f"{(b - a) / a:+.0%}" if a and b is not None else ""
+        show = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+        print(f"  {name:<22} {show(a):>10} {show(b):>10} {change:>9}")
+
+
+def alternate_builds(sides: list[tuple[str, str, dict[str, str], Path]], rounds: int) -> None:
+    """`curate build-version` of a new dataset on each side's own warehouse, the sides taking turns, so that a
+    change in the machine's load falls on both: (name, curate executable, environment, warehouse) each."""
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in sides}
+    for i in range(rounds):
+        for name, exe, env, warehouse in sides:
+            runs[name].append(timed([exe, "build-version", f"scale-again-{i}", "--warehouse", str(warehouse)], env))
+    print(f"\nbuild-version again, a new dataset each time, the two releases taking turns ({rounds} each)")
+    for name, got in runs.items():
+        print(f"  {name:<10} " + ", ".join(f"{wall:.1f} s wall / {cpu:.1f} CPU-s" for wall, cpu in got))
+
+
 def gib(gb: float) -> str:
     return f"{gb * 1e9 / 2**30:.2f} GiB"
 
@@ -170,6 +254,10 @@ def main() -> None:
     parser.add_argument("--increment", type=int, default=10_000)
     parser.add_argument("--near", type=int, default=500, help="near duplicates of kept pairs planted in the increment")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--baseline-checkout", type=Path, default=None,
+                        help="an earlier release's checkout with its own .venv: its benchmark first, same rows")
+    parser.add_argument("--alternate", type=int, default=2,
+                        help="with --baseline-checkout: build-version again on each side, taking turns, N times")
     args = parser.parse_args()
     tmp = None if args.workdir else tempfile.TemporaryDirectory(prefix="scale-")
     work = args.workdir or Path(tmp.name)
@@ -177,6 +265,8 @@ def main() -> None:
     env = bench_env(work)
     exe = curate_exe()
     w = ["--warehouse", str(work / "w.duckdb")]
+    for stale in (work / "w.duckdb", work / "w.duckdb.wal"):  # a --workdir's earlier warehouse: rows known already
+        stale.unlink(missing_ok=True)
     results: list[tuple[str, str, str]] = []
 
     t = time.perf_counter()
@@ -189,10 +279,17 @@ def main() -> None:
     print(f"data: {args.pairs:,} HelpSteer3-shaped rows ({big.stat().st_size / 1e9:.2f} GB), increment "
           f"{args.increment:,} arena-shaped rows with {planted} near duplicates of earlier rows planted, "
           f"generated in {time.perf_counter() - t:.0f} s (not timed below)")
+    baseline = run_baseline(args.baseline_checkout.resolve(), work / "baseline", big, args) \
+        if args.baseline_checkout else None
+    printed: list[str] = []  # this release's figure lines, read back as the baseline's are
+
+    def say(line: str) -> None:
+        printed.append(line)
+        print(line, flush=True)
 
     s, wall, rss = timed_cli([exe, "ingest", "--source", "helpsteer3", "--path", str(big), *w], env)
-    print(f"\n1. ingest {s['read']:,} rows in one run: {wall:.1f} s wall, peak RSS {rss:.2f} GB ({gib(rss)}) "
-          f"({s['new_pairs']:,} new pairs, {s['near_duplicates']:,} near duplicates, {s['read'] / wall:,.0f} rows/s)")
+    say(f"\n1. ingest {s['read']:,} rows in one run: {wall:.1f} s wall, peak RSS {rss:.2f} GB ({gib(rss)}) "
+        f"({s['new_pairs']:,} new pairs, {s['near_duplicates']:,} near duplicates, {s['read'] / wall:,.0f} rows/s)")
     scale_note = "" if args.pairs >= 1_000_000 else f" (at {args.pairs:,}, not 1,000,000)"
     results.append(("ingest of the big run, wall", f"{wall:.1f} s",
                     f"<= {TARGETS['ingest_s']:.0f} s {verdict(wall <= TARGETS['ingest_s'])}{scale_note}"))
@@ -201,8 +298,8 @@ def main() -> None:
 
     s, wall, rss = timed_cli([exe, "ingest", "--source", "arena", "--path", str(inc), *w], env)
     found = s["near_duplicates"]
-    print(f"2. increment of {s['read']:,} rows: {wall:.1f} s wall, peak RSS {rss:.2f} GB ({gib(rss)}); near "
-          f"duplicates found {found} (planted against earlier pairs: {planted}; the generated part plants none)")
+    say(f"2. increment of {s['read']:,} rows: {wall:.1f} s wall, peak RSS {rss:.2f} GB ({gib(rss)}); near "
+        f"duplicates found {found} (planted against earlier pairs: {planted}; the generated part plants none)")
     results.append(("nightly increment, wall", f"{wall:.1f} s",
                     f"<= {TARGETS['increment_s']:.0f} s {verdict(wall <= TARGETS['increment_s'])}"))
     results.append(("nightly increment, peak RSS", f"{rss:.2f} GB",
@@ -216,16 +313,16 @@ def main() -> None:
         t = time.perf_counter()
         plan = plan_work(wh.judging, config.id, parse_strategy("swap", settings), None, None, 3)
         planning = time.perf_counter() - t
-    print(f"3. judge-queue planning: {len(plan.pending):,} pending pairs ({2 * len(plan.pending):,} judgments) "
-          f"planned in {planning:.2f} s")
+    say(f"3. judge-queue planning: {len(plan.pending):,} pending pairs ({2 * len(plan.pending):,} judgments) "
+        f"planned in {planning:.2f} s")
     results.append(("judge-queue planning", f"{planning:.2f} s for {2 * len(plan.pending):,} judgments", "(reported)"))
 
     n, seconds = write_verdicts(work / "w.duckdb")
     print(f"4. {n:,} SIMULATED verdicts written in-process in {seconds:.0f} s (stand-in verdict function)")
 
     s, wall, rss = timed_cli([exe, "build-version", "scale", *w], env)
-    print(f"5. build-version over {s['stats']['pairs_judged']:,} judged pairs: {wall:.1f} s wall, peak RSS {rss:.2f} "
-          f"GB ({gib(rss)}; {s['rows']:,} rows kept)")
+    say(f"5. build-version over {s['stats']['pairs_judged']:,} judged pairs: {wall:.1f} s wall, peak RSS {rss:.2f} "
+        f"GB ({gib(rss)}; {s['rows']:,} rows kept)")
     results.append(("build-version", f"{wall:.1f} s / {rss:.2f} GB", f"<= {TARGETS['build_s']:.0f} s "
                     f"{verdict(wall <= TARGETS['build_s'])}"))
 
@@ -234,7 +331,7 @@ def main() -> None:
     snap_s = time.perf_counter() - t
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
-    print(f"   curate snapshot: {snap_s:.1f} s")
+    say(f"   curate snapshot: {snap_s:.1f} s")
     results.append(("dashboard snapshot", f"{snap_s:.1f} s", f"<= {TARGETS['snapshot_s']:.0f} s "
                     f"{verdict(snap_s <= TARGETS['snapshot_s'])}"))
     times = dashboard_query_times(work / "dashboard.duckdb")
@@ -252,6 +349,12 @@ def main() -> None:
     print(f"\nTARGETS (issue 15; {os.cpu_count()} CPUs)")
     for name, figure, target in results:
         print(f"  {name:<40} {figure:<40} {target}")
+    if baseline is not None:
+        print_side_by_side(f"{args.pairs:,} generated rows", baseline, figures_of("\n".join(printed)))
+        base = args.baseline_checkout.resolve()
+        base_env = {k: v for k, v in bench_env(work / "baseline").items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        alternate_builds([("baseline", str(base / ".venv" / "bin" / "curate"), base_env, work / "baseline" / "w.duckdb"),
+                          ("this tree", exe, env, work / "w.duckdb")], args.alternate)
     if tmp is not None:
         tmp.cleanup()
 

@@ -90,7 +90,7 @@ def build_version(
             raise EmptyVersionError(
                 f"the policy keeps none of {stats['pairs_judged']} pairs judged (dropped: {stats['dropped']}); "
                 "loosen it rather than publish an empty dataset")
-        lengths = estimated_lengths(wh.versions.text_sizes(rows))
+        lengths = estimated_lengths(wh.versions.token_estimates(rows))
         digest = content_hash(wh.versions.row_digests(rows), export_options(policy.model_dump()))
         totals = wh.judging.judging_totals(config_id)
         cost = cost_report(requests=totals["requests"], tokens_in=totals["tokens_in"], tokens_out=totals["tokens_out"],

@@ -53,12 +53,13 @@ MESSAGE_TYPE = pa.struct([("role", pa.string()), ("content", pa.string())])
 _RUN = [("ingest_run_id", pa.string())]
 _TS = pa.timestamp("us")
 
-# The rows one ingest batch writes, as the warehouse's tables hold them (migrations 001).
+# The rows one ingest batch writes, as the warehouse's tables hold them (migrations 001, 019).
 CANDIDATE_PAIR_SCHEMA = pa.schema([
     ("pair_id", pa.string()), ("source", pa.string()), ("source_id", pa.string()), ("source_revision", pa.string()),
     ("history", pa.list_(MESSAGE_TYPE)), ("response_a", pa.string()), ("response_b", pa.string()),
     ("human_label", pa.float64()), ("raw_label", pa.string()), ("both_bad", pa.bool_()), ("domain", pa.string()),
     ("language", pa.string()), ("metadata", pa.string()), ("est_tokens", pa.int32()), *_RUN, ("ingested_at", _TS),
+    ("prompt_tokens", pa.int32()), ("response_a_tokens", pa.int32()), ("response_b_tokens", pa.int32()),  # 019
 ])
 SIGHTING_SCHEMA = pa.schema([
     ("source", pa.string()), ("source_id", pa.string()), ("pair_id", pa.string()), ("source_revision", pa.string()),

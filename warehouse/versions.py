@@ -118,18 +118,16 @@ class VersionStore(Part):
                 f"SELECT md5(concat_ws(chr(31), {', '.join(_DIGEST_FIELDS)})) FROM ({_ROWS_WITH_TEXTS}) "
                 "ORDER BY pair_id").fetchall()]
 
-    def text_sizes(self, rows: pa.Table) -> pa.Table:
-        """What a token estimate of each row needs, without its texts: UTF-8 bytes and digits of each prompt
-        message (lists), of the chosen and of the rejected answer, in pair id order. `rows`:
+    def token_estimates(self, rows: pa.Table) -> pa.Table:
+        """Each row's estimated tokens (`prompt`, `chosen`, `rejected`; chat-template tokens included), as the
+        ingest stored them with its pair (migration 019), in pair id order. `rows`:
         `tasks.curate.select.version_table`."""
-        digits = "(length({0}) - length(translate({0}, '0123456789', '')))"
         with self._registered("version_rows", rows):
             return self.con.sql(
-                f"""SELECT [strlen(m.content) FOR m IN prompt] AS prompt_bytes,
-                           [{digits.format('m.content')} FOR m IN prompt] AS prompt_digits,
-                           strlen(chosen) AS chosen_bytes, {digits.format('chosen')} AS chosen_digits,
-                           strlen(rejected) AS rejected_bytes, {digits.format('rejected')} AS rejected_digits
-                    FROM ({_ROWS_WITH_TEXTS}) ORDER BY pair_id""").to_arrow_table()
+                """SELECT p.prompt_tokens AS prompt,
+                          CASE r.chosen_side WHEN 'a' THEN p.response_a_tokens ELSE p.response_b_tokens END AS chosen,
+                          CASE r.chosen_side WHEN 'a' THEN p.response_b_tokens ELSE p.response_a_tokens END AS rejected
+                   FROM version_rows r JOIN candidate_pairs p USING (pair_id)""").to_arrow_table()
 
     def write_version(self, meta: dict[str, Any], rows: pa.Table) -> None:
         """A new version and its rows, in one transaction: a version is there whole or not at all. `rows`:

@@ -22,12 +22,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from common.reasons import Dropped
 
-# Chat-template tokens a message costs on top of its text (as `tasks.ingest.normalize` estimates a request).
-TOKENS_PER_MESSAGE = 8
 LENGTH_QUANTILES = (0.5, 0.9, 0.99)
 KEEP_SHARES = (0.95, 0.99)
 
@@ -98,24 +95,13 @@ def token_lengths(prompt: np.ndarray, chosen: np.ndarray, rejected: np.ndarray, 
     }
 
 
-def estimated_tokens(utf8_bytes: np.ndarray, digits: np.ndarray) -> np.ndarray:
-    """`tasks.ingest.normalize.estimate_text_tokens` over arrays: one token per 3 UTF-8 bytes, one per digit."""
-    return np.ceil((utf8_bytes - digits) / 3).astype(np.int64) + digits
-
-
-def estimated_lengths(sizes: pa.Table) -> dict[str, Any]:
-    """`token_lengths` estimated from `wh.versions.text_sizes` (bytes and digits of each text)."""
+def estimated_lengths(tokens: pa.Table) -> dict[str, Any]:
+    """`token_lengths` of the ingest's estimates (`wh.versions.token_estimates`: each row's prompt, chosen and
+    rejected tokens, chat-template tokens included)."""
     def col(name: str) -> np.ndarray:
-        return sizes.column(name).to_numpy().astype(np.int64)
+        return tokens.column(name).to_numpy().astype(np.int64)
 
-    messages = pc.list_flatten(sizes.column("prompt_bytes"))
-    owner = pc.list_parent_indices(sizes.column("prompt_bytes")).to_numpy()
-    per_message = estimated_tokens(messages.to_numpy().astype(np.int64),
-                                   pc.list_flatten(sizes.column("prompt_digits")).to_numpy().astype(np.int64))
-    prompt = np.bincount(owner, weights=per_message + TOKENS_PER_MESSAGE, minlength=sizes.num_rows).astype(np.int64)
-    answer = {side: estimated_tokens(col(f"{side}_bytes"), col(f"{side}_digits")) + TOKENS_PER_MESSAGE
-              for side in ("chosen", "rejected")}
-    return token_lengths(prompt, answer["chosen"], answer["rejected"], "estimate")
+    return token_lengths(col("prompt"), col("chosen"), col("rejected"), "estimate")
 
 
 def size_category(rows: int) -> str:

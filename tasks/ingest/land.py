@@ -189,7 +189,10 @@ def _pairs_table(prepared: PreparedBatch, rows: list[int], source: str, revision
         "raw_label": [pairs[k].raw_label for k in rows], "both_bad": [pairs[k].both_bad for k in rows],
         "domain": [pairs[k].domain for k in rows], "language": [pairs[k].language for k in rows],
         "metadata": [nz.to_json(pairs[k].metadata) for k in rows],
-        "est_tokens": [prepared.est_tokens[k] for k in rows], "ingest_run_id": [run_id] * len(rows),
+        "est_tokens": [prepared.text_facts[k].tokens for k in rows],
+        "prompt_tokens": [prepared.text_facts[k].prompt_tokens for k in rows],
+        "response_a_tokens": [prepared.text_facts[k].response_a_tokens for k in rows],
+        "response_b_tokens": [prepared.text_facts[k].response_b_tokens for k in rows], "ingest_run_id": [run_id] * len(rows),
         "ingested_at": [now] * len(rows),
     }, schema=CANDIDATE_PAIR_SCHEMA)
 

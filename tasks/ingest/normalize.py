@@ -12,7 +12,7 @@ import json
 import math
 import re
 import unicodedata
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -122,16 +122,28 @@ def estimate_text_tokens(text: str) -> int:
     return _tokens_of_bytes(_encoded(text)[0])
 
 
-def pair_text_facts(pair: CandidatePair) -> tuple[int, bool, int]:
-    """(estimated judge input tokens, every text valid UTF-8, UTF-8 bytes of every text), encoding each once."""
-    texts = texts_of(pair)
-    tokens, valid, size = _TOKENS_PER_REQUEST + _TOKENS_PER_MESSAGE * len(texts), True, 0
-    for text in texts:
+class TextFacts(NamedTuple):
+    """What the ingest learns of a pair's texts, encoding each once. Each part's tokens include its messages'
+    chat-template tokens: a version's token lengths are these parts, and the judge request adds its own."""
+
+    tokens: int  # estimated judge input tokens: the three parts and the request's template tokens
+    valid: bool  # every text valid UTF-8
+    size: int  # UTF-8 bytes of every text
+    prompt_tokens: int  # the history, every message with its template tokens
+    response_a_tokens: int
+    response_b_tokens: int
+
+
+def pair_text_facts(pair: CandidatePair) -> TextFacts:
+    """`TextFacts` of a pair."""
+    valid, size, parts = True, 0, []
+    for text in texts_of(pair):
         data, ok = _encoded(text)
-        tokens += _tokens_of_bytes(data)
+        parts.append(_TOKENS_PER_MESSAGE + _tokens_of_bytes(data))
         valid &= ok
         size += len(data)
-    return tokens, valid, size
+    prompt, a, b = sum(parts[:-2]), parts[-2], parts[-1]
+    return TextFacts(_TOKENS_PER_REQUEST + prompt + a + b, valid, size, prompt, a, b)
 
 
 def estimate_request_tokens(texts: list[str]) -> int:

@@ -51,7 +51,7 @@ class PreparedBatch:
     read: int
     pairs: list[CandidatePair] = field(default_factory=list)
     pair_ids: list[str] = field(default_factory=list)
-    est_tokens: list[int] = field(default_factory=list)
+    text_facts: list[nz.TextFacts] = field(default_factory=list)  # of each pair, in order
     prompts: list[EvalPrompt] = field(default_factory=list)
     quarantined: list[QuarantineRecord] = field(default_factory=list)
     multi_turn: Counter = field(default_factory=Counter)
@@ -159,9 +159,8 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
 
     pairs = [p for _, p in adapted]
     facts = [nz.pair_text_facts(p) for p in pairs]
-    tokens = [f[0] for f in facts]
-    utf8_ok = [f[1] for f in facts]
-    sizes = [f[2] for f in facts]
+    utf8_ok = [f.valid for f in facts]
+    sizes = [f.size for f in facts]
     # the columns straight from the pairs (a dict per pair, then a column per key, cost twice as much)
     frame = pd.DataFrame({
         "source": pd.Series([p.source for p in pairs], dtype=object),
@@ -197,12 +196,12 @@ def prepare_batch(batch: RawBatch, source: Source, settings: Settings, where: st
             out.multi_turn["kept_context_dropped"] += 1
         if "response_a_reasoning_trace" in pair.metadata or "response_b_reasoning_trace" in pair.metadata:
             out.flags["reasoning_trace_stripped"] += 1
-        if tokens[k] > settings.judge_input_budget:
+        if facts[k].tokens > settings.judge_input_budget:
             out.flags["estimate_over_budget"] += 1
         paired.add(i)
         out.pairs.append(pair)
         out.pair_ids.append(nz.pair_id(pair.history, pair.response_a, pair.response_b))
-        out.est_tokens.append(tokens[k])
+        out.text_facts.append(facts[k])
     out.quarantined += [rejected[i] for i in sorted(rejected)]
     # rows, not pairs: read = rows_paired + quarantined rows - rows_partly_quarantined (see tasks.ingest.summary)
     out.flags["rows_paired"] += len(paired)

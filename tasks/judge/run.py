@@ -125,7 +125,7 @@ class BatchedSink:
         self.last_flush = time.monotonic()
 
 
-@dataclass
+@dataclass(slots=True)
 class PairProgress:
     """What a run knows of one pair's judgments: the verdicts settled so far (None: failed for good) and every
     judgment already considered, so that no follow-up is asked twice."""
@@ -149,35 +149,57 @@ def _side_from_state(state: JudgmentState) -> SideVerdict | None:
     return SideVerdict.of_margin(state.score_a, state.score_b, state.margin_a)
 
 
-def _consider(pair_id: str, slots: list[Slot], strategy: Strategy, states: States, max_attempts: int, plan: Plan,
-              pair: PairProgress) -> list[tuple[str, int, JudgmentState | None]]:
+def _consider(pair_id: str, slots: list[Slot] | tuple[Slot, ...], strategy: Strategy, states: States,
+              max_attempts: int, plan: Plan, pair: PairProgress | None) -> list[tuple[str, int, JudgmentState | None]]:
     """Of `slots` and the follow-ups the cache's verdicts then call for: (order, sample, state so far) of those
-    still to ask; the cached and the exhausted ones are counted and become known verdicts."""
+    still to ask; the cached and the exhausted ones are counted and become known verdicts. `pair` None: a
+    strategy that never follows up, so `slots` are all there is and no verdict needs keeping."""
     needed = []
     while slots:
-        for slot in slots:
-            pair.asked.add(slot)
-            state = states.get((pair_id, *slot))
-            if state is not None and state.status == "ok":
+        for order, sample in slots:
+            state = states.get((pair_id, order, sample))
+            if state is None:
+                needed.append((order, sample, None))
+            elif state.status == "ok":
                 plan.skipped_cached += 1
-                pair.known[slot] = _side_from_state(state)
-            elif state is not None and state.attempts >= max_attempts:
+                if pair is not None:
+                    pair.known[(order, sample)] = _side_from_state(state)
+            elif state.attempts >= max_attempts:
                 plan.exhausted += 1
-                pair.known[slot] = None
+                if pair is not None:
+                    pair.known[(order, sample)] = None
             else:
-                needed.append((*slot, state))
+                needed.append((order, sample, state))
+        if pair is None:
+            break
+        pair.asked.update(slots)
         slots = [s for s in strategy.follow_ups(pair.known) if s not in pair.asked]
     return needed
 
 
-def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts: int, plan: Plan) -> list[tuple[str, int, JudgmentState | None]]:
-    """(order, sample, state so far) a pair still needs first: its initial judgments and the follow-ups its
-    cached verdicts call for; cached and exhausted ones are counted."""
-    pair = PairProgress()
-    needed = _consider(pair_id, list(strategy.initial()), strategy, states, max_attempts, plan, pair)
-    if strategy.asks_follow_ups:  # its later verdicts may call for more: keep what is known
+class Planner:
+    """Plans pairs one by one under one strategy. What holds for every pair (the initial judgments, whether
+    verdicts call for more) is read from the strategy once, here: at a million pairs, asking it per pair
+    cost more than the planning itself."""
+
+    def __init__(self, strategy: Strategy, states: States, max_attempts: int):
+        self.strategy, self.states, self.max_attempts = strategy, states, max_attempts
+        self.initial = tuple(strategy.initial())
+        self.follows_up = strategy.asks_follow_ups
+
+    def slots(self, pair_id: str, plan: Plan) -> list[tuple[str, int, JudgmentState | None]]:
+        """(order, sample, state so far) the pair still needs first: its initial judgments and the follow-ups
+        its cached verdicts call for; cached and exhausted ones are counted in `plan`."""
+        if not self.follows_up:
+            return _consider(pair_id, self.initial, self.strategy, self.states, self.max_attempts, plan, None)
+        pair = PairProgress()  # its later verdicts may call for more: keep what is known
         plan.progress[pair_id] = pair
-    return needed
+        return _consider(pair_id, self.initial, self.strategy, self.states, self.max_attempts, plan, pair)
+
+
+def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts: int, plan: Plan) -> list[tuple[str, int, JudgmentState | None]]:
+    """`Planner.slots` of one pair (planning many: one `Planner` for them all)."""
+    return Planner(strategy, states, max_attempts).slots(pair_id, plan)
 
 
 def _request(pair: PairText, order: str, sample: int, state: JudgmentState | None) -> JudgeRequest:
@@ -198,8 +220,9 @@ def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max
                   plan: Plan) -> Iterator[JudgeRequest]:
     """The requests a run sends first, pair by pair (a pair's orders next to each other); each is counted
     against the input budget by the dispatcher, as the server counts it, before it is sent."""
+    planner = Planner(strategy, states, max_attempts)
     for pair in pairs:
-        for order, sample, state in planned_slots(pair.pair_id, strategy, states, max_attempts, plan):
+        for order, sample, state in planner.slots(pair.pair_id, plan):
             yield _request(pair, order, sample, state)
 
 
@@ -291,10 +314,13 @@ def judge_pairs(
 
 def split_pending(ids: list[str], strategy: Strategy, states: States, max_attempts: int) -> tuple[list[str], Plan]:
     """(ids with work left, a plan counting what the cache answers for the others)."""
-    done = Plan()
-    pending = [i for i in ids if planned_slots(i, strategy, states, max_attempts, Plan())]
-    for i in set(ids) - set(pending):
-        planned_slots(i, strategy, states, max_attempts, done)
+    planner, done, pending = Planner(strategy, states, max_attempts), Plan(), []
+    for i in ids:
+        counted = done.skipped_cached, done.exhausted
+        if planner.slots(i, done):  # the run plans this pair again and counts its cached verdicts then
+            pending.append(i)
+            done.skipped_cached, done.exhausted = counted
+            done.progress.pop(i, None)
     return pending, done
 
 
@@ -317,7 +343,7 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
                             max_retries=settings.judge_max_retries, max_reply_bytes=settings.judge_max_reply_bytes,
                             retry_after_max=settings.judge_retry_after_max,
                             prefix_block=min(blocks) if blocks else DEFAULT_BLOCK)
-    total = sum(len(strategy.initial()) for _ in pairs)
+    total = len(pairs) * len(strategy.initial())
     summary = judge_pairs(
         pairs, endpoints=targets, config=config, strategy=strategy, options=options, states=states,
         write=lambda batch: write(results_table(batch, config.id, run.run_id)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -12,7 +13,9 @@ from curator.cli import app
 from flows.ingest import ingest
 from flows.judge import judge
 from flows.versions import EmptyVersionError, build_version
+from tasks.curate.figures import token_lengths
 from tasks.curate.policy import PolicyError
+from tasks.ingest.normalize import estimate_text_tokens
 from tasks.ingest.synth import write_synth
 from testing.genrm_standin import StandinConfig, StandinProcess
 from warehouse.store import Warehouse
@@ -46,6 +49,14 @@ def test_versions_are_deterministic_immutable_and_chained(judged):
     for row in v1:
         assert row["margin"] >= 1.0 and row["orders_agree"] is True and row["chosen"] != row["rejected"]
         assert row["prompt"][-1]["role"] == "user" and row["split"] in ("train", "validation")
+    # the token lengths are the estimate of the version's own texts, each message with its template tokens
+    def tokens(text):
+        return estimate_text_tokens(text) + 8
+
+    expected = token_lengths(np.array([sum(tokens(m["content"]) for m in r["prompt"]) for r in v1]),
+                             np.array([tokens(r["chosen"]) for r in v1]), np.array([tokens(r["rejected"]) for r in v1]),
+                             "estimate")
+    assert first["stats"]["lengths"] == expected and expected["rows"] == first["rows"]
 
 
 def test_content_equal_to_any_earlier_version_makes_no_new_one(judged):

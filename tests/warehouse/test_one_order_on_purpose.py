@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-import duckdb
-
 from tasks.curate.bias import MARKDOWN_RE2
-from warehouse.store import Warehouse, migrations
+from tests.warehouse.older import warehouse_before
+from warehouse.store import Warehouse
 
 STRATEGIES = {"run-adaptive": "adaptive:1", "run-adaptive-2": "adaptive:2", "run-swap": "swap",
               "run-single": "single", "run-samples": "samples:2"}
@@ -17,13 +16,7 @@ STRATEGIES = {"run-adaptive": "adaptive:1", "run-adaptive-2": "adaptive:2", "run
 
 def _old_warehouse(path) -> None:
     """A warehouse as the migrations before 016 left it, with runs of every strategy of that time."""
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
-                "applied_at TIMESTAMP NOT NULL)")
-    for version, name, sql in migrations():
-        if version < 16:
-            con.execute(sql)
-            con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", [version, name, datetime(2026, 1, 1)])
+    con = warehouse_before(path, 16)
     for run_id, strategy in STRATEGIES.items():
         con.execute("INSERT INTO judge_runs (run_id, judge_config_id, strategy, endpoints, shard, started_at, status) "
                     "VALUES (?, 'jc-1', ?, ['http://x/v1'], NULL, ?, 'completed')",
@@ -52,8 +45,9 @@ def test_a_run_records_what_its_strategy_declares(warehouse_path):
 def _pair_judged_once(wh: Warehouse, pair_id: str, run_id: str, strategy: str, on_purpose: bool) -> None:
     wh.con.execute(
         "INSERT INTO candidate_pairs (pair_id, source, source_id, source_revision, history, response_a, response_b, "
-        "both_bad, est_tokens, ingest_run_id, ingested_at) VALUES (?, 'helpsteer3', ?, 'r', "
-        "[{'role': 'user', 'content': 'q'}], 'A', 'B', false, 1, 'run', now())", [pair_id, pair_id])
+        "both_bad, est_tokens, prompt_tokens, response_a_tokens, response_b_tokens, ingest_run_id, ingested_at) "
+        "VALUES (?, 'helpsteer3', ?, 'r', [{'role': 'user', 'content': 'q'}], 'A', 'B', false, 1, 0, 0, 0, 'run', now())",
+        [pair_id, pair_id])
     wh.runs.start_judge_run(run_id, "jc-1", strategy, ["http://x/v1"], None, one_order_on_purpose=on_purpose)
     wh.con.execute(
         "INSERT INTO judgments (pair_id, judge_config_id, \"order\", sample_index, status, score_a, score_b, "

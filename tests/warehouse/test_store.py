@@ -97,7 +97,8 @@ def _pairs(ids: list[str]) -> pa.Table:
         "history": [[{"role": "user", "content": "q"}]] * n, "response_a": ["a"] * n, "response_b": ["b"] * n,
         "human_label": [None] * n, "raw_label": [None] * n, "both_bad": [False] * n, "domain": [None] * n,
         "language": [None] * n, "metadata": ["{}"] * n, "est_tokens": [1] * n, "ingest_run_id": ["run"] * n,
-        "ingested_at": [datetime(2026, 1, 1)] * n,
+        "ingested_at": [datetime(2026, 1, 1)] * n, "prompt_tokens": [9] * n, "response_a_tokens": [9] * n,
+        "response_b_tokens": [9] * n,
     }, schema=CANDIDATE_PAIR_SCHEMA)
 
 

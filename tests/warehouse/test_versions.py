@@ -31,8 +31,9 @@ def _insert_pairs(wh: Warehouse, pairs: list[tuple[str, list[dict], str, str]]) 
     for pair_id, history, a, b in pairs:
         wh.con.execute(
             "INSERT INTO candidate_pairs (pair_id, source, source_id, source_revision, history, response_a, "
-            "response_b, both_bad, est_tokens, ingest_run_id, ingested_at) "
-            "VALUES (?, 'helpsteer3', ?, 'r', ?, ?, ?, false, 1, 'run', now())", [pair_id, pair_id, history, a, b])
+            "response_b, both_bad, est_tokens, prompt_tokens, response_a_tokens, response_b_tokens, ingest_run_id, "
+            "ingested_at) VALUES (?, 'helpsteer3', ?, 'r', ?, ?, ?, false, 1, 0, 0, 0, 'run', now())",
+            [pair_id, pair_id, history, a, b])
 
 
 def test_lengths_markdown_marks_and_prompt_json_match_the_python_definitions(warehouse_path):

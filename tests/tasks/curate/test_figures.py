@@ -3,7 +3,6 @@ and both-bad apart), token lengths and the max_length that keeps a share of the 
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 
 import numpy as np
@@ -11,13 +10,11 @@ import pyarrow as pa
 
 from tasks.curate.figures import (
     estimated_lengths,
-    estimated_tokens,
     human_agreement,
     size_category,
     token_lengths,
     version_figures,
 )
-from tasks.ingest.normalize import estimate_text_tokens
 
 NAN = float("nan")
 
@@ -62,18 +59,14 @@ def test_token_lengths_give_quantiles_and_the_max_length_that_keeps_each_share()
     assert token_lengths(prompt[:0], chosen[:0], rejected[:0], "estimate") == {"rows": 0, "counted_by": "estimate"}
 
 
-def test_the_array_estimate_is_the_ingest_estimate_and_lengths_come_from_byte_counts():
-    rng = random.Random(5)
-    texts = ["".join(rng.choice("ab c9é中\n") for _ in range(rng.randrange(0, 60))) for _ in range(200)]
-    size = np.array([len(t.encode()) for t in texts])
-    digits = np.array([sum(ch.isdigit() and ch.isascii() for ch in t) for t in texts])
-    assert estimated_tokens(size, digits).tolist() == [estimate_text_tokens(t) for t in texts]
-    sizes = pa.table({"prompt_bytes": [[30, 3], [9]], "prompt_digits": [[0, 3], [0]], "chosen_bytes": [6, 60],
-                      "chosen_digits": [0, 0], "rejected_bytes": [3, 0], "rejected_digits": [0, 0]})
-    t = estimated_lengths(sizes)
-    # prompt: (10 + 8) + (3 + 8) and 3 + 8; chosen 2 + 8 and 20 + 8; rejected 1 + 8 and 0 + 8
+def test_estimated_lengths_are_the_stored_parts_as_they_are():
+    tokens = pa.table({"prompt": pa.array([29, 11], pa.int32()), "chosen": pa.array([10, 28], pa.int32()),
+                       "rejected": pa.array([9, 8], pa.int32())})
+    t = estimated_lengths(tokens)
+    assert t["rows"] == 2 and t["counted_by"] == "estimate"
     assert t["prompt"]["max"] == 29 and t["chosen"]["max"] == 28 and t["rejected"]["max"] == 9
-    assert t["prompt_and_longer_answer"]["max"] == 39 and t["counted_by"] == "estimate"
+    assert t["prompt_and_longer_answer"]["max"] == 39  # a row's prompt with its own longer answer
+    assert estimated_lengths(tokens.slice(0, 0)) == {"rows": 0, "counted_by": "estimate"}
 
 
 def test_size_categories_follow_the_hubs_buckets():

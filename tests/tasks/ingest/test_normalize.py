@@ -1,3 +1,5 @@
+import random
+
 import pytest
 
 from schemas.pair import CandidatePair
@@ -38,9 +40,27 @@ def test_pair_tokens_count_every_message_and_template():
     p = _pair(history=[{"role": "user", "content": "a" * 300}, {"role": "assistant", "content": "b" * 300},
                        {"role": "user", "content": "c" * 300}])
     # 900 bytes of history at 3 bytes a token, the two answers, 5 messages' and the request's overhead
-    assert nz.pair_text_facts(p)[0] == 300 + 4 + 4 + 5 * 8 + 64
+    facts = nz.pair_text_facts(p)
+    assert facts.tokens == 300 + 4 + 4 + 5 * 8 + 64
     # the judge's own estimate, from the texts as sent, is the same figure
-    assert nz.estimate_request_tokens(nz.texts_of(p)) == nz.pair_text_facts(p)[0]
+    assert nz.estimate_request_tokens(nz.texts_of(p)) == facts.tokens
+    # by part, each message with its template tokens: what a version's token lengths are made of
+    assert (facts.prompt_tokens, facts.response_a_tokens, facts.response_b_tokens) == (300 + 3 * 8, 4 + 8, 4 + 8)
+    assert facts.tokens == 64 + facts.prompt_tokens + facts.response_a_tokens + facts.response_b_tokens
+
+
+def test_pair_parts_are_the_text_estimate_of_each_text_in_any_script():
+    rng = random.Random(11)
+    alphabet = "ab 09٣\n中é🙂\u0301"
+    for _ in range(300):
+        def text():
+            return "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        history = [{"role": "user", "content": text()} for _ in range(rng.randrange(0, 4))]
+        p = _pair(text(), text(), history=history)
+        facts = nz.pair_text_facts(p)
+        assert facts.prompt_tokens == sum(nz.estimate_text_tokens(m["content"]) + 8 for m in p.history)
+        assert facts.response_a_tokens == nz.estimate_text_tokens(p.response_a) + 8
+        assert facts.response_b_tokens == nz.estimate_text_tokens(p.response_b) + 8
 
 
 def test_split_shared_history_keeps_agreeing_multi_turn_and_rejects_divergent():
@@ -120,7 +140,8 @@ def test_ingest_never_quarantines_on_the_estimate_a_pair_that_may_fit(kind):
 
     for answer in (fits, too_big):
         p = _pair(answer, "Short.")
-        tokens, ok, size = nz.pair_text_facts(p)
+        facts = nz.pair_text_facts(p)
+        ok, size = facts.valid, facts.size
         rows.append({"source": "s", "source_id": "i", "history": p.history, "response_a": p.response_a,
                      "response_b": p.response_b, "human_label": None, "utf8_bytes": size, "text": ok})
     frame = pd.DataFrame(rows, dtype=object)

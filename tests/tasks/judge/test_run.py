@@ -10,7 +10,7 @@ import pytest
 from tasks.ingest.synth_rows import TextMaker
 from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
-from tasks.judge.run import JudgmentState, Plan, judge_pairs, planned_slots
+from tasks.judge.run import JudgmentState, Plan, judge_pairs, planned_slots, split_pending
 from tasks.judge.strategies import Strategy, both_orders, parse_strategy
 from testing.genrm_standin import StandinConfig, StandinProcess
 from warehouse.judging import PairText
@@ -328,6 +328,30 @@ def test_the_planner_follows_cached_verdicts_through_any_strategy():
     assert planned_slots("p", UntilOrdersAgree(), states, 3, plan) == [("ba", 2, None)]
     assert planned_slots("q", UntilOrdersAgree(), states, 3, plan) == []
     assert (plan.skipped_cached, plan.exhausted) == (6, 1)
+
+
+def test_splitting_the_queue_counts_the_cache_of_finished_pairs_only():
+    """The run plans a pending pair again and counts its cached verdicts then: counted here too, they would
+    count twice. Any strategy: fixed, following up, one the planner has never heard of."""
+    ok = lambda margin: JudgmentState("ok", 1, margin, 4, 2)  # noqa: E731
+    failed = lambda attempts: JudgmentState("failed", attempts, None, None, None)  # noqa: E731
+    states = {("done", "ab", 0): ok(2.5), ("done", "ba", 0): ok(2.5),  # decisive, orders agree: nothing follows
+              ("half", "ab", 0): ok(2.5), ("half", "ba", 0): failed(1),  # a retry owed
+              ("gone", "ab", 0): failed(3), ("gone", "ba", 0): ok(2.0),  # exhausted: nothing to ask
+              ("fresh", "ab", 9): ok(1.0)}  # a slot no strategy here asks for
+    ids = ["done", "half", "gone", "fresh"]
+    for strategy, pending, cached, exhausted in ((parse_strategy("swap"), ["half", "fresh"], 3, 1),
+                                                 (parse_strategy("single"), ["fresh"], 2, 1),
+                                                 (parse_strategy("adaptive"), ["fresh"], 2, 1),
+                                                 (UntilOrdersAgree(), ["half", "fresh"], 3, 1)):
+        got, done = split_pending(ids, strategy, states, 3)
+        assert got == pending and (done.skipped_cached, done.exhausted) == (cached, exhausted), strategy.label
+        assert not set(done.progress) & set(pending), strategy.label
+        # the same counts as planning each finished pair alone
+        alone = Plan()
+        for pair_id in set(ids) - set(pending):
+            assert planned_slots(pair_id, strategy, states, 3, alone) == []
+        assert (alone.skipped_cached, alone.exhausted) == (cached, exhausted), strategy.label
 
 
 def test_the_run_loop_sends_the_follow_ups_of_any_strategy_once():
