@@ -11,8 +11,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common.errors import InvalidInputError, explain, validated
 
-# The judge's defaults (DESIGN.md §1), in one place: the settings, the judge configuration, the vLLM
-# command line and the stand-in all read them from here.
+# The judge's defaults (docs/genrm-protocol.md#the-request), in one place: the settings, the judge
+# configuration, the vLLM command line and the stand-in all read them from here.
 JUDGE_MODEL = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"
 JUDGE_TEMPERATURE = 0.6
 JUDGE_TOP_P = 0.95
@@ -56,7 +56,7 @@ class Settings(BaseSettings):
                              "publishing step (network errors: 10 s in all)")
     hub_retry_wait: float = Field(2.0, ge=0.0, description="first back-off in seconds, doubled each attempt")
 
-    # -- the judge (DESIGN.md §1): what changes a verdict, then where and how requests go ----------
+    # -- the judge (docs/genrm-protocol.md): what changes a verdict, then where and how requests go --
     judge_model: str = JUDGE_MODEL
     judge_served_revision: str = Field("main", description="the model revision the server runs")
     judge_temperature: float = Field(JUDGE_TEMPERATURE, ge=0.0)

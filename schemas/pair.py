@@ -1,4 +1,4 @@
-"""The canonical candidate pair: what every source adapter produces (DESIGN.md §3)."""
+"""The canonical candidate pair: what every source adapter produces (docs/data-model.md#the-canonical-pair)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pyarrow as pa
 
 from common.reasons import SchemaCheck
 
-# Human labels on one scale from response A's side: sign is the direction, 0 a tie (DESIGN.md §2).
+# Human labels on one scale from response A's side: sign is the direction, 0 a tie
+# (docs/data-model.md#the-human-label-scale).
 HUMAN_LABEL_MIN = -3.0
 HUMAN_LABEL_MAX = 3.0
 

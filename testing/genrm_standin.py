@@ -1,6 +1,6 @@
 """GenRM stand-in: an OpenAI-compatible server that answers like Qwen3-Nemotron-235B-A22B-GenRM, simulated.
 
-Tests, the demo and benchmarks use it in place of the real 235B judge (DESIGN.md §1). Its verdicts are
+Tests, the demo and benchmarks use it in place of the real 235B judge (docs/genrm-protocol.md). Its verdicts are
 **SIMULATED**: each response text gets a latent quality from a hash of its text, so a verdict is a pure
 function of the request content, while latency, capacity (requests served at once; the rest queue) and
 faults (500, hang, malformed, truncated) behave like a busy vLLM server. Nothing here judges anything.

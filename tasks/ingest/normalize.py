@@ -1,7 +1,7 @@
 """Pure normalization of candidate pairs: text, the order-independent pair id, token estimates.
 
 The pair id hashes the normalized history and the *unordered* pair of responses, so the same comparison
-from two sources, or with A and B swapped, is one pair (DESIGN.md §3).
+from two sources, or with A and B swapped, is one pair (docs/data-model.md#the-pair-id).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The GenRM protocol, as pure functions (DESIGN.md §1).
+"""The GenRM protocol, as pure functions (docs/genrm-protocol.md).
 
 A request is the history (user/assistant turns, the last one a user turn) followed by the two candidates
 in the custom roles `response_1` and `response_2`. The answer is a reasoning trace, `</think>`, then a

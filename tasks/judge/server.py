@@ -20,7 +20,7 @@ from tasks.judge.config import DEFAULT_MODEL
 
 @dataclass(frozen=True, slots=True)
 class VllmLaunch:
-    """vLLM's command line from DESIGN.md §1, every knob configurable."""
+    """vLLM's command line (docs/genrm-protocol.md#serving-it-with-vllm), every knob configurable."""
 
     model: str = DEFAULT_MODEL
     served_model_name: str | None = None

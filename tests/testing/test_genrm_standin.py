@@ -45,7 +45,8 @@ def random_pairs(n: int, seed: int = 7) -> list[tuple[str, str]]:
 
 
 def parse_verdict(content: str) -> dict | None:
-    """A strict GenRM parse (DESIGN.md §1): the last JSON object with valid keys after the last </think>."""
+    """A strict GenRM parse (docs/genrm-protocol.md#reading-a-verdict): the last JSON object with valid keys after
+    the last </think>."""
     if "</think>" not in content:
         return None
     answer = content.rsplit("</think>", 1)[1]

@@ -1,4 +1,4 @@
-"""lmarena-ai/arena-human-preference-140k (DESIGN.md §2).
+"""lmarena-ai/arena-human-preference-140k (docs/sources.md#arena-140k-rows).
 
 Content parts are flattened to text; a message with an image or any other non-text part is rejected
 (`non_text_content:<type>`). The history comes from `full_conversation`, which also holds the turns of

@@ -1,4 +1,4 @@
-"""nvidia/HelpSteer3, config `preference` (DESIGN.md §2)."""
+"""nvidia/HelpSteer3, config `preference` (docs/sources.md#helpsteer3-rows)."""
 
 from __future__ import annotations
 
