@@ -24,11 +24,11 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cli_runs import bench_env, curate  # noqa: E402  (sets offline Prefect defaults)
+from cli_runs import bench_env, curate
 
-from tasks.ingest.synth import write_synth  # noqa: E402
-from testing.genrm_standin import StandinConfig, StandinProcess, quality  # noqa: E402
-from warehouse.store import Warehouse  # noqa: E402
+from tasks.ingest.synth import write_synth
+from testing.genrm_standin import StandinConfig, StandinProcess, quality
+from warehouse.store import Warehouse
 
 POSITION_BIAS = 0.3
 

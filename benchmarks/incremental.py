@@ -26,8 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tasks.ingest.synth import write_synth  # noqa: E402
-from testing.genrm_standin import StandinConfig, StandinProcess  # noqa: E402
+from tasks.ingest.synth import write_synth
+from testing.genrm_standin import StandinConfig, StandinProcess
 
 TARGET_SHARE = 0.10
 CHILD = """

@@ -31,14 +31,14 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runnable from a checkout without installing the project
 
-from common.settings import get_settings  # noqa: E402
-from tasks.ingest import minhash  # noqa: E402
-from tasks.ingest.dedup import NearDupIndex, near_dup_text  # noqa: E402
-from tasks.ingest.prepare import prepare_batch  # noqa: E402
-from tasks.ingest.read import read_local  # noqa: E402
-from tasks.ingest.sources import get_source  # noqa: E402
-from tasks.ingest.synth import SynthManifest, write_synth  # noqa: E402
-from warehouse.store import Warehouse  # noqa: E402
+from common.settings import get_settings
+from tasks.ingest import minhash
+from tasks.ingest.dedup import NearDupIndex, near_dup_text
+from tasks.ingest.prepare import prepare_batch
+from tasks.ingest.read import read_local
+from tasks.ingest.sources import get_source
+from tasks.ingest.synth import SynthManifest, write_synth
+from warehouse.store import Warehouse
 
 SOURCE = "helpsteer3"
 PAIR_BYTES = 6000

@@ -45,18 +45,18 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runnable from a checkout without installing the project
 
-from common.processes import stop_process  # noqa: E402
-from tasks.ingest.normalize import pair_id as make_pair_id  # noqa: E402
-from tasks.ingest.synth_rows import TextMaker  # noqa: E402
-from tasks.judge.client import ClientOptions, JudgeResult  # noqa: E402
-from tasks.judge.config import JudgeConfig  # noqa: E402
-from tasks.judge.genrm import ParseFailure, build_messages, parse_completion  # noqa: E402
-from tasks.judge.run import judge_pairs as _judge_pairs  # noqa: E402
-from tasks.judge.run import results_table  # noqa: E402
-from tasks.judge.strategies import Strategy, parse_strategy  # noqa: E402
-from testing.genrm_standin import StandinConfig, StandinProcess, latency_for, quality  # noqa: E402
-from warehouse.judging import PairText  # noqa: E402
-from warehouse.store import Warehouse  # noqa: E402
+from common.processes import stop_process
+from tasks.ingest.normalize import pair_id as make_pair_id
+from tasks.ingest.synth_rows import TextMaker
+from tasks.judge.client import ClientOptions, JudgeResult
+from tasks.judge.config import JudgeConfig
+from tasks.judge.genrm import ParseFailure, build_messages, parse_completion
+from tasks.judge.run import judge_pairs as _judge_pairs
+from tasks.judge.run import results_table
+from tasks.judge.strategies import Strategy, parse_strategy
+from testing.genrm_standin import StandinConfig, StandinProcess, latency_for, quality
+from warehouse.judging import PairText
+from warehouse.store import Warehouse
 
 TARGET_BUSY = 0.97
 TARGET_THROUGHPUT = 0.93

@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from testing.tiny_genrm import TEMPLATE_FILES, write_helpsteer3_rows  # noqa: E402
+from testing.tiny_genrm import TEMPLATE_FILES, write_helpsteer3_rows
 
 CURATE = str(Path(sys.executable).with_name("curate"))
 MAX_MODEL_LEN, MAX_TOKENS = 4096, 200

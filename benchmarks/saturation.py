@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cli_runs import bench_env, curate  # noqa: E402  (sets offline Prefect defaults)
+from cli_runs import bench_env, curate
 
-from tasks.ingest.synth import write_synth  # noqa: E402
-from testing.genrm_standin import StandinConfig, StandinProcess  # noqa: E402
+from tasks.ingest.synth import write_synth
+from testing.genrm_standin import StandinConfig, StandinProcess
 
 MEAN_LATENCY = 2.0
 # At least the 600 and 2,000. Every run ends with its last batch draining, and the slowest of 256

@@ -44,20 +44,20 @@ from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pyarrow as pa  # noqa: E402
-from cli_runs import bench_env, curate_exe, timed  # noqa: E402  (sets offline Prefect defaults)
+import pyarrow as pa
+from cli_runs import bench_env, curate_exe, timed
 
-from common.settings import get_settings  # noqa: E402
-from tasks.ingest.synth import TextMaker, synth_class, write_synth  # noqa: E402
-from tasks.judge.config import config_record  # noqa: E402
-from tasks.judge.genrm import Verdict, build_messages, to_a_side  # noqa: E402
-from tasks.judge.run import JUDGMENT_SCHEMA  # noqa: E402
-from tasks.judge.strategies import parse_strategy  # noqa: E402
-from tasks.judge.targets import judge_config_from  # noqa: E402
-from tasks.judge.warehouse_run import plan_work  # noqa: E402
-from testing.genrm_standin import StandinConfig, verdict_for  # noqa: E402
-from warehouse import dashboard as queries  # noqa: E402
-from warehouse.store import Warehouse  # noqa: E402
+from common.settings import get_settings
+from tasks.ingest.synth import TextMaker, synth_class, write_synth
+from tasks.judge.config import config_record
+from tasks.judge.genrm import Verdict, build_messages, to_a_side
+from tasks.judge.run import JUDGMENT_SCHEMA
+from tasks.judge.strategies import parse_strategy
+from tasks.judge.targets import judge_config_from
+from tasks.judge.warehouse_run import plan_work
+from testing.genrm_standin import StandinConfig, verdict_for
+from warehouse import dashboard as queries
+from warehouse.store import Warehouse
 
 TARGETS = {"ingest_s": 600.0, "ingest_rss_gb": 4.0, "increment_s": 45.0, "increment_rss_gb": 1.5,
            "build_s": 60.0, "snapshot_s": 20.0, "query_s": 1.0}

@@ -33,11 +33,11 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cli_runs import bench_env, curate_exe, timed  # noqa: E402  (sets offline Prefect defaults)
+from cli_runs import bench_env, curate_exe, timed
 
-from common.processes import stop_process  # noqa: E402
-from tasks.ingest.synth import write_synth  # noqa: E402
-from testing.genrm_standin import StandinConfig, StandinProcess  # noqa: E402
+from common.processes import stop_process
+from tasks.ingest.synth import write_synth
+from testing.genrm_standin import StandinConfig, StandinProcess
 
 BASELINE_JUDGE_WALL = (8.0, 16.0)
 BASELINE_JUDGE_CPU = (7.0, 8.0)

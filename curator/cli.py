@@ -14,10 +14,10 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 # memory, measured: 1.85 -> 1.56 GiB over 300k rows, with DuckDB's memory_limit at 512MB)
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
-import typer  # noqa: E402 - after the defaults above
+import typer
 
-from curator.commands import dashboard, ingest, judge, pipeline, review, versions  # noqa: E402
-from curator.output import staged_group, widen_help  # noqa: E402
+from curator.commands import dashboard, ingest, judge, pipeline, review, versions
+from curator.output import staged_group, widen_help
 
 app = typer.Typer(cls=staged_group(), add_completion=False, no_args_is_help=True,
                   help="Curate human-preference data into versioned preference datasets.")

@@ -64,7 +64,7 @@ class _LogFile(logging.handlers.RotatingFileHandler):
     """The log file, quiet when it cannot be written (the disk beside the warehouse is full or read-only): the
     command's own error says so in one line, where the logging module would print a traceback per record."""
 
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: ARG002, N802 - logging's name
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
         pass
 
 

@@ -22,8 +22,8 @@ from warehouse.store import Warehouse
 if TYPE_CHECKING:
     from tasks.curate.context import VersionRun
     from tasks.ingest.context import IngestRun
-    from tasks.publish.context import PublishRun
     from tasks.judge.endpoints import EndpointReport
+    from tasks.publish.context import PublishRun
 
 
 def prefect_server_configured() -> bool:

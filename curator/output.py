@@ -113,7 +113,7 @@ def staged_group():
     panel = {name: stage for stage, names in STAGES for name in names}
 
     class StagedGroup(TyperGroup):
-        def list_commands(self, ctx):  # noqa: ANN001, ANN202
+        def list_commands(self, ctx):
             names = super().list_commands(ctx)
             for name in names:
                 self.commands[name].rich_help_panel = panel.get(name, "Other")

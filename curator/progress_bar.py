@@ -15,7 +15,7 @@ def _rate_column():
     from rich.text import Text
 
     class RateColumn(ProgressColumn):
-        def render(self, task):  # noqa: ANN001 - rich's own signature
+        def render(self, task):
             return Text(f"{task.speed:,.1f}/s" if task.speed else "-/s")
 
     return RateColumn()

@@ -63,7 +63,7 @@ def guarded(fn, *args: Any, **kwargs: Any) -> Any:
     thing only: its stop line). Anything else is a bug and keeps its traceback."""
     try:
         return fn(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001 - sorted below: a user's error, or raised on
+    except Exception as e:
         from common.processes import stop_requested
 
         if is_user_error(e) and stop_requested() is None:
@@ -152,7 +152,7 @@ class Runner:
             if Path(get_settings().warehouse).exists():
                 with Warehouse(get_settings().warehouse) as wh:
                     marked = wh.runs.mark_own_runs_interrupted(since)
-        except Exception:  # noqa: BLE001 - the next writer marks them instead; the stop goes on
+        except Exception:
             logging.getLogger("curator.stopping").info("marking interrupted runs failed", exc_info=True)
             marked = None
         if self.api is not None:

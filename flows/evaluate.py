@@ -14,12 +14,12 @@ from prefect.artifacts import create_table_artifact
 
 from common.reasons import BenchmarkRejection
 from common.settings import settings_with
+from flows.judge import JUDGE_SERVERS
 from flows.runs import current_run_id
 from schemas.summaries import EvaluationSummary
 from tasks.evaluate.benchmarks import get_benchmark, scoring_plan
 from tasks.evaluate.scoring import score
 from tasks.ingest.revisions import pin_revision, source_batches
-from flows.judge import JUDGE_SERVERS
 from tasks.judge.config import config_record
 from tasks.judge.context import JudgeRun
 from tasks.judge.run import as_states, run_judging, split_pending

@@ -20,9 +20,9 @@ from prefect.utilities.annotations import quote
 
 from common import progress
 from common.settings import Settings, settings_with
-from tasks.ingest.context import IngestRun
 from flows.runs import current_run_id
 from schemas.summaries import EvalSetSummary, IngestSummary
+from tasks.ingest.context import IngestRun
 from tasks.ingest.decontam import Decontaminator
 from tasks.ingest.dedup import NearDupIndex
 from tasks.ingest.land import BackgroundWriter, BatchCounts, flag_contamination, land_batch

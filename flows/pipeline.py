@@ -25,14 +25,13 @@ from flows.versions import EmptyVersionError, build_version
 from schemas.summaries import PipelineSummary, StageFailure
 from schemas.version import hub_repo
 from tasks.ingest.sources import parse_source
-from tasks.pipeline.context import PipelineRun
 from tasks.judge.cost import cost_model
 from tasks.judge.endpoints import check_judge
+from tasks.pipeline.context import PipelineRun
 from tasks.publish.summary import refuse_judging_other_weights
 from warehouse.lock import pipeline_lock
 from warehouse.snapshot import refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
-
 
 
 @flow(name="curate-pipeline", log_prints=False)

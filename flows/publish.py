@@ -14,10 +14,10 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from tasks.publish.context import PublishRun
 from schemas.summaries import PublishSummary
 from tasks.ingest.sources import SOURCES
 from tasks.publish.card import LICENSE_FILE, card_markdown, distributions_svg, license_fields, license_markdown
+from tasks.publish.context import PublishRun
 from tasks.publish.layout import (
     MARKER,
     PLOT,

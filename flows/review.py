@@ -22,8 +22,8 @@ from flows.pipeline import snapshot_dashboard
 from schemas.summaries import ReviewChoice, ReviewPullSummary, ReviewPushSummary, ReviewSyncSummary
 from tasks.review.context import ReviewPushRun, ReviewSyncRun
 from tasks.review.label_studio import LabelStudio, resolve_token
-from tasks.review.select import DEFAULT_SEED
 from tasks.review.pull import PullRead, land_pull, projects_to_pull, read_pull
+from tasks.review.select import DEFAULT_SEED
 from tasks.review.sync import default_title, open_project, plan, push_planned, reconcile, version_of
 from warehouse.store import Warehouse
 

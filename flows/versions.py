@@ -14,10 +14,10 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from common.errors import UserError
-from tasks.curate.context import VersionRun
 from schemas.summaries import VersionSummary
 from tasks.curate.bias import MARKDOWN_RE2
 from tasks.curate.confidence import pool_confidences
+from tasks.curate.context import VersionRun
 from tasks.curate.exports import export_options
 from tasks.curate.figures import estimated_lengths
 from tasks.curate.policy import FilterPolicy

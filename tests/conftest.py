@@ -19,13 +19,13 @@ os.environ.setdefault("HF_DATASETS_CACHE", tempfile.mkdtemp(prefix="hf-datasets-
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.pop("CURATE_WAREHOUSE", None)
 
-import pytest  # noqa: E402
+import pytest
 
 # Bind Prefect's console handler to the session's stderr now, not to the stream of whichever CliRunner
 # invocation first logs (that stream is closed when its test ends).
-from prefect.logging.configuration import setup_logging  # noqa: E402
+from prefect.logging.configuration import setup_logging
 
-from common.settings import Settings  # noqa: E402
+from common.settings import Settings
 
 setup_logging()
 

@@ -234,7 +234,7 @@ class Connection:
         except duckdb.Error:
             pass  # the error being raised says what went wrong; this one would only hide it
 
-    def __enter__(self):  # noqa: ANN204 - the subclass's own type
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc: Any) -> None:

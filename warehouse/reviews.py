@@ -31,7 +31,7 @@ def _review_table(rows: list[dict[str, Any]], pulled_at: Any) -> pa.Table:
                                 schema=_REVIEW_SCHEMA)
 
 
-def _dicts(cur) -> list[dict[str, Any]]:  # noqa: ANN001 - a DuckDB cursor
+def _dicts(cur) -> list[dict[str, Any]]:
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r)) for r in cur.fetchall()]
 

@@ -128,7 +128,7 @@ def serve_until_stopped(argv: list[str]) -> int:
 
     child = subprocess.Popen(argv)
 
-    def forward(signum, frame):  # noqa: ANN001, ARG001
+    def forward(signum, frame):
         if child.poll() is None:
             child.send_signal(signum)
 

@@ -38,7 +38,7 @@ def progress_table(progress: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def render(snap) -> None:  # noqa: ANN001 - the dashboard's Snapshot
+def render(snap) -> None:
     st.header("Human review (Label Studio)")
     try:
         progress = review_progress_frame(snap)

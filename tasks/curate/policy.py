@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from common.errors import UserError, validated
 from tasks.curate.exports import DEFAULT_EXPORTS, EXPORTS, check_export_names
 
-
 MAX_POLICY_BYTES = 1 << 20  # a policy is a few hundred bytes
 
 

@@ -10,7 +10,6 @@ from pydantic import Field
 from common.errors import validated
 from common.settings import RunContext, settings_with
 
-
 if TYPE_CHECKING:
     from tasks.ingest.sources import Source
 

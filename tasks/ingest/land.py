@@ -70,7 +70,7 @@ class BackgroundWriter:
         self._pending: Future | None = None
         self.failed: BaseException | None = None
 
-    def submit(self, fn, /, **kwargs) -> None:  # noqa: ANN001
+    def submit(self, fn, /, **kwargs) -> None:
         self.wait()
         self._pending = self._pool.submit(fn, **kwargs)
 
@@ -98,7 +98,7 @@ class BackgroundWriter:
             self.failed = err
 
 
-def _call(fn, /, **kwargs) -> None:  # noqa: ANN001
+def _call(fn, /, **kwargs) -> None:
     fn(**kwargs)
 
 

@@ -12,11 +12,10 @@ quarantine record, so quarantine stays keyed by raw row while the row's good pai
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import functools
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd

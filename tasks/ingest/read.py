@@ -116,7 +116,7 @@ def _shown(text: bytes, limit: int = 100_000) -> str:
     return text[:limit].decode("utf-8", "replace").rstrip("\n")
 
 
-def _head(f, size: int) -> bytes:  # noqa: ANN001 - a binary file or gzip.GzipFile
+def _head(f, size: int) -> bytes:
     """Up to `size` first bytes; fewer when the file is damaged within them (the line loop then reads up to the
     damage and reports it: a small gzip with garbage after it would otherwise lose every row)."""
     head = b""
@@ -312,7 +312,7 @@ def read_with_datasets(
                         positions = [f"{label}[{split}][{done + i}]" for i in range(n)]
                         done += n
                         yield RawBatch(split, rows, positions)
-        except Exception as err:  # noqa: BLE001 - network, Arrow and datasets errors all end here
+        except Exception as err:
             raise SourceReadError(f"{label} [{split}] after {done} rows: {type(err).__name__}: {err}") from err
 
 
@@ -345,14 +345,14 @@ def read_local(path: Path, batch_size: int) -> Iterator[RawBatch]:
         raise SourceReadError(f"{path}: unknown format (expected .jsonl, .jsonl.gz or .parquet)")
 
 
-def _open_parquet(path: Path):  # noqa: ANN202 - pyarrow.parquet.ParquetFile
+def _open_parquet(path: Path):
     """The file with its footer read: fail early and clearly on a truncated or foreign file. Pages that carry a
     checksum are verified as they are read (free for files written without them)."""
     import pyarrow.parquet as pq
 
     try:
         return pq.ParquetFile(path, page_checksum_verification=True)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         raise SourceReadError(f"{path}: not a readable Parquet file (truncated or corrupt?): {err}") from err
 
 
@@ -462,7 +462,7 @@ def resolve_hub_revision(hub_id: str, revision: str) -> str:
 
     try:
         return HfApi().dataset_info(hub_id, revision=revision).sha
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         raise SourceReadError(
             f"cannot resolve revision {revision!r} of {hub_id} on the Hub ({type(err).__name__}: {err}); "
             "offline, pass --path FILE (or --revision SHA with the dataset in the local cache)"

@@ -38,8 +38,8 @@ from tasks.judge.concurrency import Concurrency, parse_vllm_gauges
 from tasks.judge.config import JudgeConfig
 from tasks.judge.genrm import ParseFailure, SideVerdict, Verdict, parse_completion, split_trace, to_a_side
 from tasks.judge.preflight import count_prompt_tokens, is_context_error, server_root
-from tasks.judge.server_metrics import DEFAULT_BLOCK, PrefixCacheModel
 from tasks.judge.replies import BadResponse, cap_text, read_completion, retry_after_seconds
+from tasks.judge.server_metrics import DEFAULT_BLOCK, PrefixCacheModel
 
 
 @dataclass(slots=True)

@@ -82,7 +82,7 @@ def resolve_hf_token(explicit: str | None = None) -> str | None:
         from prefect.blocks.system import Secret
 
         value = Secret.load(block_name).get()
-    except Exception as exc:  # no block, no Prefect API, wrong type...: no token
+    except Exception as exc:  # noqa: BLE001 - no block, no Prefect API, wrong type...: no token
         logger.debug("No Hub token from Prefect Secret block %r (%s)", block_name, type(exc).__name__)
         return None
     if isinstance(value, str) and value:

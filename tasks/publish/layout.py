@@ -133,7 +133,7 @@ def check_writable_target(final: Path) -> None:
         raise _cannot(final, f"{part} {'is on a read-only filesystem' if read_only else 'is not writable by this user'}")
 
 
-def write_atomically(final: Path, fill) -> None:  # noqa: ANN001 - fill(folder) writes the files
+def write_atomically(final: Path, fill) -> None:
     """Build the folder beside `final` and rename it into place. The staging folder's name says which
     host and process build it, so that a later publish can remove it when that process died. A target that
     cannot be written, before or while it is (a full disk), is `PublishTargetError`: one line."""

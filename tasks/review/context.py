@@ -10,7 +10,6 @@ from common.errors import InvalidInputError, validated
 from common.settings import RunContext, settings_with
 
 
-
 class ReviewPushRun(RunContext):
     """One push to Label Studio: which version's pairs, chosen how, how many."""
 

@@ -60,7 +60,7 @@ def resolve_token(explicit: str | None = None) -> str:
         from prefect.blocks.system import Secret
 
         value = Secret.load(block).get()
-    except Exception as exc:  # no block, no Prefect API, another type of block: no token
+    except Exception as exc:  # noqa: BLE001 - no block, no Prefect API, another type of block: no token
         logger.debug("no Label Studio token from Prefect Secret block %r (%s)", block, type(exc).__name__)
         value = None
     if isinstance(value, str) and value:

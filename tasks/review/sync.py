@@ -24,8 +24,8 @@ from tasks.review.labels import record_id
 from tasks.review.select import DEFAULT_SEED, SELECTIONS, Candidates, pick
 from tasks.review.tasks import draw_answer_1, sort_unrecorded, task_data, texts_digest
 from warehouse.reviews import ReviewStore
-from warehouse.versions import VersionStore
 from warehouse.store import Warehouse
+from warehouse.versions import VersionStore
 
 
 class InterfaceChangedError(LabelStudioError):

@@ -23,8 +23,19 @@ from pathlib import Path
 import pytest
 
 from common import reasons as r
-from common.reasons import (GROUPS, AdapterRejection, Dropped, JudgeFailure, Reasons, SchemaCheck, ValueFault,
-                            catalog, column_reason, lookup, meaning)
+from common.reasons import (
+    GROUPS,
+    AdapterRejection,
+    Dropped,
+    JudgeFailure,
+    Reasons,
+    SchemaCheck,
+    ValueFault,
+    catalog,
+    column_reason,
+    lookup,
+    meaning,
+)
 
 STRICT = True
 

@@ -72,8 +72,8 @@ class Command:
     children) are noted while it runs; whatever is left of them is killed by id at the end."""
 
     def __init__(self, tmp_path: Path, env: dict[str, str], *args: str):
-        self.out = open(tmp_path / f"stdout-{time.monotonic_ns()}", "w+b")  # noqa: SIM115 - closed in __exit__
-        self.err = open(tmp_path / f"stderr-{time.monotonic_ns()}", "w+b")  # noqa: SIM115
+        self.out = open(tmp_path / f"stdout-{time.monotonic_ns()}", "w+b")
+        self.err = open(tmp_path / f"stderr-{time.monotonic_ns()}", "w+b")
         self.proc = subprocess.Popen([CURATE, *args], stdin=subprocess.DEVNULL, stdout=self.out, stderr=self.err,
                                      env=env, start_new_session=True)
         self.helpers: dict[int, tuple[str, str]] = {}  # pid -> (start time, command line)

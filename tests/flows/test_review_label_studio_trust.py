@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import pytest
@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from curator.cli import app
 from tasks.review.label_studio import LabelStudio
 from tasks.review.tasks import task_data
-from warehouse.reviews import ReviewStore
 from tests.flows.conftest import judged_version
+from warehouse.reviews import ReviewStore
 from warehouse.store import Warehouse
 
 pytestmark = [pytest.mark.prefect, pytest.mark.label_studio]

@@ -12,12 +12,12 @@ from typer.testing import CliRunner
 from common.errors import InvalidInputError
 from common.settings import get_settings
 from curator.cli import app
-from tasks.pipeline.context import PipelineRun
 from tasks.curate.context import VersionRun
+from tasks.curate.policy import PolicyError
 from tasks.ingest.context import IngestRun
+from tasks.pipeline.context import PipelineRun
 from tasks.publish.context import PublishRun
 from tasks.review.context import ReviewPushRun, ReviewSyncRun
-from tasks.curate.policy import PolicyError
 
 runner = CliRunner()
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import numpy as np
+import pytest
 
 from tasks.curate.bias import Preferences, audit, hold_share, markdown_marks, model_family
 

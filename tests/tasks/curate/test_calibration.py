@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
 import numpy as np
+import pytest
 
 from tasks.curate.calibration import MIN_LABELLED, calibrate, fit_p_correct, reliability
 from tasks.curate.confidence import pool_confidences

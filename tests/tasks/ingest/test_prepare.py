@@ -20,7 +20,7 @@ def test_every_planted_bad_row_is_quarantined_with_its_reason(tmp_path, settings
     m = write_synth(path, kind, n, seed=7, pair_bytes=1200, bad_rate=0.1)
     assert len(m.bad_rows) >= 100 and len({k for k, _ in m.bad_rows.values()}) >= 10
 
-    quarantined, good_lines = {}, set()
+    quarantined = {}
     for batch in read_jsonl(path, batch_size=500):
         prepared = prepare_batch(batch, get_source(kind), settings, str(path))
         for q in prepared.quarantined:

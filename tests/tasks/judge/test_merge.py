@@ -221,7 +221,7 @@ def test_a_run_record_counts_once_however_often_it_is_copied(tmp_path):
         assert wh.runs.judge_run_summaries([RUN, "nobody"]) == {RUN: original["summary"]}
     reasons = sorted(q["reason"] for q in report.quarantined)
     assert reasons == [f"run record: disagrees with run {RUN} as recorded (summary)",
-                       f"run record: not where its worker writes it (its shard '0/1' is not the folder's shard-1-of-2)",
+                       "run record: not where its worker writes it (its shard '0/1' is not the folder's shard-1-of-2)",
                        "run record: not where its worker writes it (named 'copy-1.run.json', not after its run "
                        f"'{RUN}')"]
     assert report.run_records == 2 and again.run_records == 2 and again.quarantined == []

@@ -81,7 +81,7 @@ def test_a_sharded_plan_reads_curate_judge_weights_by_the_same_rule():
 class _Models(BaseHTTPRequestHandler):
     """/v1/models as a server that answers with the judge's name and no root (not vLLM: a proxy, say)."""
 
-    def do_GET(self):  # noqa: N802 - the handler's protocol
+    def do_GET(self):
         body = json.dumps({"object": "list", "data": [{"id": JUDGE_MODEL, "object": "model"}]}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

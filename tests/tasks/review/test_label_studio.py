@@ -33,10 +33,10 @@ def serving(answer):
             self.end_headers()
             self.wfile.write(data)
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             self._reply("GET")
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             self._reply("POST")
 
         def log_message(self, *args):

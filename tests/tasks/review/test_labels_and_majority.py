@@ -5,8 +5,8 @@ from datetime import datetime
 import pyarrow as pa
 import pytest
 
-from tasks.review.interface import LABEL_CONFIG, is_ours
 from common.reasons import ReviewReject
+from tasks.review.interface import LABEL_CONFIG, is_ours
 from tasks.review.labels import NotAReview, changes, choice_of, human_label_of, review_rows, side_of
 from tasks.review.majority import majority, resolve
 from tasks.review.tasks import draw_answer_1, task_data, texts_digest
