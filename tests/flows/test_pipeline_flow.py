@@ -72,4 +72,4 @@ def test_stages_can_be_skipped_and_unknown_ones_are_refused(warehouse_path):
     with pytest.raises(ValueError, match="unknown stage"):
         curate_pipeline(skip=["judging"], warehouse=str(warehouse_path))
     result = curate_pipeline(skip=["ingest", "judge", "version", "publish"], warehouse=str(warehouse_path))
-    assert result == {"ingest": {}, "judge": None, "version": None, "publish": None}
+    assert result == {"ingest": {}, "judge": None, "version": None, "publish": None, "failed": []}

@@ -148,8 +148,9 @@ def test_tasks_someone_else_imported_are_left_alone_and_reported(cut_short):
         assert wh.query("SELECT count(*) FROM review_tasks WHERE pair_id = ?", [cut_short.unselected]) == [(0,)]
         assert wh.query("SELECT pair_id FROM review_outcomes") == [(cut_short.ours[1]["data"]["pair_id"],)]
         rows = {r["pair_id"]: r for r in wh.versions.version_rows("trust", cut_short.v2["version"])}
-        before = {r["pair_id"]: r for r in wh.versions.version_rows("trust", cut_short.v2["version"] - 1)}
+        before = {r["pair_id"]: r for r in wh.versions.version_rows("trust", cut_short.push["version"])}  # pushed from
     unselected = cut_short.unselected  # the intruder's vote on a pair nobody selected changes nothing
+    assert unselected in before
     assert rows.get(unselected, {}).get("chosen_side") == before.get(unselected, {}).get("chosen_side")
 
 

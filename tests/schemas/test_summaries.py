@@ -48,4 +48,4 @@ def test_a_key_a_summary_type_does_not_declare_is_named(kind):
 def test_the_keys_picked_out_of_summaries_by_name_are_declared():
     assert set(JUDGE_SUMMARY_KEYS) <= set(summaries.JudgeSummary.__annotations__)
     assert set(SUMMARY_KEYS) <= set(summaries.IngestSummary.__annotations__)
-    assert set(summaries.PipelineSummary.__annotations__) == {"ingest", *summaries.PIPELINE_STAGES[1:]}
+    assert set(summaries.PipelineSummary.__annotations__) == {"ingest", *summaries.PIPELINE_STAGES[1:], "failed"}

@@ -280,7 +280,7 @@ def test_a_restarted_server_gets_its_gauges_read_again_and_the_cap_recovers():
     restarter.start()
     try:
         results = []
-        summary = judge_pairs(_pairs(400, seed=12), endpoints=[first.url], config=JudgeConfig(),
+        summary = judge_pairs(_pairs(800, seed=12), endpoints=[first.url], config=JudgeConfig(),
                               strategy=parse_strategy("swap"), options=options, states={}, write=results.extend)
     finally:
         restarter.join()
@@ -288,7 +288,7 @@ def test_a_restarted_server_gets_its_gauges_read_again_and_the_cap_recovers():
     found = summary["concurrency"][first.url]
     assert len(servers) == 2 and [s["to"] for s in found["switches"]] == ["observed", "metrics"], found
     assert found["mode"] == "metrics" and 24 <= found["final"] <= 30, found
-    assert summary["judged"] == 800 and {r.status for r in results} == {"ok"}
+    assert summary["judged"] == 1600 and {r.status for r in results} == {"ok"}
 
 
 @dataclass(frozen=True)
