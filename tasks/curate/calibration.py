@@ -81,7 +81,7 @@ def _fold_hash(pair_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(pair_id.encode(), digest_size=4).digest(), "big")
 
 
-def _model(domains: int):
+def _model(domains: int, signals: int = 9):
     from sklearn.compose import ColumnTransformer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -89,8 +89,8 @@ def _model(domains: int):
 
     columns = ColumnTransformer([
         ("margin", SplineTransformer(n_knots=6, degree=3, extrapolation="linear"), [0]),
-        ("signals", StandardScaler(), list(range(1, 10))),
-        ("domain", OneHotEncoder(categories=[list(range(domains))], handle_unknown="ignore"), [10]),
+        ("signals", StandardScaler(), list(range(1, 1 + signals))),
+        ("domain", OneHotEncoder(categories=[list(range(domains))], handle_unknown="ignore"), [1 + signals]),
     ])
     return make_pipeline(columns, LogisticRegression(C=1.0, max_iter=2000))
 
@@ -157,7 +157,7 @@ def fit_held_out(pair_ids: np.ndarray, domains: np.ndarray, features: np.ndarray
     x = np.column_stack([features, domain_codes.astype(float)])
     hashes = np.array([_fold_hash(pair_ids[i]) for i in fit], dtype=np.int64)
     fit = fit[hashes % max(1, -(-len(fit) // MAX_FIT)) == 0]  # a deterministic sample beyond MAX_FIT labels
-    model = _model(len(domain_names)).fit(x[fit], right[fit].astype(int))
+    model = _model(len(domain_names), features.shape[1] - 1).fit(x[fit], right[fit].astype(int))
     return model.predict_proba(x)[:, 1]
 
 

@@ -75,6 +75,14 @@ class Scores:
     labelled: np.ndarray  # bool: the pair carries the label `wrong` reads
 
 
+def signals(pool: JudgedPool, c: Confidences, idx: np.ndarray) -> np.ndarray:
+    """The p_correct model's signals of pairs `idx`, with how much longer the chosen answer is (its log length
+    ratio): a judge's verbosity bias is the same in both orders, so no order check sees it; the model can."""
+    toward = c.direction[idx].astype(float)
+    ratio = np.log((pool.len_a[idx] + 1.0) / (pool.len_b[idx] + 1.0)) * toward
+    return np.column_stack([features_of(c, idx), ratio])
+
+
 def scores_of(pool: JudgedPool, c: Confidences, labels: CertificationLabels, calibrating: np.ndarray,
               eligible: np.ndarray) -> Scores:
     """The scores a certification tests thresholds on: from a model that never saw a calibration label."""
@@ -82,7 +90,7 @@ def scores_of(pool: JudgedPool, c: Confidences, labels: CertificationLabels, cal
     human = np.where(calibrating[idx], labels.calibration[idx], labels.training[idx])
     right = np.where(human == 0, -1, (human == c.direction[idx]).astype(np.int8)).astype(np.int8)
     train = ~calibrating[idx]
-    p = fit_held_out(pool.pair_id[idx], pool.domain[idx], features_of(c, idx), right, train)
+    p = fit_held_out(pool.pair_id[idx], pool.domain[idx], signals(pool, c, idx), right, train)
     score = np.full(len(pool), np.nan)
     score[idx] = c.confidence[idx] if p is None else p
     wrong = np.zeros(len(pool), bool)
@@ -129,29 +137,61 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
     """Which pairs are sure enough to stop (bool per pair) and how that was decided, from the verdicts and the
     training labels alone (never a calibration label: see the module's notes). With enough training labels, the
     threshold the certification itself would choose, found on the training pairs by cross-fitting (each scored by
-    a model that did not see it); else the judge's own rule for a decisive verdict (|margin| > 1 with scores
-    agreeing: what `adaptive` treats as settled)."""
+    a model that did not see it), and none is sure while the training labels certify no threshold; with too few
+    for a model, the judge's own rule for a decisive verdict (|margin| > 1 with scores agreeing: what `adaptive`
+    treats as settled)."""
     calibrating = calibration_pairs(pool.pair_id, labels)
     idx = np.flatnonzero(eligible & (c.verdicts > 0) & (c.direction != 0))
     train = idx[~calibrating[idx] & (labels.training[idx] != 0)]
     right = (labels.training[train] == c.direction[train]).astype(np.int8)
     folds = np.array([int(_unit_hash(f"fold\0{p}") * FOLDS) for p in pool.pair_id[train]], dtype=np.int64)
     out_of_fold = np.full(len(train), np.nan)
-    features = features_of(c, train)
+    features = signals(pool, c, train)
     for k in range(FOLDS):
         fitted = fit_held_out(pool.pair_id[train], pool.domain[train], features, right, folds != k)
         if fitted is None:
             break
         out_of_fold[folds == k] = fitted[folds == k]
-    decisive = (np.abs(c.margin) > 1.0) & c.scores_agree & (c.direction != 0)
     if np.isnan(out_of_fold).any() or not len(train):
+        decisive = (np.abs(c.margin) > 1.0) & c.scores_agree & (c.direction != 0)
         return decisive, "decisive verdict (too few training labels for a model)"
     grid = threshold_grid(out_of_fold, len(train), 1.0 - target, risk)
     found = fixed_sequence(out_of_fold, right == 0, grid, 1.0 - target, risk)
-    if found.threshold is None:
-        return decisive, "decisive verdict (the training labels certify no threshold)"
+    if found.threshold is None:  # nothing is sure yet: every pair needs more evidence
+        return np.zeros(len(pool), bool), "none (the training labels certify no threshold yet)"
     s = scores_of(pool, c, labels, calibrating, eligible)  # every pair by the model of all training labels
     return ~np.isnan(s.score) & (s.score >= found.threshold), f"p_correct >= {found.threshold:.4f} (training labels)"
+
+
+def holds(pool: JudgedPool, slots: list[tuple[str, int]]) -> np.ndarray:
+    """Which pairs hold an ok verdict for every one of `slots` (order, sample)."""
+    wanted = {(order == "ab", sample) for order, sample in slots}
+    mine = np.array([(ab, s) in wanted for ab, s in zip(pool.v_ab.tolist(), pool.v_sample.tolist())], bool)
+    held = np.bincount(pool.v_pair[mine], minlength=len(pool))  # a pair holds each judgment once (a unique key)
+    return held >= len(wanted)
+
+
+def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, target: float, risk: float,
+               eligible: np.ndarray, ladder: list[list[tuple[str, int]]]) -> tuple[np.ndarray, str]:
+    """Per pair, the index of the rung of `ladder` the next round asks of it (-1: none), and how "not yet sure" was
+    decided: a pair a version may hold that is not sure enough to stop (`escalation_cutoff`) gets the rung after
+    the last one it holds whole. A rung of further samples goes only to pairs whose verdicts contradict each
+    other (orders or scores disagreeing): repeating consistent verdicts cannot make them stronger. Rounds repeat
+    until no pair gets a rung, so a pair that stopped early and is no longer sure once the model is refitted on
+    more verdicts climbs on."""
+    sure, how = escalation_cutoff(pool, c, labels, target, risk, eligible)
+    unsure = eligible & ~sure
+    depth = np.full(len(pool), -1, np.int64)
+    held: list[tuple[str, int]] = []
+    for k, rung in enumerate(ladder):
+        held = held + list(rung)
+        depth = np.where((depth == k - 1) & holds(pool, held), k, depth)
+    nxt = np.where(unsure & (depth >= 0) & (depth < len(ladder) - 1), depth + 1, -1)
+    contradicting = (c.orders_agree == 0) | ~c.scores_agree
+    for k, rung in enumerate(ladder):
+        if any(sample > 0 for _, sample in rung):  # further samples
+            nxt = np.where((nxt == k) & ~contradicting, -1, nxt)
+    return nxt, how
 
 
 def certification_report(certified: Certified, judged: int) -> dict[str, Any]:
