@@ -35,6 +35,7 @@ class World:
     human_noise: float
     config: StandinConfig
     verdicts: dict[tuple[int, str, int], object] = field(default_factory=dict)  # (pair, order, sample) -> side
+    base: JudgedPool | None = None  # the pool's columns without verdicts, made on first use
 
     @property
     def requests(self) -> int:
@@ -47,7 +48,7 @@ def make_world(seed: int, n: int = 2000, human_noise: float = 1.2, position_bias
     labelled (the rest unlabelled, as a source without labels)."""
     rng = random.Random(seed)
     pairs, qa, qb = [], [], []
-    for i in range(n):
+    for i in range(n):  # pair ids sort as the pairs are made: the pool's order is theirs
         # answers of varied length, so that a length bias has something to act on
         a = f"world {seed} pair {i} answer a " + "detail " * rng.randint(5, 120)
         b = f"world {seed} pair {i} answer b " + "detail " * rng.randint(5, 120)
@@ -73,16 +74,18 @@ def judge(world: World, index: int, order: str, sample: int) -> None:
     world.verdicts[key] = to_a_side(Verdict(v.score_1, v.score_2, v.ranking), order)
 
 
-def pool_of(world: World, indices: range | None = None) -> JudgedPool:
-    """The judged pool as a version sees it: every pair with the verdicts it has so far."""
-    by_pair: dict[int, list] = {}
-    for (i, order, sample), side in sorted(world.verdicts.items()):
-        by_pair.setdefault(i, []).append((order, sample, side))
-    pairs = []
-    for i, p in enumerate(world.pairs):
-        verdicts = sorted(by_pair.get(i, []), key=lambda v: (v[0], v[1]))  # order, then sample: as the warehouse
-        pairs.append(replace(p, verdicts=[(o, s) for o, _, s in verdicts]))
-    return JudgedPool.of(pairs)
+def pool_of(world: World) -> JudgedPool:
+    """The judged pool as a version sees it: every pair with the verdicts it has so far (in the warehouse's order:
+    pair, order, sample)."""
+    if world.base is None:  # the texts' columns once: only the verdicts change between rounds
+        object.__setattr__(world, "base", JudgedPool.of(world.pairs))
+    keys = sorted(world.verdicts)
+    sides = [world.verdicts[k] for k in keys]
+    return replace(
+        world.base, v_pair=np.array([i for i, _, _ in keys], np.int64), v_ab=np.array([o == "ab" for _, o, _ in keys]),
+        v_sample=np.array([s for _, _, s in keys], np.int64), v_margin=np.array([v.margin for v in sides], float),
+        v_scores_agree=np.array([v.score_a == v.score_b or (v.score_a > v.score_b) == (v.margin > 0) for v in sides],
+                                bool))
 
 
 def _phi(x: np.ndarray) -> np.ndarray:
