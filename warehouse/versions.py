@@ -79,7 +79,7 @@ class VersionStore(Part):
         verdicts = self.con.sql(
             f"""
             WITH pool AS ({pool})
-            SELECT pool.i, j."order" = 'ab' AS ab, j.score_a, j.score_b, j.margin_a AS margin
+            SELECT pool.i, j."order" = 'ab' AS ab, j.sample_index AS sample, j.score_a, j.score_b, j.margin_a AS margin
             FROM judgments j JOIN pool USING (pair_id)
             WHERE j.judge_config_id = $config AND j.status = 'ok'
             ORDER BY pool.i, j."order", j.sample_index

@@ -1,0 +1,28 @@
+"""The labels a certification reads, reviews and sources together, never a pair counted twice.
+
+A uniform review audit (the `audit` selection, drawn from the judged pool) is the unbiased calibration set: when
+its reviewers decided at least `min_audit_reviews` pairs (chose A or B), those pairs calibrate, and the guarantee
+covers the judged pool's pairs on which a person prefers one answer. Otherwise a share of the pairs with a clear
+source label calibrate, each on its source's label, and the guarantee covers pairs with a clear source label.
+Every other label trains the p_correct model: a reviewed pair's reviewers' choice (a reviewed tie, both-bad or
+split: no label), else its clear source label. A calibration pair's label never trains.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tasks.curate.calibration import clear_human_directions
+from tasks.curate.certification import CertificationLabels
+from tasks.curate.pool import JudgedPool
+from tasks.review.overrides import PoolReviews
+
+
+def certification_labels(pool: JudgedPool, reviews: PoolReviews, share: float, min_audit_reviews: int) -> CertificationLabels:
+    source = clear_human_directions(pool.source, pool.human_label, pool.both_bad)
+    reviewed = reviews.direction()
+    training = np.where(reviews.reviewed, reviewed, source).astype(np.int8)
+    audit = reviews.selected.get("audit", np.zeros(len(pool), bool)) & reviews.decided
+    if int(audit.sum()) >= min_audit_reviews:
+        return CertificationLabels(np.where(audit, reviewed, 0).astype(np.int8), training, "audit", 1.0)
+    return CertificationLabels(source, training, "source", share)
