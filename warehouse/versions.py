@@ -163,7 +163,12 @@ class VersionStore(Part):
             "published_target, published_tag, simulated, judge_weights, "
             "json_object('pairs_judged', stats->'$.pairs_judged', 'pairs_kept', row_count, "
             "            'not_judged', stats->'$.not_judged', 'human_agreement', stats->'$.human_agreement', "
-            "            'max_length_keeping', stats->'$.lengths.max_length_keeping') AS figures "
+            "            'max_length_keeping', stats->'$.lengths.max_length_keeping', "
+            "            'certification', CASE WHEN (stats->'$.certification') IS NOT NULL THEN json_object("
+            "                'target_agreement', stats->'$.certification.target_agreement', "
+            "                'risk', stats->'$.certification.risk', 'labels', stats->'$.certification.labels', "
+            "                'certified_agreement', stats->'$.certification.certified_agreement', "
+            "                'coverage', stats->'$.certification.coverage') END) AS figures "
             "FROM dataset_versions WHERE (? IS NULL OR name = ?) ORDER BY name, version",
             [name, name],
         )

@@ -19,11 +19,14 @@ statistics are in `certify.py`).
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from common.errors import UserError
+from common.numbers import count, percent
 from tasks.curate.calibration import FOLDS, features_of, fit_held_out, reliability
 from tasks.curate.certify import Certificate, fixed_sequence, shortfall, threshold_grid
 from tasks.curate.confidence import Confidences
@@ -194,8 +197,14 @@ def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, ta
     return nxt, how
 
 
+def _threshold(t: float) -> float | None:
+    """A threshold as JSON holds it: None for the loosest, which accepts every scored pair (-inf)."""
+    return round(t, 6) if np.isfinite(t) else None
+
+
 def certification_report(certified: Certified, judged: int) -> dict[str, Any]:
-    """What a version's stats and every surface say of its certification (`stats.certification`)."""
+    """What a version's stats and every surface say of its certification (`stats.certification`). A threshold
+    of None with `certified` accepts every scored pair (the loosest one tested)."""
     cert = certified.certificate
     chosen = cert.certified
     s = certified.scores
@@ -204,7 +213,7 @@ def certification_report(certified: Certified, judged: int) -> dict[str, Any]:
     scored = ~np.isnan(s.score)
     curve = []
     for t in cert.tested:  # the risk-coverage curve: share of the judged pool accepted at each threshold tried
-        curve.append({"threshold": round(t.threshold, 6), "coverage": round(int((scored & (s.score >= t.threshold)).sum())
+        curve.append({"threshold": _threshold(t.threshold), "coverage": round(int((scored & (s.score >= t.threshold)).sum())
                                                                            / judged, 6) if judged else None,
                       "calibration_accepted": t.accepted, "disagreements": t.disagreements,
                       "agreement_bound": round(1.0 - t.bound, 6)})
@@ -212,7 +221,7 @@ def certification_report(certified: Certified, judged: int) -> dict[str, Any]:
         "target_agreement": round(1.0 - cert.alpha, 6), "risk": cert.risk, "labels": certified.labels.kind,
         "calibration_share": certified.labels.share, "calibration_pairs": int(tests.sum()),
         "scored_by": s.method, "bound": "Clopper-Pearson (exact binomial), one-sided", "certified": chosen is not None,
-        "threshold": None if chosen is None else round(chosen.threshold, 6),
+        "threshold": None if chosen is None else _threshold(chosen.threshold),
         "calibration_accepted": None if chosen is None else chosen.accepted,
         "calibration_disagreements": None if chosen is None else chosen.disagreements,
         "certified_agreement": None if chosen is None else round(1.0 - chosen.bound, 6),
@@ -227,3 +236,60 @@ def certification_report(certified: Certified, judged: int) -> dict[str, Any]:
             "more_labelled_pairs": short.more_pairs,
             "observed_disagreement": None if short.observed_disagreement is None else round(short.observed_disagreement, 6)}
     return report
+
+
+def _shares(keys: np.ndarray) -> dict[str, float]:
+    counted = Counter("unknown" if k is None or k == "" else str(k) for k in keys.tolist())
+    total = sum(counted.values())
+    return {k: round(n / total, 6) for k, n in counted.most_common()} if total else {}
+
+
+def labelled_mix(pool: JudgedPool, labels: CertificationLabels, judged: np.ndarray) -> dict[str, Any]:
+    """How the pairs that can calibrate (a clear label of the calibration's kind) differ from the judged pool
+    (`judged`: bool per pair): their share of it, and the source and domain mix of each. Certified on the sources'
+    labels, the guarantee covers pairs like these, not the pool's unlabelled ones."""
+    can = judged & (labels.calibration != 0)
+    return {"labelled": int(can.sum()), "judged": int(judged.sum()),
+            "labelled_share": round(int(can.sum()) / int(judged.sum()), 6) if judged.any() else None,
+            "by_source": {"judged": _shares(pool.source[judged]), "labelled": _shares(pool.source[can])},
+            "by_domain": {"judged": _shares(pool.domain[judged]), "labelled": _shares(pool.domain[can])}}
+
+
+def kept_counts(accepted: np.ndarray, kept: np.ndarray) -> dict[str, int]:
+    """A certified version's rows (`kept`: pool indices): certified, and kept though not certified (only reviewers
+    who decided a pair keep it so)."""
+    inside = accepted[kept]
+    return {"kept_certified": int(inside.sum()), "kept_by_reviewers": int((~inside).sum())}
+
+
+LABELS_SAID = {"audit": "a review audit", "source": "the sources' clear labels"}
+
+
+class NotCertifiedError(UserError, ValueError):
+    """No threshold certifies the target: nothing is written."""
+
+    hint = ("lower --target-agreement or raise --risk, or label more pairs: a review audit (`curate review push "
+            "NAME --select audit`) certifies on reviewers' choices")
+
+
+def not_certified(report: dict[str, Any]) -> NotCertifiedError:
+    """The one-line refusal of a certification report that certified nothing (`certification_report`): the best
+    agreement it could certify at that risk, and how many more labelled pairs would be needed."""
+    target, risk, pairs = report["target_agreement"], report["risk"], report["calibration_pairs"]
+    head = (f"no selection certifies {percent(target)} agreement with human preference at risk {risk:g} on "
+            f"{count(pairs)} held-out labelled pairs (from {LABELS_SAID[report['labels']]})")
+    if not pairs:
+        return NotCertifiedError(f"{head}: no held-out labelled pair has a verdict to test")
+    short = report.get("shortfall") or {}
+    best = short.get("best_agreement")
+    said = f"{head}: the best it certifies is {percent(best)}" if best else head
+    more = short.get("more_labelled_pairs")
+    if more is None:
+        seen = short.get("observed_disagreement")
+        tried = report["thresholds_tested"]
+        return NotCertifiedError(
+            f"{said}; at the {count(tried)} threshold{'s' if tried > 1 else ''} tried (the strictest these pairs can "
+            f"test first) the judge disagrees with people on at least {percent(seen)} of them, more than the "
+            f"{percent(1 - target)} allowed: more labelled pairs would test stricter thresholds"
+            if seen is not None else said)
+    return NotCertifiedError(f"{said}; about {count(more)} more labelled pairs would be needed")

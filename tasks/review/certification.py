@@ -10,10 +10,15 @@ split: no label), else its clear source label. A calibration pair's label never 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tasks.curate.calibration import clear_human_directions
-from tasks.curate.certification import CertificationLabels
+from tasks.curate.certification import (CertificationLabels, Certified, certification_report, certify_pool,
+                                        labelled_mix, not_certified)
+from tasks.curate.confidence import Confidences
+from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool
 from tasks.review.overrides import PoolReviews
 
@@ -26,3 +31,18 @@ def certification_labels(pool: JudgedPool, reviews: PoolReviews, share: float, m
     if int(audit.sum()) >= min_audit_reviews:
         return CertificationLabels(np.where(audit, reviewed, 0).astype(np.int8), training, "audit", 1.0)
     return CertificationLabels(source, training, "source", share)
+
+
+def certify_version(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy,
+                    eligible: np.ndarray) -> tuple[Certified, dict[str, Any]]:
+    """A version's certification at its policy's target and risk over the `eligible` pairs (`c`: the judge's own
+    confidences), and its report (`stats.certification`: what every surface reads), with how the labelled pairs
+    differ from the judged pool. No threshold certifying the target: `NotCertifiedError`."""
+    labels = certification_labels(pool, reviews, policy.calibration_share, policy.min_audit_reviews)
+    certified = certify_pool(pool, c, labels, policy.target_agreement, policy.risk, eligible)
+    judged = c.verdicts > 0
+    report = {**certification_report(certified, int(judged.sum())), "min_audit_reviews": policy.min_audit_reviews,
+              "population": labelled_mix(pool, labels, judged)}
+    if not report["certified"]:
+        raise not_certified(report)
+    return certified, report
