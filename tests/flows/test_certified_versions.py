@@ -269,3 +269,19 @@ def test_versions_without_a_target_are_stored_as_before(judged):
     assert content_hash(["x"], {**export_options(target.model_dump()), **promised(target)}) != content_hash(["x"])
     assert content_hash(["x"], {**export_options(stored), **promised(load_policy(None))}) == content_hash(["x"])
     assert np.isfinite(plain["stats"]["pairs_judged"])
+
+
+def test_the_pipeline_records_an_unreachable_target_and_goes_on(judged, tmp_path):
+    from flows.pipeline import curate_pipeline
+
+    warehouse = tmp_path / "night.duckdb"
+    shutil.copy(judged, warehouse)
+    policy = tmp_path / "certified.toml"
+    policy.write_text("[policy]\ntarget_agreement = 0.99\n")
+    summary = curate_pipeline(skip=["ingest", "judge", "publish"], policy_path=str(policy), dataset="night",
+                              warehouse=str(warehouse))
+    (failure,) = summary["failed"]
+    assert failure["stage"] == "version" and failure["error"].startswith("no selection certifies 99.0% agreement")
+    assert summary["version"] is None
+    with Warehouse(warehouse, read_only=True) as wh:
+        assert wh.versions.versions("night") == []
