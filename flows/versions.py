@@ -16,20 +16,18 @@ from prefect.cache_policies import NO_CACHE
 from common.errors import UserError
 from tasks.curate.context import VersionRun
 from schemas.summaries import VersionSummary
-from tasks.curate.bias import MARKDOWN_RE2
 from tasks.curate.certification import kept_counts
-from tasks.curate.confidence import pool_confidences
 from tasks.curate.exports import export_options
 from tasks.curate.figures import estimated_lengths
 from tasks.curate.policy import FilterPolicy, promised
-from tasks.curate.pool import JudgedPool
-from tasks.curate.select import certifiable, content_hash, select_rows, version_table
+from tasks.curate.select import content_hash, select_rows, version_table
 from tasks.curate.stats import version_stats
 from tasks.curate.unchanged import unchanged_version
 from tasks.judge.cost import cost_model, cost_report
 from tasks.review.calibration import calibrate_with_reviews
 from tasks.review.certification import certify_version
-from tasks.review.overrides import PoolReviews, under_policy
+from tasks.review.overrides import under_policy
+from tasks.review.pool import ReviewedPool
 from tasks.review.stats import with_reviews
 from warehouse.store import Warehouse
 
@@ -45,15 +43,12 @@ def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> 
     them) before the policy filters on it; reviewed pairs take their reviewers' side (`review_overrides`).
     With a target agreement the selection is certified first (`stats.certification`), on the judge's own
     verdicts; refused when nothing certifies it."""
-    pool = JudgedPool.from_arrow(*wh.versions.judged_pool(config_id, MARKDOWN_RE2))
-    confidences = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree,
-                                   pool.human_label)
-    reviews = PoolReviews.align(pool.pair_id, wh.reviews.review_outcomes(), wh.reviews.review_selections())
+    read = ReviewedPool.read(wh, config_id)
+    pool, confidences, reviews = read.pool, read.judge, read.reviews
     p_correct, calibration = calibrate_with_reviews(pool, confidences, reviews)
     certified, certification = None, None
     if policy.target_agreement is not None:
-        found, certification = certify_version(pool, confidences, reviews, policy,
-                                               certifiable(pool, confidences, policy))
+        found, certification = certify_version(pool, confidences, reviews, policy)
         certified = found.accepted
     decided, overriding = under_policy(reviews, confidences, policy.review_overrides)
     kept, dropped = select_rows(pool, decided, policy, p_correct, overriding, certified)

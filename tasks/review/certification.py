@@ -20,6 +20,7 @@ from tasks.curate.certification import (CertificationLabels, Certified, certific
 from tasks.curate.confidence import Confidences
 from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool
+from tasks.curate.select import certifiable
 from tasks.review.overrides import PoolReviews
 
 
@@ -33,16 +34,22 @@ def certification_labels(pool: JudgedPool, reviews: PoolReviews, share: float, m
     return CertificationLabels(source, training, "source", share)
 
 
-def certify_version(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy,
-                    eligible: np.ndarray) -> tuple[Certified, dict[str, Any]]:
-    """A version's certification at its policy's target and risk over the `eligible` pairs (`c`: the judge's own
-    confidences), and its report (`stats.certification`: what every surface reads), with how the labelled pairs
-    differ from the judged pool. No threshold certifying the target: `NotCertifiedError`."""
+def certified_pairs(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy) -> Certified:
+    """The pool certified at its policy's target and risk (`c`: the judge's own confidences) over the pairs the
+    policy's label-free filters keep; a pair that could be certified but is not has a score and is not accepted."""
     labels = certification_labels(pool, reviews, policy.calibration_share, policy.min_audit_reviews)
-    certified = certify_pool(pool, c, labels, policy.target_agreement, policy.risk, eligible)
+    return certify_pool(pool, c, labels, policy.target_agreement, policy.risk, certifiable(pool, c, policy))
+
+
+def certify_version(pool: JudgedPool, c: Confidences, reviews: PoolReviews,
+                    policy: FilterPolicy) -> tuple[Certified, dict[str, Any]]:
+    """A version's certification (`certified_pairs`) and its report (`stats.certification`: what every surface
+    reads), with how the labelled pairs differ from the judged pool. No threshold certifying the target:
+    `NotCertifiedError`."""
+    certified = certified_pairs(pool, c, reviews, policy)
     judged = c.verdicts > 0
     report = {**certification_report(certified, int(judged.sum())), "min_audit_reviews": policy.min_audit_reviews,
-              "population": labelled_mix(pool, labels, judged)}
+              "population": labelled_mix(pool, certified.labels, judged)}
     if not report["certified"]:
         raise not_certified(report)
     return certified, report

@@ -285,3 +285,38 @@ def test_the_pipeline_records_an_unreachable_target_and_goes_on(judged, tmp_path
     assert summary["version"] is None
     with Warehouse(warehouse, read_only=True) as wh:
         assert wh.versions.versions("night") == []
+
+
+def test_review_selections_draw_from_the_whole_judged_pool(judged, tmp_path):
+    from tasks.review.select import NotCertifiedVersion, ranked
+    from tasks.review.sync import plan, version_candidates
+
+    warehouse = tmp_path / "picked.duckdb"
+    shutil.copy(judged, warehouse)
+    certified = build_version("picked", policy_overrides={"target_agreement": 0.95}, warehouse=str(warehouse))
+    plain = build_version("picked-plain", warehouse=str(warehouse))  # the default cut-offs drop low margins
+    accepted = _accepted_anew(warehouse, {"target_agreement": 0.95})
+    key = f"{SERVER}#5"
+    with Warehouse(warehouse) as wh:
+        kept = {r["pair_id"] for r in wh.versions.version_rows("picked", certified["version"])}
+        kept_plain = {r["pair_id"] for r in wh.versions.version_rows("picked-plain", plain["version"])}
+        judged_pairs = {p for (p,) in wh.query("SELECT DISTINCT pair_id FROM judgments WHERE status = 'ok'")}
+        wh.reviews.save_review_project(key, "http://ls", 5, "picked review", "iface", SERVER)
+        candidates, config = version_candidates(wh, "picked", certified["version"], "uncertified")
+        chosen = plan(wh.reviews, key, "picked", certified["version"], "uncertified", 10, candidates, config)
+        selected = [p for (p,) in wh.query("SELECT pair_id FROM review_selections WHERE selection = 'uncertified' "
+                                           "ORDER BY rank")]
+        borderline, _ = version_candidates(wh, "picked-plain", plain["version"], "borderline")
+        with pytest.raises(NotCertifiedVersion, match="picked-plain v1 was built without target_agreement"):
+            version_candidates(wh, "picked-plain", plain["version"], "uncertified")
+    # uncertified: judged pairs the certification, computed again, did not accept, the nearest the threshold first
+    assert chosen["selected"] == chosen["new_tasks"] == 10 == len(selected)
+    assert not set(selected) & kept and not set(selected) & accepted and set(selected) <= judged_pairs
+    score = dict(zip(candidates.pair_id, candidates.certification_score))
+    assert [score[p] for p in selected] == sorted((score[p] for p in selected), reverse=True)
+    below = [s for p, s in score.items() if p not in accepted and not np.isnan(s)]
+    assert score[selected[-1]] >= sorted(below, reverse=True)[9]
+    # borderline of a version: every judged pair a candidate, and the least sure of them are mostly ones it dropped
+    assert set(borderline.pair_id) == judged_pairs and len(judged_pairs) > len(kept_plain)
+    least_sure = set(borderline.pair_id[ranked(borderline, "borderline")[:50]])
+    assert least_sure - kept_plain
