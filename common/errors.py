@@ -67,6 +67,9 @@ def explain(err: Exception, model: type, label: Callable[[str], str] | None = No
         allowed = allowed_range(model, field)
         msg = e["msg"].removeprefix("Value error, ")  # a validator's own sentence, as it wrote it
         msg = msg[:1].lower() + msg[1:]
+        if not field and e["type"] == "value_error":  # a check of several values together: its sentence alone
+            parts.append(msg)
+            continue
         parts.append(f"{name} = {e.get('input')!r}: {msg}" + (f" (allowed: {allowed})" if allowed else ""))
     return "; ".join(parts)
 

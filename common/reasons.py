@@ -221,7 +221,8 @@ class ReviewReject(Reasons):
 
 
 class Dropped(Reasons):
-    """Why a pair is not in a version; checked in this order, a pair counts under the first it meets."""
+    """Why a pair is not in a version; checked in this order, a pair counts under the first it meets (in a
+    certified version, both_bad and human_tie come after not_certified: no label chooses what is certified)."""
 
     NOT_JUDGED = "not_judged", "no verdict under the version's judge configuration"
     CONTAMINATED = "contaminated", "its prompt overlaps an evaluation prompt"
@@ -238,6 +239,7 @@ class Dropped(Reasons):
     ORDERS_DISAGREE = "orders_disagree", "the two orders' verdicts point different ways"
     SCORES_DISAGREE = "scores_disagree", "the individual scores point against the ranking"
     SPREAD_ABOVE_MAX = "spread_above_max", "the verdicts' spread is above max_spread"
+    NOT_CERTIFIED = "not_certified", "outside the threshold certified at target_agreement (a certified version)"
     HUMAN_DISAGREES = "human_disagrees", "the human label disagrees with the judge (policy: require_agreement)"
     REVIEWED_TIE = "reviewed_tie", "the reviewers' majority is a tie"
     REVIEWED_BOTH_BAD = "reviewed_both_bad", "the reviewers' majority found both answers bad"

@@ -24,6 +24,7 @@ from flows.runs import current_run_id, takes_parameters_of
 from flows.versions import EmptyVersionError, build_version
 from schemas.summaries import PipelineSummary, StageFailure
 from schemas.version import hub_repo
+from tasks.curate.certification import NotCertifiedError
 from tasks.ingest.sources import parse_source
 from tasks.judge.cost import cost_model
 from tasks.judge.endpoints import check_judge
@@ -97,7 +98,7 @@ def _stages(run: PipelineRun) -> PipelineSummary:
     if "version" not in skip:
         try:
             summary["version"] = build_version(run.dataset, policy_path=run.policy_path, warehouse=warehouse)
-        except EmptyVersionError as err:
+        except (EmptyVersionError, NotCertifiedError) as err:  # no version; the rest of the night goes on
             summary["failed"].append(StageFailure(stage="version", error=str(err)))
             log.warning("no version built: %s", err)
         after("version", bool((summary["version"] or {}).get("new_version")))

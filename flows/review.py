@@ -23,8 +23,8 @@ from schemas.summaries import ReviewChoice, ReviewPullSummary, ReviewPushSummary
 from tasks.review.context import ReviewPushRun, ReviewSyncRun
 from tasks.review.label_studio import LabelStudio, resolve_token
 from tasks.review.pull import PullRead, land_pull, projects_to_pull, read_pull
-from tasks.review.select import DEFAULT_SEED
-from tasks.review.sync import default_title, open_project, plan, push_planned, reconcile, version_of
+from tasks.review.select import DEFAULT_SEED, Candidates
+from tasks.review.sync import default_title, open_project, plan, push_planned, reconcile, version_candidates, version_of
 from warehouse.store import Warehouse
 
 URL_ENV = "CURATE_LABEL_STUDIO_URL"  # where the scheduled deployment finds Label Studio
@@ -39,8 +39,8 @@ def _url(url: str | None) -> str:
 
 @task(cache_policy=NO_CACHE)
 def choose_and_plan(wh: Warehouse, key: str, name: str, version: int, selection: str, limit: int,
-                    seed: int) -> ReviewChoice:
-    return plan(wh.reviews, key, name, version, selection, limit, seed)
+                    seed: int, candidates: Candidates, config: str) -> ReviewChoice:
+    return plan(wh.reviews, key, name, version, selection, limit, candidates, config, seed)
 
 
 @task(cache_policy=NO_CACHE)
@@ -83,11 +83,12 @@ def _known(warehouse: Any, ls: LabelStudio) -> list[dict[str, Any]]:
 def _push(wh: Warehouse, ls: LabelStudio, name: str, version: int | None, project: str | None, selection: str,
           limit: int, seed: int, annotators_per_task: int) -> ReviewPushSummary:
     version = version_of(wh.versions, name, version)
+    candidates, config = version_candidates(wh, name, version, selection)  # refused before anything is written
     title = project or default_title(name)
     ls.whoami()
     target, key, created = open_project(wh.reviews, ls, title, annotators_per_task)
     leftover = finish_earlier_push(wh, ls, target, key)
-    chosen = choose_and_plan(wh, key, name, version, selection, limit, seed)
+    chosen = choose_and_plan(wh, key, name, version, selection, limit, seed, quote(candidates), config)
     pushed = create_tasks(wh, ls, target, key)
     tasks, planned = wh.reviews.review_task_counts(key)
     return {"url": ls.url, "project": target.title, "project_id": target.id, "project_created": created,

@@ -15,19 +15,19 @@ from prefect.cache_policies import NO_CACHE
 
 from common.errors import UserError
 from schemas.summaries import VersionSummary
-from tasks.curate.bias import MARKDOWN_RE2
-from tasks.curate.confidence import pool_confidences
+from tasks.curate.certification import kept_counts
 from tasks.curate.context import VersionRun
 from tasks.curate.exports import export_options
 from tasks.curate.figures import estimated_lengths
-from tasks.curate.policy import FilterPolicy
-from tasks.curate.pool import JudgedPool
+from tasks.curate.policy import FilterPolicy, promised
 from tasks.curate.select import content_hash, select_rows, version_table
 from tasks.curate.stats import version_stats
 from tasks.curate.unchanged import unchanged_version
 from tasks.judge.cost import cost_model, cost_report
 from tasks.review.calibration import calibrate_with_reviews
-from tasks.review.overrides import PoolReviews, under_policy
+from tasks.review.certification import certify_version
+from tasks.review.overrides import under_policy
+from tasks.review.pool import ReviewedPool
 from tasks.review.stats import with_reviews
 from warehouse.store import Warehouse
 
@@ -40,16 +40,22 @@ class EmptyVersionError(UserError, ValueError):
 def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> tuple[pa.Table, dict]:
     """The kept rows (without their texts) and the version's statistics: p_correct is fitted on this
     configuration's verdicts (cross-fitted on the pairs with a clear human label, reviewers' labels among
-    them) before the policy filters on it; reviewed pairs take their reviewers' side (`review_overrides`)."""
-    pool = JudgedPool.from_arrow(*wh.versions.judged_pool(config_id, MARKDOWN_RE2))
-    confidences = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree,
-                                   pool.human_label)
-    reviews = PoolReviews.align(pool.pair_id, wh.reviews.review_outcomes(), wh.reviews.review_selections())
+    them) before the policy filters on it; reviewed pairs take their reviewers' side (`review_overrides`).
+    With a target agreement the selection is certified first (`stats.certification`), on the judge's own
+    verdicts; refused when nothing certifies it."""
+    read = ReviewedPool.read(wh, config_id)
+    pool, confidences, reviews = read.pool, read.judge, read.reviews
     p_correct, calibration = calibrate_with_reviews(pool, confidences, reviews)
+    certified, certification = None, None
+    if policy.target_agreement is not None:
+        found, certification = certify_version(pool, confidences, reviews, policy)
+        certified = found.accepted
     decided, overriding = under_policy(reviews, confidences, policy.review_overrides)
-    kept, dropped = select_rows(pool, decided, policy, p_correct, overriding)
+    kept, dropped = select_rows(pool, decided, policy, p_correct, overriding, certified)
     table = version_table(pool, decided, p_correct, kept, policy)
     stats = version_stats(pool, confidences, table, kept, dropped, calibration)
+    if certification is not None:
+        stats["certification"] = {**certification, **kept_counts(certified, kept)}
     return table, with_reviews(stats, pool, confidences, decided, reviews, kept, policy.review_overrides)
 
 
@@ -91,7 +97,7 @@ def build_version(
                 f"the policy keeps none of {stats['pairs_judged']} pairs judged (dropped: {stats['dropped']}); "
                 "loosen it rather than publish an empty dataset")
         lengths = estimated_lengths(wh.versions.token_estimates(rows))
-        digest = content_hash(wh.versions.row_digests(rows), export_options(policy.model_dump()))
+        digest = content_hash(wh.versions.row_digests(rows), {**export_options(policy.model_dump()), **promised(policy)})
         totals = wh.judging.judging_totals(config_id)
         cost = cost_report(requests=totals["requests"], tokens_in=totals["tokens_in"], tokens_out=totals["tokens_out"],
                            judge_seconds=totals["request_seconds"], kept=rows.num_rows, model=cost_model(settings))

@@ -81,25 +81,6 @@ class ReviewStore(Part):
                              [server_id, project_key, server_id])
 
     # -- what can be pushed -----------------------------------------------------------------------
-    def review_candidates(self, name: str, version: int) -> pa.Table:
-        """A version's rows as selection sees them, in pair id order: the stored p_correct, and from the version's
-        judge configuration the mean margin on A's side (all verdicts, and per order), with the pair's own
-        human label (A's side) and both-bad flag. Texts stay here."""
-        return self.con.sql(
-            """
-            WITH v AS (SELECT judge_config_id FROM dataset_versions WHERE name = $name AND version = $version),
-            j AS (SELECT pair_id, avg(margin_a) AS margin,
-                         avg(margin_a) FILTER (WHERE "order" = 'ab') AS margin_ab,
-                         avg(margin_a) FILTER (WHERE "order" = 'ba') AS margin_ba
-                  FROM judgments WHERE status = 'ok' AND judge_config_id = (SELECT judge_config_id FROM v)
-                  GROUP BY pair_id)
-            SELECT r.pair_id, r.p_correct, j.margin, j.margin_ab, j.margin_ba, p.human_label, p.both_bad,
-                   (SELECT judge_config_id FROM v) AS judge_config_id
-            FROM dataset_rows r JOIN candidate_pairs p USING (pair_id) LEFT JOIN j USING (pair_id)
-            WHERE r.name = $name AND r.version = $version
-            ORDER BY r.pair_id
-            """, params={"name": name, "version": version}).to_arrow_table()
-
     def review_state(self, project_key: str) -> dict[str, set[str]]:
         """Pair ids: with a task in this project (`tasks`), reviewed anywhere (`reviewed`), and already selected
         here by each selection (`selected:<selection>`)."""

@@ -79,7 +79,7 @@ class VersionStore(Part):
         verdicts = self.con.sql(
             f"""
             WITH pool AS ({pool})
-            SELECT pool.i, j."order" = 'ab' AS ab, j.score_a, j.score_b, j.margin_a AS margin
+            SELECT pool.i, j."order" = 'ab' AS ab, j.sample_index AS sample, j.score_a, j.score_b, j.margin_a AS margin
             FROM judgments j JOIN pool USING (pair_id)
             WHERE j.judge_config_id = $config AND j.status = 'ok'
             ORDER BY pool.i, j."order", j.sample_index
@@ -163,7 +163,12 @@ class VersionStore(Part):
             "published_target, published_tag, simulated, judge_weights, "
             "json_object('pairs_judged', stats->'$.pairs_judged', 'pairs_kept', row_count, "
             "            'not_judged', stats->'$.not_judged', 'human_agreement', stats->'$.human_agreement', "
-            "            'max_length_keeping', stats->'$.lengths.max_length_keeping') AS figures "
+            "            'max_length_keeping', stats->'$.lengths.max_length_keeping', "
+            "            'certification', CASE WHEN (stats->'$.certification') IS NOT NULL THEN json_object("
+            "                'target_agreement', stats->'$.certification.target_agreement', "
+            "                'risk', stats->'$.certification.risk', 'labels', stats->'$.certification.labels', "
+            "                'certified_agreement', stats->'$.certification.certified_agreement', "
+            "                'coverage', stats->'$.certification.coverage') END) AS figures "
             "FROM dataset_versions WHERE (? IS NULL OR name = ?) ORDER BY name, version",
             [name, name],
         )

@@ -58,6 +58,14 @@ def status(
                       judge_label(v["simulated"], v["judge_weights"]), v["content_hash"], v["published_tag"])
                      for v in found],
                     title="versions")
+        certified = [(v, c) for v in found if (c := figure(v, "certification"))]
+        if certified:
+            from tasks.publish.quality_card import confidence_level
+
+            print_table(out, ["name", "version", "target", "certified agreement", "confidence", "coverage", "labels"],
+                        [(v["name"], v["version"], percent(c["target_agreement"]), percent(c["certified_agreement"]),
+                          confidence_level(c["risk"]), percent(c["coverage"]), c["labels"]) for v, c in certified],
+                        title="certified versions")
     if interrupted:
         print_table(out, ["started", "kind", "subject", "run id", "process", "noticed"],
                     [(str(r["started_at"])[:19], r["kind"], r["subject"], r["run_id"], f"{r['pid']} on {r['host']}",

@@ -46,7 +46,8 @@ def push(
     to: str = typer.Option(..., "--to", help="Label Studio URL, e.g. http://127.0.0.1:8080"),
     project: Optional[str] = typer.Option(None, "--project", help="project title (default: 'NAME review'); "
                                           "made when missing"),
-    select: str = typer.Option("borderline", "--select", help="borderline | disagreement | audit"),
+    select: str = typer.Option("borderline", "--select", help="borderline | disagreement | audit | uncertified (of a certified "
+                                "version); from the version's whole judged pool, dropped pairs included"),
     limit: int = typer.Option(100, "--limit", help="the first N pairs of the selection (again: nothing new; "
                               "larger: more)"),
     seed: int = typer.Option(0, "--seed", help="audit: the sample's seed (the same seed extends the same sample)"),

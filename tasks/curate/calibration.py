@@ -58,26 +58,30 @@ def evidence(pool: JudgedPool, c: Confidences) -> tuple[np.ndarray, np.ndarray, 
     """(the pool indices with calibration evidence, their features, whether the judge is right: int8 1 right,
     0 wrong, -1 no clear label). A pair without verdicts or with a judge tie has no direction to be right about."""
     idx = np.flatnonzero((c.verdicts > 0) & (c.direction != 0))
+    human = clear_human_directions(pool.source[idx], pool.human_label[idx], pool.both_bad[idx])
+    right = np.where(human == 0, -1, (human == c.direction[idx]).astype(np.int8)).astype(np.int8)
+    return idx, features_of(c, idx), right
+
+
+def features_of(c: Confidences, idx: np.ndarray) -> np.ndarray:
+    """The judge's signals of pairs `idx` (each with a direction), as the p_correct model reads them."""
     toward = c.direction[idx].astype(float)
     ab, ba = c.order_margin_ab[idx], c.order_margin_ba[idx]
     orders = c.orders_agree[idx]
-    features = np.column_stack([
+    return np.column_stack([
         np.abs(c.margin[idx]),
         np.where(np.isnan(ab), 0.0, toward * np.nan_to_num(ab)), (~np.isnan(ab)).astype(float),
         np.where(np.isnan(ba), 0.0, toward * np.nan_to_num(ba)), (~np.isnan(ba)).astype(float),
         (orders == 1).astype(float), (orders == -1).astype(float),
         c.scores_agree[idx].astype(float), c.spread[idx], c.verdicts[idx].astype(float),
     ])
-    human = clear_human_directions(pool.source[idx], pool.human_label[idx], pool.both_bad[idx])
-    right = np.where(human == 0, -1, (human == c.direction[idx]).astype(np.int8)).astype(np.int8)
-    return idx, features, right
 
 
 def _fold_hash(pair_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(pair_id.encode(), digest_size=4).digest(), "big")
 
 
-def _model(domains: int):
+def _model(domains: int, signals: int = 9):
     from sklearn.compose import ColumnTransformer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -85,8 +89,8 @@ def _model(domains: int):
 
     columns = ColumnTransformer([
         ("margin", SplineTransformer(n_knots=6, degree=3, extrapolation="linear"), [0]),
-        ("signals", StandardScaler(), list(range(1, 10))),
-        ("domain", OneHotEncoder(categories=[list(range(domains))], handle_unknown="ignore"), [10]),
+        ("signals", StandardScaler(), list(range(1, 1 + signals))),
+        ("domain", OneHotEncoder(categories=[list(range(domains))], handle_unknown="ignore"), [1 + signals]),
     ])
     return make_pipeline(columns, LogisticRegression(C=1.0, max_iter=2000))
 
@@ -104,8 +108,7 @@ def fit_p_correct(pair_ids: np.ndarray, domains: np.ndarray, features: np.ndarra
                    "needed": MIN_LABELLED,
                    "note": f"{len(labelled)} pairs carry a clear human label ({n_right} where the judge agrees); "
                            f"p_correct needs at least {MIN_LABELLED} with {MIN_PER_CLASS} of each outcome"}
-    domain_codes, domain_names = pd.factorize(np.array(["unknown" if d is None or d == "" else d
-                                                        for d in domains], dtype=object), sort=True)
+    domain_codes, domain_names = _domain_codes(domains)
     x = np.column_stack([features, domain_codes.astype(float)])
     y = right[labelled].astype(int)
     hashes = np.array([_fold_hash(pair_ids[i]) for i in labelled], dtype=np.int64)
@@ -134,6 +137,28 @@ def fit_p_correct(pair_ids: np.ndarray, domains: np.ndarray, features: np.ndarra
               **reliability(out_of_fold, y)}
     report["by_domain"] = by_domain(np.asarray(domain_names, dtype=object)[domain_codes[labelled]], out_of_fold, y)
     return p, report
+
+
+def _domain_codes(domains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return pd.factorize(np.array(["unknown" if d is None or d == "" else d for d in domains], dtype=object),
+                        sort=True)
+
+
+def fit_held_out(pair_ids: np.ndarray, domains: np.ndarray, features: np.ndarray, right: np.ndarray,
+                 train: np.ndarray) -> np.ndarray | None:
+    """p_correct for every item from one model fitted on the labels of the `train` items alone (`right` 1 or 0
+    there): what a certification thresholds, on calibration items the model never saw. None with too few
+    training labels (fewer than MIN_LABELLED, or fewer than MIN_PER_CLASS of an outcome)."""
+    fit = np.flatnonzero(train & (right >= 0))
+    n_right = int((right[fit] == 1).sum())
+    if len(fit) < MIN_LABELLED or min(n_right, len(fit) - n_right) < MIN_PER_CLASS:
+        return None
+    domain_codes, domain_names = _domain_codes(domains)
+    x = np.column_stack([features, domain_codes.astype(float)])
+    hashes = np.array([_fold_hash(pair_ids[i]) for i in fit], dtype=np.int64)
+    fit = fit[hashes % max(1, -(-len(fit) // MAX_FIT)) == 0]  # a deterministic sample beyond MAX_FIT labels
+    model = _model(len(domain_names), features.shape[1] - 1).fit(x[fit], right[fit].astype(int))
+    return model.predict_proba(x)[:, 1]
 
 
 def reliability(probabilities, outcomes, bins: int = BINS) -> dict[str, Any]:

@@ -5,6 +5,12 @@ coerced; an integer where a number is asked is fine) are refused with the key's 
 `[policy]` table, or its keys at the top level alone, in UTF-8: anything else is refused in one line, and
 only a regular file of at most `MAX_POLICY_BYTES` is read (a FIFO or /dev/zero never blocks or fills memory).
 The policy is stored with every version, so a version says exactly how it was made.
+
+With `target_agreement` the selection is certified (`tasks.curate.certification`): a threshold on a calibrated
+score is chosen so that the kept pairs agree with human preference at least that often, with probability
+1 - `risk`. The judge's heuristic cut-offs (`HEURISTIC_KEYS`) then have no say: set beside a target (to anything
+but their neutral values) they are refused, else they are neutral. Without a target the certification's keys are not stored (a policy without one
+is stored, compared and shown as before they existed), and setting one of them alone is refused.
 """
 
 from __future__ import annotations
@@ -15,12 +21,16 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from common.errors import UserError, validated
 from tasks.curate.exports import DEFAULT_EXPORTS, EXPORTS, check_export_names
 
 MAX_POLICY_BYTES = 1 << 20  # a policy is a few hundred bytes
+# the judge's own cut-offs, which a certified selection replaces, and the values that make them keep everything
+HEURISTIC_KEYS = {"min_abs_margin": 0.0, "min_confidence": 0.0, "min_p_correct": None}
+# the keys of a certified selection, which mean nothing without `target_agreement`
+CERTIFICATION_KEYS = ("target_agreement", "risk", "calibration_share", "min_audit_reviews")
 
 
 class PolicyError(UserError, ValueError):
@@ -74,12 +84,62 @@ class FilterPolicy(BaseModel):
     exports: list[str] | None = Field(None, description="the export formats to publish, by name (default: those on "
                                       f"by default: {', '.join(DEFAULT_EXPORTS)}; there are {', '.join(EXPORTS)})")
 
+    # certified curation (docs/certification.md): the kept pairs' agreement with human preference, guaranteed
+    target_agreement: float | None = Field(None, gt=0.5, lt=1.0, description="certify that the kept pairs' chosen "
+                                           "answers agree with human preference at least this often (replaces "
+                                           "min_abs_margin, min_confidence, min_p_correct)")
+    risk: float = Field(0.05, gt=0.0, le=0.5, description="with target_agreement: the chance the guarantee may fail "
+                        "(delta)")
+    calibration_share: float = Field(0.5, gt=0.0, le=1.0, description="with target_agreement and no review audit: "
+                                     "the share of pairs with a clear source label held out to certify")
+    min_audit_reviews: int = Field(200, ge=1, description="with target_agreement: decided review-audit pairs from "
+                                   "which the audit certifies instead of the sources' labels")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _certified_or_heuristic(cls, values: object) -> object:
+        """A target replaces the heuristic cut-offs (refused when set beside it, else neutral); the certification's
+        other keys need a target."""
+        if not isinstance(values, dict):
+            return values
+        if values.get("target_agreement") is None:
+            alone = [k for k in CERTIFICATION_KEYS[1:] if k in values]
+            if alone:
+                many = len(alone) > 1
+                raise ValueError(f"{', '.join(alone)} only {'apply' if many else 'applies'} with target_agreement: "
+                                 f"set a target, or drop {'them' if many else 'it'}")
+            return values
+        # a neutral value beside a target changes nothing (a stored certified policy reads back as itself)
+        beside = [f"{k} = {values[k]!r}" for k, neutral in HEURISTIC_KEYS.items() if k in values and values[k] != neutral]
+        if beside:
+            raise ValueError(f"target_agreement certifies the selection itself: {', '.join(beside)} cannot be set "
+                             f"beside it (drop {'them' if len(beside) > 1 else 'it'}, or the target)")
+        return {**values, **HEURISTIC_KEYS}
+
+    @model_serializer(mode="wrap")
+    def _stored(self, handler):
+        """Without a target, the policy as it was before certification existed (a version's policy and its
+        comparisons unchanged)."""
+        out = handler(self)
+        if self.target_agreement is None:
+            for key in CERTIFICATION_KEYS:
+                out.pop(key, None)
+        return out
+
     @field_validator("exports")
     @classmethod
     def _known_exports(cls, names: list[str] | None) -> list[str] | None:
         if names is not None:
             check_export_names(names)
         return names
+
+
+def promised(policy: FilterPolicy) -> dict:
+    """What a certified version promises (its target and risk), part of its content hash: the card states it, so
+    the same rows promised otherwise are another version. Empty without a target: hashes as before."""
+    if policy.target_agreement is None:
+        return {}
+    return {"target_agreement": policy.target_agreement, "risk": policy.risk}
 
 
 def make_policy(values: dict) -> FilterPolicy:

@@ -62,7 +62,8 @@ def prompt_key(history: list[dict[str, str]]) -> str:
 @dataclass(slots=True)
 class JudgedPool:
     """Columns of equal length (one entry per pair, sorted by pair id), and the verdicts: `v_pair` indexes the
-    pair each verdict belongs to (ascending), `v_ab` its order, `v_margin` its margin on A's side,
+    pair each verdict belongs to (ascending), `v_ab` its order, `v_sample` its sample index, `v_margin` its margin
+    on A's side,
     `v_scores_agree` whether its scores point the way its ranking does."""
 
     pair_id: np.ndarray  # object (str)
@@ -85,6 +86,7 @@ class JudgedPool:
     prompt_key: np.ndarray  # object (str)
     v_pair: np.ndarray  # int64
     v_ab: np.ndarray  # bool
+    v_sample: np.ndarray  # int64: its sample index within its order
     v_margin: np.ndarray  # float64
     v_scores_agree: np.ndarray  # bool
 
@@ -97,6 +99,11 @@ class JudgedPool:
         if len({p.pair_id for p in pairs}) != len(pairs):
             raise ValueError("pair ids must be unique")
         verdicts = [(i, order, v) for i, p in enumerate(pairs) for order, v in p.verdicts]
+        seen: dict[tuple[int, str], int] = {}
+        samples = []  # a pair's verdicts of one order are its samples 0, 1, ... in the order given
+        for i, order, _ in verdicts:
+            samples.append(seen.get((i, order), 0))
+            seen[(i, order)] = samples[-1] + 1
 
         def obj(values) -> np.ndarray:
             out = np.empty(len(values), dtype=object)
@@ -120,6 +127,7 @@ class JudgedPool:
             prompt_key=obj([prompt_key(p.history) for p in pairs]),
             v_pair=np.array([i for i, _, _ in verdicts], np.int64),
             v_ab=np.array([order == "ab" for _, order, _ in verdicts], bool),
+            v_sample=np.array(samples, np.int64),
             v_margin=np.array([v.margin for _, _, v in verdicts], float),
             v_scores_agree=np.array([scores_agree(v) for _, _, v in verdicts], bool),
         )
@@ -148,7 +156,8 @@ class JudgedPool:
             has_failed=num(pairs, "has_failed", bool, False),
             len_a=num(pairs, "len_a", np.int64, 0), len_b=num(pairs, "len_b", np.int64, 0),
             md_a=num(pairs, "md_a", np.int64, 0), md_b=num(pairs, "md_b", np.int64, 0), prompt_key=keys,
-            v_pair=num(verdicts, "i", np.int64, 0), v_ab=num(verdicts, "ab", bool, False), v_margin=margin,
+            v_pair=num(verdicts, "i", np.int64, 0), v_ab=num(verdicts, "ab", bool, False),
+            v_sample=num(verdicts, "sample", np.int64, 0), v_margin=margin,
             # genrm.scores_agree, over the whole column at once
             v_scores_agree=(score_a == score_b) | ((score_a > score_b) == (margin > 0)),
         )

@@ -61,24 +61,33 @@ class NoCalibrationError(UserError):
     hint = "judge more human-labelled pairs, or filter on min_confidence instead"
 
 
-def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_correct: np.ndarray) -> np.ndarray:
+def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_correct: np.ndarray,
+                 certified: np.ndarray | None = None) -> np.ndarray:
     """Each pair's first reason to be dropped: an index into REASONS plus one, 0 for a pair the filters keep.
 
     A pair judged in one order only is kept only when that was on purpose: its strategy (adaptive) asked no second
     order because the first verdict was decisive (|margin| above the policy's `decisive_margin` and scores
-    agreeing with the ranking), and nothing of the pair failed."""
+    agreeing with the ranking), and nothing of the pair failed.
+
+    `certified` (bool per pair, a certified selection's: `tasks.curate.certification`): a pair the certification
+    did not accept is dropped as `not_certified` after the judge's filters; the filters that read a source's label
+    (both-bad, human ties, human disagreement) then come after it, as they decide nothing of what is certified."""
     code = np.zeros(len(pool), np.int8)
 
     def drop(reason: Dropped, mask: np.ndarray) -> None:
         code[(code == 0) & mask] = REASONS.index(reason) + 1
 
+    def source_label_filters() -> None:
+        if policy.both_bad == "drop":
+            drop(Dropped.BOTH_BAD, pool.both_bad)
+        if policy.human_ties == "drop":
+            drop(Dropped.HUMAN_TIE, pool.human_label == 0)
+
     drop(Dropped.NOT_JUDGED, c.verdicts == 0)
     if policy.exclude_contaminated:
         drop(Dropped.CONTAMINATED, pool.contaminated)
-    if policy.both_bad == "drop":
-        drop(Dropped.BOTH_BAD, pool.both_bad)
-    if policy.human_ties == "drop":
-        drop(Dropped.HUMAN_TIE, pool.human_label == 0)
+    if certified is None:
+        source_label_filters()
     drop(Dropped.JUDGE_TIE, c.direction == 0)
     drop(Dropped.MARGIN_BELOW_MIN, np.abs(c.margin) < policy.min_abs_margin)
     drop(Dropped.CONFIDENCE_BELOW_MIN, c.confidence < policy.min_confidence)
@@ -98,9 +107,23 @@ def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_corre
         drop(Dropped.SCORES_DISAGREE, ~c.scores_agree)
     if policy.max_spread is not None:
         drop(Dropped.SPREAD_ABOVE_MAX, c.spread > policy.max_spread)
+    if certified is not None:
+        drop(Dropped.NOT_CERTIFIED, ~certified)
+        source_label_filters()
     if policy.human_label == "require_agreement":
         drop(Dropped.HUMAN_DISAGREES, c.human_agrees == 0)
     return code
+
+
+# the filters that read a source's human label: a certification never lets them choose what it tests
+LABEL_FILTERS = (Dropped.BOTH_BAD, Dropped.HUMAN_TIE, Dropped.HUMAN_DISAGREES)
+
+
+def certifiable(pool: JudgedPool, c: Confidences, policy: FilterPolicy) -> np.ndarray:
+    """The pairs a certification may accept (bool per pair): those every filter of the policy keeps but the ones
+    that read a label, so that which pairs are tested is decided without a label. `c`: the judge's own."""
+    codes = drop_reasons(pool, c, policy, np.full(len(pool), np.nan), certified=np.ones(len(pool), bool))
+    return (codes == 0) | np.isin(codes, [REASONS.index(r) + 1 for r in LABEL_FILTERS])
 
 
 def preferences(pool: JudgedPool, c: Confidences, idx: np.ndarray) -> Preferences:
@@ -123,14 +146,17 @@ def _first_within_cap(keys: np.ndarray, cap: int) -> np.ndarray:
 
 
 def select_rows(pool: JudgedPool, c: Confidences, policy: FilterPolicy,
-                p_correct: np.ndarray | None = None, reviews: ReviewOverrides | None = None) -> tuple[np.ndarray, Counter]:
+                p_correct: np.ndarray | None = None, reviews: ReviewOverrides | None = None,
+                certified: np.ndarray | None = None) -> tuple[np.ndarray, Counter]:
     """The pool indices a policy keeps (ascending: pair id order) and the dropped pairs counted by reason.
-    `p_correct`: the calibrated probabilities, NaN where there is none (all NaN when none could be fitted)."""
+    `p_correct`: the calibrated probabilities, NaN where there is none (all NaN when none could be fitted);
+    `certified`: the pairs a certified selection accepted (`drop_reasons`), its label filters, caps and bias
+    controls applied after it."""
     p_correct = np.full(len(pool), np.nan) if p_correct is None else p_correct
     if policy.min_p_correct is not None and np.isnan(p_correct).all():
         raise NoCalibrationError("the policy filters on min_p_correct, but no calibrated p_correct exists for "
                                  "this judge configuration (too few pairs with a clear human label)")
-    codes = drop_reasons(pool, c, policy, p_correct)
+    codes = drop_reasons(pool, c, policy, p_correct, certified)
     codes = codes if reviews is None else reviews.drop_codes(codes, REASONS)  # reviewers decide what they reviewed
     dropped = Counter({REASONS[k - 1]: int(n) for k, n in zip(*np.unique(codes[codes > 0], return_counts=True))})
     kept = np.flatnonzero(codes == 0)
@@ -196,7 +222,7 @@ def version_table(pool: JudgedPool, c: Confidences, p_correct: np.ndarray, kept:
 def content_hash(row_digests: Iterable[str], export_options: dict | None = None) -> str:
     """A hash of what a version holds, from each row's digest in pair id order (`wh.versions.row_digests`): the
     same policy over the same judgments gives the same hash. `export_options` that change the published files
-    (a TRL `margin` column) are part of it when set."""
+    (a TRL `margin` column, a certified guarantee its card states) are part of it when set."""
     h = hashlib.blake2b(digest_size=16)
     if export_options:
         h.update(json.dumps(export_options, sort_keys=True).encode() + b"\n")

@@ -9,7 +9,7 @@ from typing import Any
 from common.numbers import count, percent, rate
 from tasks.curate.exports import EXPORTS, Export
 from tasks.curate.figures import size_category
-from tasks.publish.quality_card import bias_markdown, calibration_markdown
+from tasks.publish.quality_card import bias_markdown, calibration_markdown, certification_markdown, guarantee_paragraph
 from tasks.publish.review_card import review_markdown
 
 BINS = 10
@@ -215,11 +215,15 @@ def card_markdown(
                    else f"judging with the weights `{weights}` served as `{model}`" if weights
                    else f"judging with `{model}`")
     notice = SIMULATED_NOTICE if simulated else other_weights_notice(weights, model) if weights else ""
+    guarantee = guarantee_paragraph(stats.get("certification"))
+    how = ("keeping the pairs a certification\naccepts (below)" if guarantee
+           else "filtering by how confident\nits ranking is")
+    certified = (f"## Certified agreement\n\n{certification_markdown(stats['certification'], stats)}\n\n"
+                 if guarantee else "")
     body = f"""# {name} v{version}{title}
 
-{notice + chr(10) + chr(10) if notice else ''}Preference pairs (a conversation ending with a user turn, a chosen and a rejected answer) kept from
-human-preference sources after {judged_with} and filtering by how confident
-its ranking is. Content hash `{content_hash}`.
+{notice + chr(10) + chr(10) if notice else ''}{guarantee + chr(10) + chr(10) if guarantee else ''}Preference pairs (a conversation ending with a user turn, a chosen and a rejected answer) kept from
+human-preference sources after {judged_with} and {how}. Content hash `{content_hash}`.
 
 {exports_section(exports, policy)}
 
@@ -252,7 +256,7 @@ Dropped, by reason:
 | margin (0 .. 2.5) | {_quantiles(margins)} |
 | confidence (0 .. 1) | {_quantiles(confidences)} |
 
-## Agreement with human labels
+{certified}## Agreement with human labels
 
 {agreement_markdown(stats.get('human_agreement'))}
 

@@ -115,3 +115,103 @@ def bias_markdown(bias: dict[str, Any] | None, pairs_judged: int | None = None, 
                 cells.append("-" if m is None else f"{percent(m['win_rate'])} ({count(m['pairs'])})")
             lines.append(f"| {f} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
+
+
+# -- a certified version's guarantee (`stats.certification`, `tasks.curate.certification.certification_report`) --
+
+CERTIFIED_ON = {"audit": "from a review audit",
+                "source": "from the sources' clear labels: the guarantee holds for pairs with a clear source label"}
+SCORED_BY = {"p_correct": "p_correct of a model fitted on the other labelled pairs (never on a held-out one)",
+             "confidence": "the judge's own confidence (too few other labelled pairs for a model)"}
+CURVE_ROWS = 8  # thresholds shown of the risk-coverage curve, the certified one among them
+
+
+def confidence_level(risk: float) -> str:
+    """1 - risk as people say it: 0.05 -> '95%', 0.025 -> '97.5%'."""
+    return f"{round(100 * (1 - risk), 6):g}%"
+
+
+def guarantee_paragraph(cert: dict[str, Any] | None) -> str:
+    """The card's first words of a certified version ("" for any other)."""
+    if not cert or not cert.get("certified"):
+        return ""
+    return (f"**At least {percent(cert['target_agreement'])} of these pairs' chosen answers agree with human "
+            f"preference, with {confidence_level(cert['risk'])} confidence** (certified on "
+            f"{count(cert['calibration_pairs'])} held-out labelled pairs {CERTIFIED_ON[cert['labels']]}; coverage "
+            f"{percent(cert['coverage'])} of the judged pool).")
+
+
+def _threshold_text(threshold: float | None) -> str:
+    return "every scored pair" if threshold is None else f">= {threshold:.4f}"
+
+
+def _curve_rows(curve: list[dict[str, Any]], chosen: float | None) -> list[dict[str, Any]]:
+    """At most CURVE_ROWS points of the curve, evenly spaced, the certified threshold and the last tried kept."""
+    if len(curve) <= CURVE_ROWS:
+        return curve
+    step = (len(curve) - 1) / (CURVE_ROWS - 1)
+    picked = {round(i * step) for i in range(CURVE_ROWS)}
+    picked |= {i for i, p in enumerate(curve) if p["threshold"] == chosen}
+    return [curve[i] for i in sorted(picked)]
+
+
+def _mix_rows(mix: dict[str, Any], what: str, limit: int = 10) -> list[str]:
+    judged, labelled = mix.get("judged") or {}, mix.get("labelled") or {}
+    return [f"| {what} {k} | {percent(judged.get(k, 0.0))} | {percent(labelled.get(k, 0.0))} |"
+            for k in list(judged)[:limit]]
+
+
+def certification_markdown(cert: dict[str, Any], stats: dict[str, Any]) -> str:
+    """How the guarantee was made, what it covers, what came after it, and the risk-coverage curve."""
+    chosen = cert.get("threshold")
+    scored = SCORED_BY.get(cert["scored_by"], cert["scored_by"])
+    kept = stats.get("pairs_kept")
+    lines = [
+        f"Target agreement {percent(cert['target_agreement'])} at risk {cert['risk']:g} (the chance the guarantee "
+        f"fails). A pair is kept when its score, {scored}, is at least a threshold chosen by fixed-sequence testing "
+        "(Learn then Test; Jung, Brahman & Choi, \"Trust or Escalate\", arXiv 2407.18370): thresholds fixed before "
+        f"any held-out label is read are tried from strict to loose, each passing while the "
+        f"{confidence_level(cert['risk'])} upper bound on the disagreement of the held-out pairs it accepts stays "
+        f"within {percent(1 - cert['target_agreement'])}; the loosest that passed is kept. The bound: "
+        f"{cert['bound']}.",
+        "",
+        "| | |", "|---|---|",
+        f"| threshold | {_threshold_text(chosen)} ({cert['thresholds_tested']} thresholds tried) |",
+        f"| held-out labelled pairs ({cert['labels']} labels) | {count(cert['calibration_pairs'])} |",
+        f"| of them accepted / disagreeing with the person | {count(cert['calibration_accepted'])} / "
+        f"{count(cert['calibration_disagreements'])} |",
+        f"| certified agreement (1 - the bound) | {percent(cert['certified_agreement'])} |",
+        f"| pairs certified / judged (coverage) | {count(cert['accepted'])} / {count(cert['judged'])} "
+        f"({percent(cert['coverage'])}) |",
+    ]
+    if "kept_certified" in cert:
+        lines.append(f"| rows of this version: certified / decided by reviewers | {count(cert['kept_certified'])} / "
+                     f"{count(cert['kept_by_reviewers'])} (of {count(kept)}) |")
+    lines += [
+        "",
+        "The policy's filters that read a source's label (both-bad, human ties, human disagreement), its caps and "
+        "its bias controls apply after the certification and keep a subset of the certified pairs: the guarantee is "
+        "made for the certified pairs as a whole. Pairs reviewers decided are kept with the reviewers' choice, "
+        "certified or not (a person chose them). The judge's heuristic cut-offs (min_abs_margin, min_confidence, "
+        "min_p_correct) play no part.",
+    ]
+    if cert["labels"] == "source":
+        mix = cert.get("population") or {}
+        lines += ["", f"Certified on the sources' clear labels, the guarantee covers pairs like those: "
+                  f"{percent(mix.get('labelled_share'))} of the judged pool ({count(mix.get('labelled'))} of "
+                  f"{count(mix.get('judged'))} pairs) has a clear source label, and these differ from the rest as "
+                  "follows. A review audit of at least "
+                  f"{count(cert.get('min_audit_reviews'))} decided pairs certifies on the whole pool instead.", "",
+                  "| | judged pool | pairs with a clear label |", "|---|---:|---:|",
+                  *_mix_rows(mix.get("by_source") or {}, "source"), *_mix_rows(mix.get("by_domain") or {}, "domain")]
+    curve = _curve_rows(cert.get("curve") or [], chosen)
+    if curve:
+        lines += ["", "Risk and coverage at thresholds tried (strict to loose; the test stops at the first that "
+                  "fails):", "", "| threshold | coverage of the judged pool | held-out accepted | disagreeing | "
+                  "agreement it certifies |", "|---|---:|---:|---:|---:|"]
+        for p in curve:
+            mark = " (certified)" if p["threshold"] == chosen else ""
+            lines.append(f"| {_threshold_text(p['threshold'])}{mark} | {percent(p['coverage'])} | "
+                         f"{count(p['calibration_accepted'])} | {count(p['disagreements'])} | "
+                         f"{percent(p['agreement_bound'])} |")
+    return "\n".join(lines)

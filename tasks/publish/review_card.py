@@ -10,6 +10,8 @@ from common.numbers import count, percent
 _SELECTIONS = (("audit", "audit (uniform sample: an unbiased estimate)"),
                ("borderline", "borderline (the judge least sure)"),
                ("disagreement", "disagreement (orders, or the judge and the source's label)"))
+# shown where a push selected it (a certified version's)
+_UNCERTIFIED = ("uncertified", "uncertified (what a certification did not accept)")
 
 
 def _agreement(entry: dict[str, Any]) -> str:
@@ -45,7 +47,8 @@ def review_markdown(review: dict[str, Any] | None, calibration: dict[str, Any] |
     lines += ["Agreement of the reviewers with the judge, over pairs where both pick a side (95% Wilson interval):", "",
               "| selection | selected | reviewed | compared | judge agrees | agreement |",
               "|---|---:|---:|---:|---:|---:|"]
-    for key, label in _SELECTIONS:
+    shown = _SELECTIONS + ((_UNCERTIFIED,) if (review.get("uncertified") or {}).get("selected") else ())
+    for key, label in shown:
         e = review.get(key) or {}
         lines.append(f"| {label} | {count(e.get('selected', 0))} | {count(e.get('reviewed', 0))} | "
                      f"{count(e.get('compared', 0))} | {count(e.get('judge_agrees', 0))} | {_agreement(e)} |")

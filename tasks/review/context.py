@@ -15,7 +15,7 @@ class ReviewPushRun(RunContext):
 
     name: str
     version: int | None = Field(None, ge=1, description="the version (default: the latest)")
-    selection: str = Field("borderline", description="borderline | disagreement | audit")
+    selection: str = Field("borderline", description="borderline | disagreement | audit | uncertified")
     limit: int = Field(100, ge=1, description="the first N pairs of the selection")
     seed: int = Field(0, description="audit: the sample's seed")
     annotators_per_task: int = Field(1, ge=1, description="reviewers asked per task")

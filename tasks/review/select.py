@@ -1,13 +1,18 @@
-"""Which pairs of a version go to reviewers (pure functions over the version's columns).
+"""Which pairs of a version go to reviewers (pure functions over columns of the version's judged pool: every pair
+with a verdict under its judge configuration, those the version dropped included, so that a review can bring a
+dropped pair back).
 
-- `borderline`: the pairs the judge is least sure of, by p_correct closest to 0.5 where the version has
-  p_correct; a version without calibration (or a pair without p_correct, ranked after those with one) by the
-  smallest |mean margin|. Ties are broken by a hash of the pair id, not by pair id order.
+- `borderline`: the pairs the judge is least sure of, by p_correct closest to 0.5 where there is p_correct
+  (fitted at the push, over the whole pool); without calibration (or a pair without p_correct, ranked after those
+  with one) by the smallest |mean margin|. Ties are broken by a hash of the pair id, not by pair id order.
 - `disagreement`: the pairs whose two orders disagree, or where the judge's direction is against the pair's
   own human label (a non-tie label, not both-bad); the most uncertain first, as above.
 - `audit`: a uniform sample, in the order of a seeded hash of the pair id. Asking for more extends the same
-  sample, so everything audited so far is one uniform sample of the version: the unbiased estimate of how
-  often the judge is right on its own data.
+  sample, so everything audited so far is one uniform sample of the judged pool: the unbiased estimate of how
+  often the judge is right on its own data, and what a certification calibrates on.
+- `uncertified`: of a certified version (`target_agreement`), the pairs its certification, computed again at
+  the push, could have accepted but did not, the nearest the certified threshold first: a reviewer's decision
+  keeps such a pair in the next version.
 
 A push takes the first N pairs of a selection's order: a pair already reviewed, or already a task of the
 project, is not pushed again but stays a member of the selection (skipping it would bias the audit sample).
@@ -21,7 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-SELECTIONS = ("borderline", "disagreement", "audit")
+from common.errors import InvalidInputError
+from tasks.curate.certification import Certified
+from tasks.curate.confidence import Confidences
+from tasks.curate.pool import JudgedPool
+
+SELECTIONS = ("borderline", "disagreement", "audit", "uncertified")
 DEFAULT_SEED = 0
 
 
@@ -36,9 +46,34 @@ class Candidates:
     margin_ba: np.ndarray
     human_label: np.ndarray  # float64: the pair's own label on A's side, NaN where there is none
     both_bad: np.ndarray  # bool
+    # a certified version's: the certification's score (NaN where a pair could not be certified) and which pairs
+    # could be certified but are not; None for any other version
+    certification_score: np.ndarray | None = None
+    uncertified: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.pair_id)
+
+    @classmethod
+    def of_pool(cls, pool: JudgedPool, judge: Confidences, p_correct: np.ndarray,
+                certified: Certified | None = None) -> Candidates:
+        """The judged pairs of a pool (`judge`: the judge's own confidences; `p_correct` per pool pair, NaN where
+        there is none; `certified`: a certified version's certification, computed again)."""
+        idx = np.flatnonzero(judge.verdicts > 0)
+
+        def order_mean(ab: bool) -> np.ndarray:
+            mine = pool.v_ab == ab
+            n = np.bincount(pool.v_pair[mine], minlength=len(pool))
+            total = np.bincount(pool.v_pair[mine], weights=pool.v_margin[mine], minlength=len(pool))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(n > 0, total / np.maximum(n, 1), np.nan)[idx]
+
+        score = uncertified = None
+        if certified is not None:
+            score = certified.scores.score[idx]
+            uncertified = ~np.isnan(score) & ~certified.accepted[idx]
+        return cls(pool.pair_id[idx], p_correct[idx], judge.margin[idx], order_mean(True), order_mean(False),
+                   pool.human_label[idx], pool.both_bad[idx], score, uncertified)
 
     @classmethod
     def from_arrow(cls, t: pa.Table) -> Candidates:
@@ -87,6 +122,22 @@ def audit_order(c: Candidates, seed: int) -> np.ndarray:
     return np.argsort(_hashes(c.pair_id, seed), kind="stable")
 
 
+class NotCertifiedVersion(InvalidInputError):
+    """`uncertified` asks for a certified version."""
+
+    hint = "build one with `curate build-version NAME --target-agreement A`"
+
+
+def uncertified_order(c: Candidates) -> np.ndarray:
+    """The pairs a certification could have accepted but did not, the highest score (nearest the threshold)
+    first; ties by a hash of the pair id."""
+    if c.uncertified is None or c.certification_score is None:
+        raise NotCertifiedVersion("the selection `uncertified` needs a certified version (built with "
+                                  "target_agreement)")
+    idx = np.flatnonzero(c.uncertified)
+    return idx[np.lexsort((_hashes(c.pair_id[idx], DEFAULT_SEED), -c.certification_score[idx]))]
+
+
 def ranked(c: Candidates, selection: str, seed: int = DEFAULT_SEED) -> np.ndarray:
     """Every eligible pair of `c` for `selection`, in the order they are taken."""
     if selection == "borderline":
@@ -95,6 +146,8 @@ def ranked(c: Candidates, selection: str, seed: int = DEFAULT_SEED) -> np.ndarra
         return uncertainty_order(c, np.flatnonzero(disagreement_mask(c)))
     if selection == "audit":
         return audit_order(c, seed)
+    if selection == "uncertified":
+        return uncertified_order(c)
     raise ValueError(f"unknown selection {selection!r}: one of {', '.join(SELECTIONS)}")
 
 

@@ -38,7 +38,7 @@ def review_stats(judge: Confidences, reviews: PoolReviews, kept: np.ndarray, ove
         members = reviews.selected[selection] & (judge.verdicts > 0)
         entry = agreement(direction[members & reviewed], outcome[members & reviewed])
         stats[selection] = {"selected": int(members.sum()), **entry}
-    stats["audit"]["note"] = ("a uniform sample of the versions it was drawn from: an unbiased estimate of how "
+    stats["audit"]["note"] = ("a uniform sample of the judged pool it was drawn from: an unbiased estimate of how "
                               "often the judge agrees with reviewers")
     return stats
 

@@ -18,10 +18,14 @@ import pyarrow as pa
 
 from common.errors import InvalidInputError, NotFoundError
 from schemas.summaries import ReviewChoice
+from tasks.curate.policy import make_policy
+from tasks.review.calibration import calibrate_with_reviews
+from tasks.review.certification import certified_pairs
 from tasks.review.interface import DESCRIPTION, INTERFACE, LABEL_CONFIG, is_ours
 from tasks.review.label_studio import IMPORT_BATCH, LabelStudio, LabelStudioError, Project
 from tasks.review.labels import record_id
-from tasks.review.select import DEFAULT_SEED, SELECTIONS, Candidates, pick
+from tasks.review.pool import ReviewedPool
+from tasks.review.select import DEFAULT_SEED, SELECTIONS, Candidates, NotCertifiedVersion, pick
 from tasks.review.tasks import draw_answer_1, sort_unrecorded, task_data, texts_digest
 from warehouse.reviews import ReviewStore
 from warehouse.store import Warehouse
@@ -136,20 +140,35 @@ def open_project(store: ReviewStore, ls: LabelStudio, title: str, annotators_per
     return project, key, created
 
 
+def version_candidates(wh: Warehouse, name: str, version: int, selection: str) -> tuple[Candidates, str]:
+    """The judged pool of a version's judge configuration as selections read it, as it is now (p_correct fitted
+    again over it, the reviews so far among its labels; for `uncertified`, the version's certification computed
+    again), and that configuration's id. `uncertified` of a version without a target: `NotCertifiedVersion`."""
+    meta = wh.versions.version_meta(name, version)
+    if meta is None:
+        raise NotFoundError(f"{name} has no version {version}")
+    policy = make_policy(meta["policy"])
+    if selection == "uncertified" and policy.target_agreement is None:
+        raise NotCertifiedVersion(f"the selection `uncertified` needs a certified version: {name} v{version} was "
+                                  "built without target_agreement")
+    read = ReviewedPool.read(wh, meta["judge_config_id"])
+    p_correct, _ = calibrate_with_reviews(read.pool, read.judge, read.reviews)
+    certified = certified_pairs(read.pool, read.judge, read.reviews, policy) if selection == "uncertified" else None
+    return Candidates.of_pool(read.pool, read.judge, p_correct, certified), meta["judge_config_id"]
+
+
 def plan(store: ReviewStore, key: str, name: str, version: int, selection: str, limit: int,
-         seed: int = DEFAULT_SEED) -> ReviewChoice:
-    """Take the first `limit` pairs of `selection` from a version and plan the tasks they still need (answer
-    sides drawn per task) in the warehouse; returns what was chosen."""
+         candidates: Candidates, config: str, seed: int = DEFAULT_SEED) -> ReviewChoice:
+    """Take the first `limit` pairs of `selection` from a version's `candidates` (`version_candidates`: `config`
+    is its judge configuration) and plan the tasks they still need (answer sides drawn per task) in the
+    warehouse; returns what was chosen."""
     if selection not in SELECTIONS:
         raise ValueError(f"unknown selection {selection!r}: one of {', '.join(SELECTIONS)}")
-    table = store.review_candidates(name, version)
-    candidates = Candidates.from_arrow(table)
     state = store.review_state(key)
     picked = pick(candidates, selection, limit, state["tasks"], state["reviewed"], seed)
     ids = candidates.pair_id[picked.index]
     fresh = ids[picked.needs_task].tolist()
     sides = draw_answer_1(len(fresh))
-    config = table.column("judge_config_id")[0].as_py() if table.num_rows else ""
     selections = pa.table({
         "pair_id": pa.array(ids.tolist(), pa.string()), "selection": pa.array([selection] * len(ids), pa.string()),
         "name": pa.array([name] * len(ids), pa.string()), "version": pa.array([version] * len(ids), pa.int64()),

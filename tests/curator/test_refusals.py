@@ -95,6 +95,11 @@ DEAD = "http://127.0.0.1:9/v1"
     (["build-version", "bad name", "--policy", "missing.toml"], "invalid dataset name 'bad name'"),
     (["build-version", "prefs", "--min-abs-margin", "7", "--policy", "missing.toml"], "min_abs_margin"),
     (["build-version", "prefs", "--policy", "missing.toml"], "missing.toml: cannot read the policy"),
+    # a certified version's keys: a target beside the heuristic cut-offs, a risk without a target
+    (["build-version", "prefs", "--target-agreement", "0.9", "--min-abs-margin", "1.5", "--policy", "missing.toml"],
+     "target_agreement certifies the selection itself: min_abs_margin = 1.5 cannot be set beside it"),
+    (["build-version", "prefs", "--risk", "0.1"], "risk only applies with target_agreement"),
+    (["build-version", "prefs", "--target-agreement", "0.5"], "target_agreement = 0.5: input should be greater than 0.5"),
     (["publish", "prefs", "3"], "'prefs' has no versions yet"),
     (["publish", "prefs", "--to", "hf://justname"], "a Hub target is hf://ORG/NAME"),
     (["publish", "prefs", "--to", "hf://org/bad name"], "invalid Hub dataset name 'bad name'"),  # before the version

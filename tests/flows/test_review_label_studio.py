@@ -45,6 +45,21 @@ def _cli(*args: str, ok: bool = True) -> dict | object:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def _judged(warehouse: Path) -> tuple[dict[str, str], dict[str, float]]:
+    """Every judged pair's side by the judge (its mean margin on A's side) and its p_correct as a push before any
+    review fits it: selections draw from the whole judged pool, not only the version's rows."""
+    from tasks.review.calibration import calibrate_with_reviews
+    from tasks.review.overrides import PoolReviews
+    from tasks.review.pool import ReviewedPool
+
+    with Warehouse(warehouse, read_only=True) as wh:
+        sides = {p: "a" if m > 0 else "b" if m < 0 else "tie" for p, m in wh.query(
+            "SELECT pair_id, avg(margin_a) FROM judgments WHERE status = 'ok' GROUP BY pair_id")}
+        read = ReviewedPool.read(wh, wh.versions.latest_judge_config_id())
+    p_correct, _ = calibrate_with_reviews(read.pool, read.judge, PoolReviews.none(len(read.pool)))
+    return sides, {p: float(x) for p, x in zip(read.pool.pair_id, p_correct) if p in sides}
+
+
 def _tasks(server, project_id: int) -> list[dict]:
     with server.admin() as admin:
         answer = admin.get("/api/tasks", params={"project": project_id, "page_size": 1000}).json()
@@ -107,7 +122,8 @@ def reviewed(label_studio, tmp_path_factory):
             vote(r, bad, side)
         for r, side in ((1, "a"), (2, "b"), (3, "tie")):
             vote(r, split, side)
-        judge_side = rows[override["data"]["pair_id"]]["chosen_side"]
+        judged, pool_p_correct = _judged(warehouse)
+        judge_side = judged[override["data"]["pair_id"]]
         for r in (1, 2):
             vote(r, override, "b" if judge_side == "a" else "a")
         skip = reviewers[1].post(f"/api/tasks/{skipped['id']}/annotations", params={"was_cancelled": "1"},
@@ -137,7 +153,7 @@ def reviewed(label_studio, tmp_path_factory):
     for r in reviewers:
         r.close()
     return SimpleNamespace(warehouse=warehouse, v1=v1, v2=v2, pushes=pushes, pulls=pulls, tasks=tasks, rows=rows,
-                           pairs=pairs, votes=votes, plan=plan, project_id=project_id, first_change=first_change,
+                           pairs=pairs, votes=votes, plan=plan, judged=judged, pool_p_correct=pool_p_correct, project_id=project_id, first_change=first_change,
                            old_side=old_side, new_side=new_side, after_first=after_first, after_again=after_again,
                            server=label_studio)
 
@@ -166,14 +182,22 @@ def test_push_makes_one_task_per_pair_sides_drawn_the_judge_hidden(reviewed):
     tasks = reviewed.tasks
     assert len(tasks) == len(everything) == len({t["data"]["pair_id"] for t in tasks})  # never a task twice
     assert p["audit"]["new_tasks"] == 30 - p["audit"]["already_in_project"]
-    # borderline: the version's rows whose p_correct is closest to 0.5
-    distance = {pid: abs(r["p_correct"] - 0.5) for pid, r in reviewed.rows.items()}
+    # borderline: the judged pool's pairs (the version's rows and those it dropped) whose p_correct is closest to 0.5
+    distance = {pid: abs(x - 0.5) for pid, x in reviewed.pool_p_correct.items() if not math.isnan(x)}
     assert max(distance[x] for x in selected["borderline"]) <= min(
         d for x, d in distance.items() if x not in selected["borderline"])
-    # disagreement: every one has orders or human label against the judge
+    assert p["borderline"]["candidates"] == len(reviewed.pool_p_correct) > len(reviewed.rows)
+    # disagreement: every one has its orders, or the pair's own human label, against the judge
+    with Warehouse(reviewed.warehouse, read_only=True) as wh:
+        evidence = {pid: (ab, ba, label, bad) for pid, ab, ba, label, bad in wh.query(
+            "SELECT pair_id, avg(margin_a) FILTER (WHERE \"order\" = 'ab'), avg(margin_a) FILTER (WHERE \"order\" = "
+            "'ba'), any_value(human_label), any_value(both_bad) FROM judgments JOIN candidate_pairs USING (pair_id) "
+            "WHERE status = 'ok' GROUP BY pair_id")}
     for pid in selected["disagreement"]:
-        row = reviewed.rows[pid]
-        assert row["orders_agree"] is False or row["human_agrees"] is False
+        ab, ba, label, bad = evidence[pid]
+        side = reviewed.judged[pid]
+        against = label is not None and label != 0 and not bad and (label > 0) != (side == "a")
+        assert (ab > 0) != (ba > 0) or against, (pid, evidence[pid], side)
     first = set()
     for t in tasks:
         assert set(t["data"]) == {"conversation", "answer_1", "answer_2", "pair_id"}
@@ -229,28 +253,32 @@ def test_the_version_takes_the_reviewers_side_and_counts_what_they_dropped(revie
         assert dropped.get(reason, 0) == sum(o == outcome for o in outcomes.values()) == 1
     with Warehouse(reviewed.warehouse, read_only=True) as wh:
         rows = {r["pair_id"]: r for r in wh.versions.version_rows("rev", v2["version"])}
-    assert v2["rows"] == v1["rows"] - 3
+    # the reviewers' tie, both-bad and split leave; every pair they decided is in, those v1 dropped included
+    decided = {p for p, o in outcomes.items() if o in ("a", "b")}
+    assert set(rows) == (set(reviewed.rows) - set(outcomes)) | decided
     for pair, outcome in outcomes.items():
         if outcome in ("a", "b"):
             assert rows[pair]["chosen_side"] == outcome
-            judge_side = reviewed.rows[pair]["chosen_side"]
-            assert (rows[pair]["margin"] < 0) == (outcome != judge_side)
+            judge_side = reviewed.judged[pair]  # a judge tie (margin 0) reviewers decided is in with their side
+            assert (rows[pair]["margin"] < 0) == (outcome != judge_side != "tie")
+            assert (rows[pair]["margin"] == 0) == (judge_side == "tie")
         else:
             assert pair not in rows
     override = reviewed.plan["override"]["data"]["pair_id"]
-    assert rows[override]["chosen_side"] != reviewed.rows[override]["chosen_side"] and rows[override]["margin"] < 0
+    assert rows[override]["chosen_side"] != reviewed.judged[override] and rows[override]["margin"] < 0
     review = v2["stats"]["review"]
     decided = [p for p, o in outcomes.items() if o in ("a", "b")]
     assert review["kept_reviewed"] == len(decided)
-    assert review["judge_overridden"] == sum(outcomes[p] != reviewed.rows[p]["chosen_side"] for p in decided)
+    assert review["judge_overridden"] == sum(outcomes[p] != reviewed.judged[p] for p in decided)
     unreviewed = set(reviewed.rows) - set(outcomes)
     assert all(rows[p]["chosen_side"] == reviewed.rows[p]["chosen_side"] for p in unreviewed)
 
 
 def test_reviewers_labels_count_for_the_calibration_apart_from_the_sources(reviewed):
-    outcomes = _outcomes(reviewed)
+    # a judge tie has no direction to be right about: its review labels nothing for the calibration
+    outcomes = {p: o for p, o in _outcomes(reviewed).items() if reviewed.judged[p] != "tie"}
     decided = [p for p, o in outcomes.items() if o in ("a", "b")]
-    right = sum(outcomes[p] == reviewed.rows[p]["chosen_side"] for p in decided)
+    right = sum(outcomes[p] == reviewed.judged[p] for p in decided)
     with Warehouse(reviewed.warehouse, read_only=True) as wh:
         labels = {p: (s, h, b) for p, s, h, b in wh.query(
             "SELECT pair_id, source, human_label, both_bad FROM candidate_pairs")}
@@ -268,13 +296,14 @@ def test_the_audit_sample_s_agreement_is_reported_with_its_interval(reviewed):
     outcomes = _outcomes(reviewed)
     with Warehouse(reviewed.warehouse, read_only=True) as wh:
         audit = {p for (p,) in wh.query("SELECT pair_id FROM review_selections WHERE selection = 'audit'")}
-    compared = [p for p in audit if outcomes.get(p) in ("a", "b")]
-    agree = sum(outcomes[p] == reviewed.rows[p]["chosen_side"] for p in compared)
+    # of the pairs where both pick a side: a judge tie of the pool's sample is not compared
+    compared = [p for p in audit if outcomes.get(p) in ("a", "b") and reviewed.judged[p] != "tie"]
+    agree = sum(outcomes[p] == reviewed.judged[p] for p in compared)
     figure = reviewed.v2["stats"]["review"]["audit"]
     assert figure["selected"] == 30 and figure["compared"] == len(compared) > 10
     assert figure["judge_agrees"] == agree and figure["agreement"] == round(agree / len(compared), 4)
     low, high = _wilson_by_quadratic(agree, len(compared))
-    assert figure["ci95"] == [round(low, 4), round(high, 4)] and low < figure["agreement"] < high
+    assert figure["ci95"] == [round(low, 4), round(high, 4)] and low < figure["agreement"] <= high + 1e-9
 
 
 def test_the_card_and_the_dashboard_show_the_review(reviewed, monkeypatch, tmp_path):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from common.errors import InvalidInputError
 from tasks.judge.strategies.adaptive import Adaptive
+from tasks.judge.strategies.certify import Certify
 from tasks.judge.strategies.protocol import ORDERS, Slot, Strategy, Verdicts, both_orders
 from tasks.judge.strategies.samples import Samples
 from tasks.judge.strategies.single import Single
@@ -27,6 +28,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "swap": Swap,
     "samples": Samples,
     "adaptive": Adaptive,
+    "certify": Certify,
 }
 
 

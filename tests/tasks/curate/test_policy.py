@@ -96,3 +96,64 @@ def test_only_a_regular_utf8_file_under_the_cap_is_read(tmp_path):
                        (tmp_path / "none.toml", "No such file or directory")):
         with pytest.raises(PolicyError, match=re.escape(f"{path}: cannot read the policy: {said}")):
             load_policy(path)
+
+
+# -- certified curation's keys ---------------------------------------------------------------------------------
+
+# the keys a policy without a target is stored with: those of every version built before certification existed
+STORED_BEFORE_CERTIFICATION = [
+    "min_abs_margin", "min_confidence", "min_p_correct", "require_order_agreement", "one_order_decisive",
+    "decisive_margin", "require_score_agreement", "max_spread", "human_label", "human_ties", "both_bad",
+    "max_per_source", "max_per_domain", "max_per_prompt", "max_chosen_longer_share",
+    "max_chosen_more_markdown_share", "exclude_contaminated", "review_overrides", "validation_share",
+    "rm_margin_column", "exports"]
+
+
+def test_a_policy_without_a_target_is_stored_as_before():
+    from tasks.curate.policy import promised
+
+    for policy in (load_policy(None), load_policy(None, {"min_abs_margin": 2.0, "max_per_prompt": 1})):
+        assert list(policy.model_dump()) == STORED_BEFORE_CERTIFICATION
+        assert list(policy.model_dump(mode="json")) == STORED_BEFORE_CERTIFICATION
+        assert promised(policy) == {}
+    assert load_policy(None).model_dump()["min_abs_margin"] == 1.0
+
+
+def test_a_target_neutralises_the_heuristic_cut_offs_and_is_stored_with_its_keys(tmp_path):
+    from tasks.curate.policy import promised
+
+    path = tmp_path / "p.toml"
+    path.write_text("[policy]\ntarget_agreement = 0.9\nrisk = 0.1\nmax_per_prompt = 2\n")
+    policy = load_policy(path, {"calibration_share": 0.3})
+    assert (policy.min_abs_margin, policy.min_confidence, policy.min_p_correct) == (0.0, 0.0, None)
+    assert (policy.target_agreement, policy.risk, policy.calibration_share, policy.min_audit_reviews) == (0.9, 0.1, 0.3, 200)
+    stored = policy.model_dump()
+    assert list(stored) == [*STORED_BEFORE_CERTIFICATION, "target_agreement", "risk", "calibration_share",
+                            "min_audit_reviews"]
+    assert promised(policy) == {"target_agreement": 0.9, "risk": 0.1}
+    assert load_policy(None, stored) == policy  # a stored certified policy reads back as itself
+
+
+@pytest.mark.parametrize("file_text,flags,said", [
+    ("", {"target_agreement": 0.9, "min_abs_margin": 1.0}, "min_abs_margin = 1.0 cannot be set beside it"),
+    ("min_confidence = 0.1\n", {"target_agreement": 0.9}, "min_confidence = 0.1 cannot be set beside it"),
+    ("target_agreement = 0.9\nmin_confidence = 0.2\n", {"min_p_correct": 0.8, "min_abs_margin": 0},
+     "min_confidence = 0.2, min_p_correct = 0.8 cannot be set beside it (drop them, or the target)"),
+    ("", {"risk": 0.1}, "risk only applies with target_agreement"),
+    ("min_audit_reviews = 50\n", {"calibration_share": 0.2}, "calibration_share, min_audit_reviews only apply"),
+])
+def test_a_target_beside_the_heuristic_cut_offs_or_its_keys_without_one_are_refused(tmp_path, file_text, flags, said):
+    path = tmp_path / "p.toml"
+    path.write_text(file_text)
+    with pytest.raises(PolicyError) as caught:
+        load_policy(path, flags)
+    message = str(caught.value)
+    assert message.startswith("invalid filter policy: ") and said in message and "\n" not in message
+    assert "{" not in message  # the sentence alone, not the values' dict
+
+
+@pytest.mark.parametrize("key,value", [("target_agreement", 0.5), ("target_agreement", 1.0), ("risk", 0.0),
+                                       ("risk", 0.6), ("calibration_share", 0.0), ("min_audit_reviews", 0)])
+def test_the_certification_keys_ranges(key, value):
+    with pytest.raises(PolicyError, match=key):
+        load_policy(None, {key: value, **({} if key == "target_agreement" else {"target_agreement": 0.9})})

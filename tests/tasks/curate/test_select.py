@@ -112,3 +112,30 @@ def test_adaptive_pairs_judged_in_one_order_on_purpose_are_kept_and_broken_ones_
     assert reason(False, False, 2.5) == "one_order_only"  # `single`: no bias check
     assert reason(True, False, 2.5, policy=FilterPolicy(one_order_decisive="drop", **loose)) == "one_order_decisive"
     assert set(REASONS) >= {"one_order_only", "second_order_failed", "second_order_missing", "one_order_decisive"}
+
+
+def test_a_certified_selection_drops_what_it_did_not_accept_before_the_label_filters():
+    from common.reasons import Dropped
+    from tasks.curate.select import certifiable, drop_reasons
+
+    # 0 judged, strong; 1 the human disagrees; 2 orders disagree; 3 contaminated; 4 human tie; 5 strong, not accepted
+    disagreeing = [("ab", (5, 1, 1)), ("ba", (5, 1, 2))]  # A by much, then B (shown first) by a little
+    pairs = [_pair(0, STRONG_A, human_label=2.0), _pair(1, STRONG_A, human_label=-2.0), _pair(2, disagreeing),
+             _pair(3, STRONG_A, contaminated=True), _pair(4, STRONG_A, human_label=0.0), _pair(5, STRONG_B),
+             _pair(6, SLIGHT)]
+    pool = JudgedPool.of(pairs)
+    c = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
+    policy = make_policy({"target_agreement": 0.9, "human_label": "require_agreement", "human_ties": "drop"})
+    # what a certification may accept is chosen without a label: the human's disagreement and tie do not count,
+    # the judge's own filters do (orders disagreeing, contamination); a slight margin is no longer a reason
+    assert certifiable(pool, c, policy).tolist() == [True, True, False, False, True, True, True]
+    accepted = np.array([True, True, False, False, True, False, False])
+    codes = drop_reasons(pool, c, policy, np.full(len(pool), np.nan), accepted)
+    said = [None if k == 0 else REASONS[k - 1] for k in codes]
+    assert said == [None, Dropped.HUMAN_DISAGREES, Dropped.ORDERS_DISAGREE, Dropped.CONTAMINATED, Dropped.HUMAN_TIE,
+                    Dropped.NOT_CERTIFIED, Dropped.NOT_CERTIFIED]
+    kept, dropped = select_rows(pool, c, policy, None, None, accepted)
+    assert kept.tolist() == [0] and dropped[Dropped.NOT_CERTIFIED] == 2
+    # without a certification the order is as it always was: the human tie before the judge's filters
+    plain = make_policy({"human_ties": "drop", "min_abs_margin": 0.0})
+    assert REASONS[drop_reasons(pool, c, plain, np.full(len(pool), np.nan))[4] - 1] == Dropped.HUMAN_TIE

@@ -58,3 +58,34 @@ def test_judge_side_follows_the_mean_margin():
     c = _candidates([None] * 3, [0.5, -1.0, 0.0])
     assert c.judge_side.tolist() == ["a", "b", "tie"]
     assert np.isnan(c.p_correct).all()
+
+
+def test_uncertified_are_the_pairs_a_certification_left_out_nearest_its_threshold_first():
+    c = _candidates([0.9] * 5, [1.0] * 5)
+    with pytest.raises(ValueError, match="needs a certified version"):
+        ranked(c, "uncertified")
+    from dataclasses import replace
+
+    c = replace(c, certification_score=np.array([0.95, 0.60, np.nan, 0.70, 0.65]),
+                uncertified=np.array([False, True, False, True, True]))
+    assert c.pair_id[ranked(c, "uncertified")].tolist() == ["p03", "p04", "p01"]
+
+
+def test_candidates_of_a_pool_are_its_judged_pairs_with_each_order_s_margin():
+    from tasks.curate.confidence import pool_confidences
+    from tasks.curate.pool import JudgedPair, JudgedPool
+    from tasks.judge.genrm import Verdict, to_a_side
+
+    def pair(i, verdicts, label=None):
+        return JudgedPair(f"q{i}", "helpsteer3", str(i), "r", [{"role": "user", "content": f"x{i}"}], f"A{i}",
+                          f"B{i}", label, False, "general", "en", False,
+                          verdicts=[(o, to_a_side(Verdict(*v), o)) for o, v in verdicts])
+
+    pool = JudgedPool.of([pair(0, [("ab", (5, 1, 1)), ("ba", (5, 1, 2))], 2.0), pair(1, []),
+                          pair(2, [("ab", (1, 5, 6))])])
+    judge = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
+    c = Candidates.of_pool(pool, judge, np.array([0.7, np.nan, 0.8]))
+    assert c.pair_id.tolist() == ["q0", "q2"] and c.p_correct.tolist() == [0.7, 0.8]  # q1 has no verdict
+    assert c.margin_ab[0] > 0 > c.margin_ba[0] and np.isnan(c.margin_ba[1]) and c.margin_ab[1] < 0
+    assert c.judge_side.tolist() == ["a", "b"] and c.human_label[0] == 2.0 and c.uncertified is None
+    assert c.pair_id[ranked(c, "disagreement")].tolist() == ["q0"]  # its orders disagree

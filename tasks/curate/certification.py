@@ -1,0 +1,295 @@
+"""A judged pool's certification: which labelled pairs calibrate, the scores a threshold is tested on, which
+pairs the certified threshold accepts; and, for judging in rounds, which pairs the next round asks more of (the
+statistics are in `certify.py`).
+
+- **Labels** (`CertificationLabels`): the calibration pairs are either a uniform review audit (the guarantee then
+  covers the judged pool's pairs on which a person prefers one answer) or a share of the pairs with a clear source
+  label, chosen by a hash of the pair id (it then covers pairs with a clear source label). A calibration pair's
+  label never trains; every other label does.
+- **Scores**: a p_correct model fitted on the training labels alone (`calibration.fit_held_out`) over all of a
+  pair's verdicts; with too few training labels, the judge's own confidence (a fixed function of its verdicts:
+  any score serves a certification, a calibrated one keeps more pairs).
+- **Rounds**: a strategy that escalates (`certify`) judges every pair once, then asks more only of the pairs
+  that are not yet sure, round by round. Which pairs escalate is decided from the verdicts and the training
+  labels alone, never from a calibration label, so the calibration pairs go through the rounds exactly as every
+  other pair does: the whole ladder is one selection rule, certified once, at the full risk δ, on pairs that
+  went through it like the rest. No share of δ is spent per round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from common.errors import UserError
+from common.numbers import count, percent
+from tasks.curate.calibration import FOLDS, features_of, fit_held_out, reliability
+from tasks.curate.certify import Certificate, fixed_sequence, shortfall, threshold_grid
+from tasks.curate.confidence import Confidences
+from tasks.curate.pool import JudgedPool
+
+LABEL_KINDS = ("audit", "source")
+
+
+@dataclass(frozen=True)
+class CertificationLabels:
+    """Per pool pair: the human direction (int8: 1 A, -1 B, 0 none) a calibration pair is checked against
+    (`calibration`, 0 where the pair cannot calibrate) and the one a training pair teaches (`training`); which kind
+    of calibration set it is (audit: reviewers' choices on a uniform sample; source: clear source labels), and the
+    `share` of the pairs that can calibrate that do."""
+
+    calibration: np.ndarray
+    training: np.ndarray
+    kind: str
+    share: float
+
+    def __post_init__(self) -> None:
+        if self.kind not in LABEL_KINDS:
+            raise ValueError(f"kind must be one of {LABEL_KINDS}, not {self.kind!r}")
+        if not 0.0 < self.share <= 1.0:
+            raise ValueError(f"share must lie in (0, 1], not {self.share}")
+
+
+def _unit_hash(pair_id: str) -> float:
+    digest = hashlib.blake2b(f"certify\0{pair_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64
+
+
+def calibration_pairs(pair_ids: np.ndarray, labels: CertificationLabels) -> np.ndarray:
+    """Which pairs calibrate: of those that can, a `share` by a hash of their pair id (stable across builds and
+    rounds, so a pair is a calibration pair or not once and for all)."""
+    u = np.array([_unit_hash(p) for p in pair_ids], dtype=float)
+    return (labels.calibration != 0) & (u < labels.share)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Each pool pair's score (NaN where it has no direction to be sure of), how it was computed, and whether the
+    judge's direction is wrong by the label the pair carries (calibration label for calibration pairs, training
+    label for the others; False without one)."""
+
+    score: np.ndarray
+    method: str  # "p_correct" (held-out model) | "confidence" (the judge's own, too few training labels)
+    wrong: np.ndarray
+    labelled: np.ndarray  # bool: the pair carries the label `wrong` reads
+
+
+def signals(pool: JudgedPool, c: Confidences, idx: np.ndarray) -> np.ndarray:
+    """The p_correct model's signals of pairs `idx`, with how much longer the chosen answer is (its log length
+    ratio): a judge's verbosity bias is the same in both orders, so no order check sees it; the model can."""
+    toward = c.direction[idx].astype(float)
+    ratio = np.log((pool.len_a[idx] + 1.0) / (pool.len_b[idx] + 1.0)) * toward
+    return np.column_stack([features_of(c, idx), ratio])
+
+
+def scores_of(pool: JudgedPool, c: Confidences, labels: CertificationLabels, calibrating: np.ndarray,
+              eligible: np.ndarray) -> Scores:
+    """The scores a certification tests thresholds on: from a model that never saw a calibration label."""
+    idx = np.flatnonzero(eligible & (c.verdicts > 0) & (c.direction != 0))
+    human = np.where(calibrating[idx], labels.calibration[idx], labels.training[idx])
+    right = np.where(human == 0, -1, (human == c.direction[idx]).astype(np.int8)).astype(np.int8)
+    train = ~calibrating[idx]
+    p = fit_held_out(pool.pair_id[idx], pool.domain[idx], signals(pool, c, idx), right, train)
+    score = np.full(len(pool), np.nan)
+    score[idx] = c.confidence[idx] if p is None else p
+    wrong = np.zeros(len(pool), bool)
+    wrong[idx] = right == 0
+    labelled = np.zeros(len(pool), bool)
+    labelled[idx] = right >= 0
+    return Scores(score, "confidence" if p is None else "p_correct", wrong, labelled)
+
+
+@dataclass(frozen=True)
+class Certified:
+    """A certification's outcome: the accepted pairs, the scores, which pairs calibrated, and the test."""
+
+    accepted: np.ndarray
+    scores: Scores
+    calibrating: np.ndarray
+    certificate: Certificate
+    labels: CertificationLabels
+
+    @property
+    def threshold(self) -> float | None:
+        return self.certificate.threshold
+
+
+def certify_pool(pool: JudgedPool, c: Confidences, labels: CertificationLabels, target: float, risk: float,
+                 eligible: np.ndarray | None = None) -> Certified:
+    """Accept the pairs whose score passes the threshold certified at `target` agreement with probability at
+    least 1 - `risk`. `eligible`: the pairs a version may hold at all (not contaminated, ...), decided without
+    labels; the thresholds are placed by the scores of the eligible pairs that do not calibrate."""
+    eligible = np.ones(len(pool), bool) if eligible is None else eligible
+    calibrating = calibration_pairs(pool.pair_id, labels)
+    s = scores_of(pool, c, labels, calibrating, eligible)
+    scored = ~np.isnan(s.score)
+    tests = scored & calibrating & s.labelled
+    grid = threshold_grid(s.score[scored & ~calibrating], int(tests.sum()), 1.0 - target, risk)
+    certificate = fixed_sequence(s.score[tests], s.wrong[tests], grid, 1.0 - target, risk)
+    accepted = scored & (s.score >= certificate.threshold) if certificate.threshold is not None \
+        else np.zeros(len(pool), bool)
+    return Certified(accepted, s, calibrating, certificate, labels)
+
+
+def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLabels, target: float, risk: float,
+                      eligible: np.ndarray) -> tuple[np.ndarray, str]:
+    """Which pairs are sure enough to stop (bool per pair) and how that was decided, from the verdicts and the
+    training labels alone (never a calibration label: see the module's notes). With enough training labels, the
+    threshold the certification itself would choose, found on the training pairs by cross-fitting (each scored by
+    a model that did not see it), and none is sure while the training labels certify no threshold; with too few
+    for a model, the judge's own rule for a decisive verdict (|margin| > 1 with scores agreeing: what `adaptive`
+    treats as settled)."""
+    calibrating = calibration_pairs(pool.pair_id, labels)
+    idx = np.flatnonzero(eligible & (c.verdicts > 0) & (c.direction != 0))
+    train = idx[~calibrating[idx] & (labels.training[idx] != 0)]
+    right = (labels.training[train] == c.direction[train]).astype(np.int8)
+    folds = np.array([int(_unit_hash(f"fold\0{p}") * FOLDS) for p in pool.pair_id[train]], dtype=np.int64)
+    out_of_fold = np.full(len(train), np.nan)
+    features = signals(pool, c, train)
+    for k in range(FOLDS):
+        fitted = fit_held_out(pool.pair_id[train], pool.domain[train], features, right, folds != k)
+        if fitted is None:
+            break
+        out_of_fold[folds == k] = fitted[folds == k]
+    if np.isnan(out_of_fold).any() or not len(train):
+        decisive = (np.abs(c.margin) > 1.0) & c.scores_agree & (c.direction != 0)
+        return decisive, "decisive verdict (too few training labels for a model)"
+    grid = threshold_grid(out_of_fold, len(train), 1.0 - target, risk)
+    found = fixed_sequence(out_of_fold, right == 0, grid, 1.0 - target, risk)
+    if found.threshold is None:  # nothing is sure yet: every pair needs more evidence
+        return np.zeros(len(pool), bool), "none (the training labels certify no threshold yet)"
+    s = scores_of(pool, c, labels, calibrating, eligible)  # every pair by the model of all training labels
+    return ~np.isnan(s.score) & (s.score >= found.threshold), f"p_correct >= {found.threshold:.4f} (training labels)"
+
+
+def holds(pool: JudgedPool, slots: list[tuple[str, int]]) -> np.ndarray:
+    """Which pairs hold an ok verdict for every one of `slots` (order, sample)."""
+    wanted = {(order == "ab", sample) for order, sample in slots}
+    mine = np.array([(ab, s) in wanted for ab, s in zip(pool.v_ab.tolist(), pool.v_sample.tolist())], bool)
+    held = np.bincount(pool.v_pair[mine], minlength=len(pool))  # a pair holds each judgment once (a unique key)
+    return held >= len(wanted)
+
+
+def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, target: float, risk: float,
+               eligible: np.ndarray, ladder: list[list[tuple[str, int]]]) -> tuple[np.ndarray, str]:
+    """Per pair, the index of the rung of `ladder` the next round asks of it (-1: none), and how "not yet sure" was
+    decided: a pair a version may hold that is not sure enough to stop (`escalation_cutoff`) gets the rung after
+    the last one it holds whole. A rung of further samples goes only to pairs whose verdicts contradict each
+    other (orders or scores disagreeing): repeating consistent verdicts cannot make them stronger. Rounds repeat
+    until no pair gets a rung, so a pair that stopped early and is no longer sure once the model is refitted on
+    more verdicts climbs on."""
+    sure, how = escalation_cutoff(pool, c, labels, target, risk, eligible)
+    unsure = eligible & ~sure
+    depth = np.full(len(pool), -1, np.int64)
+    held: list[tuple[str, int]] = []
+    for k, rung in enumerate(ladder):
+        held = held + list(rung)
+        depth = np.where((depth == k - 1) & holds(pool, held), k, depth)
+    nxt = np.where(unsure & (depth >= 0) & (depth < len(ladder) - 1), depth + 1, -1)
+    contradicting = (c.orders_agree == 0) | ~c.scores_agree
+    for k, rung in enumerate(ladder):
+        if any(sample > 0 for _, sample in rung):  # further samples
+            nxt = np.where((nxt == k) & ~contradicting, -1, nxt)
+    return nxt, how
+
+
+def _threshold(t: float) -> float | None:
+    """A threshold as JSON holds it: None for the loosest, which accepts every scored pair (-inf)."""
+    return round(t, 6) if np.isfinite(t) else None
+
+
+def certification_report(certified: Certified, judged: int) -> dict[str, Any]:
+    """What a version's stats and every surface say of its certification (`stats.certification`). A threshold
+    of None with `certified` accepts every scored pair (the loosest one tested)."""
+    cert = certified.certificate
+    chosen = cert.certified
+    s = certified.scores
+    tests = certified.calibrating & s.labelled & ~np.isnan(s.score)
+    accepted = int(certified.accepted.sum())
+    scored = ~np.isnan(s.score)
+    curve = []
+    for t in cert.tested:  # the risk-coverage curve: share of the judged pool accepted at each threshold tried
+        curve.append({"threshold": _threshold(t.threshold), "coverage": round(int((scored & (s.score >= t.threshold)).sum())
+                                                                           / judged, 6) if judged else None,
+                      "calibration_accepted": t.accepted, "disagreements": t.disagreements,
+                      "agreement_bound": round(1.0 - t.bound, 6)})
+    report: dict[str, Any] = {
+        "target_agreement": round(1.0 - cert.alpha, 6), "risk": cert.risk, "labels": certified.labels.kind,
+        "calibration_share": certified.labels.share, "calibration_pairs": int(tests.sum()),
+        "scored_by": s.method, "bound": "Clopper-Pearson (exact binomial), one-sided", "certified": chosen is not None,
+        "threshold": None if chosen is None else _threshold(chosen.threshold),
+        "calibration_accepted": None if chosen is None else chosen.accepted,
+        "calibration_disagreements": None if chosen is None else chosen.disagreements,
+        "certified_agreement": None if chosen is None else round(1.0 - chosen.bound, 6),
+        "accepted": accepted, "judged": judged, "coverage": round(accepted / judged, 6) if judged else None,
+        "thresholds_tested": len(cert.tested), "curve": curve,
+        "reliability": reliability(s.score[tests], (~s.wrong[tests]).astype(float)) if s.method == "p_correct" else None,
+    }
+    if chosen is None:
+        short = shortfall(cert, certified.labels.share)
+        report["shortfall"] = {
+            "best_agreement": None if short.best_agreement is None else round(short.best_agreement, 6),
+            "more_labelled_pairs": short.more_pairs,
+            "observed_disagreement": None if short.observed_disagreement is None else round(short.observed_disagreement, 6)}
+    return report
+
+
+def _shares(keys: np.ndarray) -> dict[str, float]:
+    counted = Counter("unknown" if k is None or k == "" else str(k) for k in keys.tolist())
+    total = sum(counted.values())
+    return {k: round(n / total, 6) for k, n in counted.most_common()} if total else {}
+
+
+def labelled_mix(pool: JudgedPool, labels: CertificationLabels, judged: np.ndarray) -> dict[str, Any]:
+    """How the pairs that can calibrate (a clear label of the calibration's kind) differ from the judged pool
+    (`judged`: bool per pair): their share of it, and the source and domain mix of each. Certified on the sources'
+    labels, the guarantee covers pairs like these, not the pool's unlabelled ones."""
+    can = judged & (labels.calibration != 0)
+    return {"labelled": int(can.sum()), "judged": int(judged.sum()),
+            "labelled_share": round(int(can.sum()) / int(judged.sum()), 6) if judged.any() else None,
+            "by_source": {"judged": _shares(pool.source[judged]), "labelled": _shares(pool.source[can])},
+            "by_domain": {"judged": _shares(pool.domain[judged]), "labelled": _shares(pool.domain[can])}}
+
+
+def kept_counts(accepted: np.ndarray, kept: np.ndarray) -> dict[str, int]:
+    """A certified version's rows (`kept`: pool indices): certified, and kept though not certified (only reviewers
+    who decided a pair keep it so)."""
+    inside = accepted[kept]
+    return {"kept_certified": int(inside.sum()), "kept_by_reviewers": int((~inside).sum())}
+
+
+LABELS_SAID = {"audit": "a review audit", "source": "the sources' clear labels"}
+
+
+class NotCertifiedError(UserError, ValueError):
+    """No threshold certifies the target: nothing is written."""
+
+    hint = ("lower --target-agreement or raise --risk, or label more pairs: a review audit (`curate review push "
+            "NAME --select audit`) certifies on reviewers' choices")
+
+
+def not_certified(report: dict[str, Any]) -> NotCertifiedError:
+    """The one-line refusal of a certification report that certified nothing (`certification_report`): the best
+    agreement it could certify at that risk, and how many more labelled pairs would be needed."""
+    target, risk, pairs = report["target_agreement"], report["risk"], report["calibration_pairs"]
+    head = (f"no selection certifies {percent(target)} agreement with human preference at risk {risk:g} on "
+            f"{count(pairs)} held-out labelled pairs (from {LABELS_SAID[report['labels']]})")
+    if not pairs:
+        return NotCertifiedError(f"{head}: no held-out labelled pair has a verdict to test")
+    short = report.get("shortfall") or {}
+    best = short.get("best_agreement")
+    said = f"{head}: the best it certifies is {percent(best)}" if best else head
+    more = short.get("more_labelled_pairs")
+    if more is None:
+        seen = short.get("observed_disagreement")
+        tried = report["thresholds_tested"]
+        return NotCertifiedError(
+            f"{said}; at the {count(tried)} threshold{'s' if tried > 1 else ''} tried (the strictest these pairs can "
+            f"test first) the judge disagrees with people on at least {percent(seen)} of them, more than the "
+            f"{percent(1 - target)} allowed: more labelled pairs would test stricter thresholds"
+            if seen is not None else said)
+    return NotCertifiedError(f"{said}; about {count(more)} more labelled pairs would be needed")
