@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from curator.options import json_option, warehouse_option
+from curator.options import json_option, policy_option, warehouse_option
 from curator.output import err, out, print_json, print_summary
 from curator.progress_bar import ProgressBar
 from curator.runner import Runner, apply_flags, fail, guarded, runs_flows
@@ -78,11 +78,17 @@ def judge(
                                                                               "5000)"),
     allow_other_model: bool = typer.Option(False, "--allow-other-model", help="judge with an endpoint that serves "
                                            "another model than the configured judge (CURATE_JUDGE_MODEL)"),
+    target_agreement: Optional[float] = policy_option("target_agreement"),
+    risk: Optional[float] = policy_option("risk"),
+    policy: Optional[Path] = typer.Option(None, "--policy", help="with certify: the filter policy TOML file the "
+                                          "version will be built by (its target_agreement, risk, calibration_share "
+                                          "and min_audit_reviews decide the rounds; a flag wins over its key)"),
     warehouse: Optional[Path] = warehouse_option(),
     as_json: bool = json_option(),
     runner: Runner = None,
 ) -> None:
-    """Judge the pending pairs with the GenRM; reruns send only what is missing."""
+    """Judge the pending pairs with the GenRM; reruns send only what is missing. `--strategy certify[:K]` judges
+    in rounds toward `--target-agreement`, asking more only of the pairs not yet sure."""
     apply_flags(warehouse, judge_allow_other_model=allow_other_model)
     if launch_vllm and launch_standin:
         fail("choose one of --launch-vllm and --launch-standin")
@@ -93,20 +99,25 @@ def judge(
     guarded(refusals.endpoint_given, endpoint, launch, get_settings())  # arguments, the warehouse, the endpoints
     guarded(refusals.strategy, strategy, get_settings())
     guarded(refusals.shard, shard)
+    guarded(refusals.rounds, strategy, shard, target_agreement, risk, policy, get_settings())
+    guarded(refusals.rounds_policy, strategy, target_agreement, risk, policy, get_settings())  # then the files
     guarded(refusals.warehouse, get_settings())
     report = check_judge(endpoint, launch)
     summary = None
     if report is not None:  # the endpoints are known and answer: is anything left to judge?
         from curator.noop import judge_noop
 
-        summary = runner.noop(judge_noop, report, strategy, shard, limit)
+        summary = runner.noop(judge_noop, report, strategy, shard, limit, target_agreement, risk,
+                              None if policy is None else str(policy))
     if summary is None:
         from flows.judge import judge as judge_flow
 
         with ProgressBar(as_json):
             summary = runner.flow(judge_flow, endpoints=endpoint or None, strategy=strategy, shard=shard, limit=limit,
                                   launch=launch, port=port, max_in_flight=max_in_flight,
-                                  request_timeout=request_timeout, warehouse=str(get_settings().warehouse))
+                                  request_timeout=request_timeout, target_agreement=target_agreement, risk=risk,
+                                  policy_path=None if policy is None else str(policy),
+                                  warehouse=str(get_settings().warehouse))
     print_summary("judge", summary, as_json)
     judge_outcome(summary)
 
