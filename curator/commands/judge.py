@@ -118,8 +118,18 @@ def judge(
                                   request_timeout=request_timeout, target_agreement=target_agreement, risk=risk,
                                   policy_path=None if policy is None else str(policy),
                                   warehouse=str(get_settings().warehouse))
-    print_summary("judge", summary, as_json)
+    print_summary("judge", summary if as_json else with_rounds_apart(summary), as_json)
     judge_outcome(summary)
+
+
+def with_rounds_apart(summary: dict[str, Any]) -> dict[str, Any]:
+    """A run in rounds as the table shows it: one line per round, in place of the list."""
+    rounds = summary.get("rounds")
+    if not rounds:
+        return summary
+    apart = {f"round {r['round']}": f"{r['pairs_asked']:,} pairs asked, {r['requests']:,} requests, {r['judged']:,} "
+                                    f"judged; {r['certified']:,} pairs certified after it ({r['how']})" for r in rounds}
+    return {**{k: v for k, v in summary.items() if k != "rounds"}, **apart}
 
 
 @commands.command("judge-shard")

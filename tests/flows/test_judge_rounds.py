@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
+import re
 import subprocess
 import sys
-import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +28,7 @@ from tasks.judge.strategies import parse_strategy
 from tasks.review.certification import certification_labels
 from tasks.review.rounds import NOTHING_MORE, reviewed_pool
 from testing.genrm_standin import StandinConfig, StandinProcess
-from tests.flows.conftest import ingest_clean_pairs
+from tests.flows.conftest import ingest_clean_pairs, killed_part_way
 from tests.summary_checks import assert_summary
 from warehouse.store import Warehouse
 
@@ -147,7 +146,13 @@ def test_certify_asks_each_round_only_what_the_last_left_unsure_and_fewer_than_s
                                "--target-agreement", str(TARGET), "--warehouse", str(rounds_at), "--json"],
                               env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
+        table = subprocess.run([CURATE, "judge", "--endpoint", server.url, "--strategy", "certify:2",
+                                "--target-agreement", str(TARGET), "--warehouse", str(rounds_at)],
+                               env=env, capture_output=True, text=True, timeout=300)
         assert server.stats()["requests"] == 0
+    # the table: one line per round
+    assert re.search(rf"\nround 0 +0 pairs asked, 0 requests, 0 judged; {certified[-1]:,} pairs certified after it "
+                     r"\(ab 0 of every pair without it\)\n", table.stdout), table.stdout
     cli = json.loads(done.stdout)
     for rerun in (again, cli):
         assert_summary(rerun, JudgeSummary)
@@ -156,7 +161,7 @@ def test_certify_asks_each_round_only_what_the_last_left_unsure_and_fewer_than_s
                                     "certified": certified[-1], "how": "ab 0 of every pair without it"}]
     with Warehouse(rounds_at, read_only=True) as wh:
         (runs,) = wh.query("SELECT count(*) FROM judge_runs WHERE status = 'completed'")[0]
-    assert runs == 3
+    assert runs == 4
 
 
 def test_a_limited_run_asks_rounds_of_its_own_pairs_only(clean, tmp_path):
@@ -188,14 +193,8 @@ def test_sigkill_mid_rounds_then_rerun_pays_nothing_twice(clean, tmp_path):
         # past round 0 at times, so that a later round is cut short (or the decision between two rounds), but
         # before the last batch could be written
         kill_after = random.randint(n // 2, reference["requests"] - batch - in_flight - 1)
-        proc = subprocess.Popen([CURATE, "judge", "--endpoint", server.url, "--warehouse", str(path), *args], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        deadline = time.time() + 240
-        while server.stats()["completed"] < kill_after and time.time() < deadline:
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-            time.sleep(0.02)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        killed_part_way([CURATE, "judge", "--endpoint", server.url, "--warehouse", str(path), *args], env, server,
+                        kill_after)
         killed = server.stats()["requests"]
         before = _verdicts(path)
         assert 0 < killed < reference["requests"] and len(before) < reference["judged"]
