@@ -138,10 +138,12 @@ def test_certify_asks_each_round_only_what_the_last_left_unsure_and_fewer_than_s
     assert made["stats"]["certification"]["accepted"] == certified[-1]
 
     # a rerun decides afresh from the warehouse and sends nothing: through the flow, and through the CLI, which
-    # answers without starting Prefect (recorded as a run all the same)
+    # answers without Prefect (none could start: a start-up time-out no server meets), recorded as a run all the same
     with StandinProcess(StandinConfig(**STANDIN)) as server:
         again = judge(endpoints=[server.url], strategy="certify:2", target_agreement=TARGET, warehouse=str(rounds_at))
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")}}
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+               "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0"}
+        env.pop("PREFECT_API_URL", None)
         done = subprocess.run([CURATE, "judge", "--endpoint", server.url, "--strategy", "certify:2",
                                "--target-agreement", str(TARGET), "--warehouse", str(rounds_at), "--json"],
                               env=env, capture_output=True, text=True, timeout=300)
@@ -172,6 +174,31 @@ def test_a_limited_run_asks_rounds_of_its_own_pairs_only(clean, tmp_path):
         s = judge(endpoints=[server.url], strategy="certify:1", target_agreement=TARGET, limit=400, warehouse=str(at))
     assert s["pairs"] == 400 and s["rounds"][0]["pairs_asked"] == 400 and len(s["rounds"]) <= 2  # certify:1: 2
     assert {p for p, _, _ in _verdicts(at)} <= first and s["requests"] < 800
+
+
+def test_answers_without_a_verdict_are_asked_again_only_up_to_the_attempt_limit(clean, tmp_path, monkeypatch):
+    """A judge that answers 30% of requests without a verdict: a rung whose judgment failed is asked again in a
+    later round or the next run, never past CURATE_JUDGE_MAX_ATTEMPTS answers; every request is on record."""
+    from common.settings import get_settings
+
+    at = _copy(clean, tmp_path / "faulty.duckdb")
+    monkeypatch.setenv("CURATE_JUDGE_MAX_ATTEMPTS", "2")
+    get_settings.cache_clear()
+    try:
+        with StandinProcess(StandinConfig(**STANDIN, malformed_rate=0.3, seed=5)) as server:
+            runs = [judge(endpoints=[server.url], strategy="certify:2", target_agreement=TARGET, limit=300,
+                          warehouse=str(at)) for _ in range(3)]
+            seen = server.stats()["requests"]
+    finally:
+        monkeypatch.delenv("CURATE_JUDGE_MAX_ATTEMPTS")
+        get_settings.cache_clear()
+    first, second, third = runs
+    assert sum(first["failed"].values()) > 0 and all(r["rounds_ended"] for r in runs)
+    assert second["requests"] > 0 and third["requests"] == 0  # the second asks the failed again, the third nothing
+    with Warehouse(at, read_only=True) as wh:
+        rows = wh.query("SELECT status, attempts, requests FROM judgments")
+    assert max(a for _, a, _ in rows) == 2 and {st for st, _, _ in rows} == {"ok", "failed"}
+    assert seen == sum(r for _, _, r in rows) == sum(r["requests"] for r in runs)
 
 
 def test_sigkill_mid_rounds_then_rerun_pays_nothing_twice(clean, tmp_path):
