@@ -59,11 +59,6 @@ def _policy_flag(key: str) -> inspect.Parameter:
                              default=typer.Option(None, *decls, help=f"{field.description} ({said})"))
 
 
-def policy_option(key: str) -> Any:
-    """The flag of one filter-policy key (as `with_policy_flags` makes it), for a command that takes only a few."""
-    return _policy_flag(key).default
-
-
 def with_policy_flags(command):
     """One flag per filter-policy key, generated from the policy model, before the command's `warehouse`; the
     values reach the command's `**policy_flags` (None: not given)."""

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from curator.options import json_option, policy_option, warehouse_option
+from curator.options import json_option, warehouse_option
 from curator.output import err, out, print_json, print_summary
 from curator.progress_bar import ProgressBar
 from curator.runner import Runner, apply_flags, fail, guarded, runs_flows
@@ -17,6 +17,14 @@ from tasks.judge.strategies import names as strategy_names
 from tasks.judge.strategies import usage as strategy_usage
 
 commands = typer.Typer()
+
+
+def rounds_option(key: str, said: str) -> Any:
+    """A flag of judging in rounds that is a filter-policy key, its range the policy's."""
+    from common.errors import allowed_range
+    from tasks.curate.policy import FilterPolicy
+
+    return typer.Option(None, "--" + key.replace("_", "-"), help=f"{said} ({allowed_range(FilterPolicy, key)})")
 
 
 def check_judge(endpoints: Optional[list[str]], launch: Optional[str], refuse: Any = None) -> Any:
@@ -78,8 +86,11 @@ def judge(
                                                                               "5000)"),
     allow_other_model: bool = typer.Option(False, "--allow-other-model", help="judge with an endpoint that serves "
                                            "another model than the configured judge (CURATE_JUDGE_MODEL)"),
-    target_agreement: Optional[float] = policy_option("target_agreement"),
-    risk: Optional[float] = policy_option("risk"),
+    target_agreement: Optional[float] = rounds_option("target_agreement", "with certify: the agreement with human "
+                                                      "preference the certified version is to reach, which the "
+                                                      "rounds escalate toward"),
+    risk: Optional[float] = rounds_option("risk", "with certify: the chance the guarantee may fail (delta; default: "
+                                          "the policy's, 0.05)"),
     policy: Optional[Path] = typer.Option(None, "--policy", help="with certify: the filter policy TOML file the "
                                           "version will be built by (its target_agreement, risk, calibration_share "
                                           "and min_audit_reviews decide the rounds; a flag wins over its key)"),

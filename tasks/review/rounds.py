@@ -66,9 +66,11 @@ class CertifyRounds:
 
     def _decide(self) -> tuple[dict[str, int], dict[str, int], str]:
         """(what is certified now, the rung each of the run's pairs is to get next, how), from the warehouse as it
-        stands; decided once per state of the warehouse (the fingerprint a version's inputs are compared by)."""
+        stands; decided once per state of the warehouse (the fingerprint a version's inputs are compared by, and
+        the judgments and requests on record: a round whose every judgment failed changes that too)."""
         config_id = self.run.config.id
-        state = self.wh.versions.version_inputs(config_id)
+        totals = self.wh.judging.judging_totals(config_id)
+        state = f"{self.wh.versions.version_inputs(config_id)}/{totals['judgments']}/{totals['requests']}"
         if self._decided is not None and self._decided[0] == state:
             return self._decided[1]
         p = self.policy

@@ -217,9 +217,9 @@ def test_sigkill_mid_rounds_then_rerun_pays_nothing_twice(clean, tmp_path):
         reference = judge(endpoints=[server.url], strategy="certify:2", target_agreement=TARGET,
                           warehouse=str(reference_at))
         server.reset_stats()
-        # past round 0 at times, so that a later round is cut short (or the decision between two rounds), but
-        # before the last batch could be written
-        kill_after = random.randint(n // 2, reference["requests"] - batch - in_flight - 1)
+        # in round 0, or as often in a later round (or the decision between two rounds), before the last batch
+        kill_after = random.choice([random.randint(n // 2, n), random.randint(n + 1, reference["requests"] - batch
+                                                                                - in_flight - 1)])
         killed_part_way([CURATE, "judge", "--endpoint", server.url, "--warehouse", str(path), *args], env, server,
                         kill_after)
         killed = server.stats()["requests"]
