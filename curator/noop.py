@@ -55,22 +55,32 @@ def ingest_noop(run: IngestRun) -> IngestSummary | None:
         return record_if_unchanged(wh, src, rev, location, str(uuid.uuid4()), run.settings, started)
 
 
-def judge_noop(report: EndpointReport, strategy: str | None, shard: str | None,
-               limit: int | None) -> JudgeSummary | None:
+def judge_noop(report: EndpointReport, strategy: str | None, shard: str | None, limit: int | None,
+               target_agreement: float | None = None, risk: float | None = None,
+               policy_path: str | None = None) -> JudgeSummary | None:
     """The summary of a judge run with every verdict cached (recorded as a run that sent nothing), or None.
-    `report` is what the endpoint check found."""
+    `report` is what the endpoint check found. A run in rounds has nothing to do when its first round has
+    nothing to send and the warehouse's verdicts call for no further round."""
     from tasks.judge.context import JudgeRun
     from tasks.judge.targets import judge_config_from
     from tasks.judge.warehouse_run import judge_and_record, work_of
 
     settings = get_settings()
     run = JudgeRun.of(settings, config=judge_config_from(settings, report), run_id=str(uuid.uuid4()),
-                      strategy=strategy, targets=report.usable, shard=shard, limit=limit)
+                      strategy=strategy, targets=report.usable, shard=shard, limit=limit,
+                      target_agreement=target_agreement, risk=risk, policy_path=policy_path)
     with Warehouse(settings.warehouse) as wh:
         work = work_of(wh, run)
         if work.pending:
             return None
-        return judge_and_record(wh, work, run)
+        rounds = None
+        if run.strategy.judges_in_rounds:
+            from tasks.review.rounds import CertifyRounds
+
+            rounds = CertifyRounds(wh, run, work.ids)
+        if rounds is not None and rounds.after(0).next is not None:
+            return None  # (the same decision again below is not made twice: the warehouse is unchanged)
+        return judge_and_record(wh, work, run, rounds)
 
 
 def version_noop(run: VersionRun) -> VersionSummary | None:

@@ -26,6 +26,28 @@ def strategy(text: str | None, settings: Settings) -> None:
     parse_strategy(text or settings.judge_strategy, settings)
 
 
+def rounds(text: str | None, shard: str | None, target_agreement: float | None, risk: float | None,
+           policy_path: Path | None, settings: Settings) -> None:
+    """A strategy that judges in rounds, with a target and no shard; a target, a risk or a policy only with such a
+    strategy (`tasks.judge.context.check_rounds`)."""
+    from tasks.judge.context import check_rounds
+    from tasks.judge.strategies import parse_strategy
+
+    strategy = parse_strategy(text or settings.judge_strategy, settings)
+    check_rounds(strategy, shard, target_agreement, risk, None if policy_path is None else str(policy_path))
+
+
+def rounds_policy(text: str | None, target_agreement: float | None, risk: float | None, policy_path: Path | None,
+                  settings: Settings) -> None:
+    """The policy a run in rounds decides by: the file readable, a target in it or given, every value in range."""
+    from tasks.judge.strategies import parse_strategy
+
+    if parse_strategy(text or settings.judge_strategy, settings).judges_in_rounds:
+        from tasks.curate.policy import rounds_policy as policy_of
+
+        policy_of(target_agreement, risk, None if policy_path is None else str(policy_path))
+
+
 def benchmark(name: str, text: str | None, settings: Settings) -> None:
     """A judge benchmark and a strategy it can be scored with."""
     from tasks.evaluate.benchmarks import scoring_plan

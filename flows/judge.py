@@ -18,6 +18,7 @@ from prefect.utilities.annotations import quote
 from common.settings import Settings, settings_with
 from flows.runs import current_run_id
 from schemas.summaries import JudgeSummary
+from tasks.curate.policy import rounds_policy
 from tasks.judge.config import JudgeConfig
 from tasks.judge.context import JudgeRun
 from tasks.judge.exchange import (
@@ -39,6 +40,7 @@ from tasks.judge.targets import (
     refuse_unplanned,
 )
 from tasks.judge.warehouse_run import JudgeWork, judge_and_record, work_of
+from tasks.review.rounds import CertifyRounds
 from warehouse.store import Warehouse
 
 JUDGE_SUMMARY_KEYS = ("pairs", "judged", "failed", "skipped_cached", "requests", "tokens_in", "tokens_out", "seconds")
@@ -67,6 +69,13 @@ def judge_shard(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSummary:
     return judge_and_record(wh, work, run)
 
 
+@task(cache_policy=NO_CACHE)
+def judge_in_rounds(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSummary:
+    """Round by round (`certify`): each round's verdicts are written before the next round is decided from the
+    warehouse, so a killed run's rerun decides afresh and pays nothing twice."""
+    return judge_and_record(wh, work, run, CertifyRounds(wh, run, work.ids))
+
+
 @flow(name="judge", log_prints=False)
 def judge(
     *, endpoints: list[str] | None = None,
@@ -77,14 +86,21 @@ def judge(
     port: int | None = None,
     max_in_flight: int | None = None,
     request_timeout: float | None = None,
+    target_agreement: float | None = None,
+    risk: float | None = None,
+    policy_path: str | None = None,
     warehouse: str | None = None,
 ) -> JudgeSummary:
-    """Judge the pending pairs (of one shard "i/n") on the given endpoints, or on a server launched here."""
+    """Judge the pending pairs (of one shard "i/n") on the given endpoints, or on a server launched here; a
+    strategy that judges in rounds (`certify`) escalates toward `target_agreement` at `risk` (over the policy
+    file's, the one the version will be built by)."""
     log = get_run_logger()
     settings = settings_with(warehouse=warehouse, judge_max_in_flight=max_in_flight,
                              judge_request_timeout=request_timeout)
     run = JudgeRun.of(settings, config=judge_config_from(settings), run_id=current_run_id(), strategy=strategy,
-                      shard=shard, limit=limit)
+                      shard=shard, limit=limit, target_agreement=target_agreement, risk=risk, policy_path=policy_path)
+    if run.strategy.judges_in_rounds:
+        rounds_policy(run.target_agreement, run.risk, run.policy_path)  # refused before any server starts
     server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
     with server:
         began = time.perf_counter()
@@ -93,11 +109,14 @@ def judge(
         with Warehouse(settings.warehouse) as wh:
             # quote(): Prefect would otherwise walk every state of a large cache looking for futures.
             work = plan_judging(wh, run)
-            summary = judge_shard(wh, quote(work), run)
+            summary = (judge_in_rounds if run.strategy.judges_in_rounds else judge_shard)(wh, quote(work), run)
     summary["preflight_seconds"] = preflight_seconds
     log.info("judge: %d pairs, %d judged, %d failed, %d cached, %d requests in %.1fs", summary["pairs"],
              summary["judged"], sum(summary["failed"].values()), summary["skipped_cached"], summary["requests"],
              summary["seconds"])
+    for r in summary.get("rounds", []):
+        log.info("judge round %d: %d pairs asked, %d requests, %d judged; %d pairs certified after it (%s)",
+                 r["round"], r["pairs_asked"], r["requests"], r["judged"], r["certified"], r["how"])
     rows = [{"measure": k, "value": str(summary[k])} for k in JUDGE_SUMMARY_KEYS + ("judgments_per_second", "strategy")]
     create_table_artifact(key="judge-summary", table=rows, description=f"Judge run {run.run_id} ({run.config.id})")
     return summary

@@ -93,6 +93,7 @@ def _stages(run: PipelineRun) -> PipelineSummary:
                                              stale_seconds=run.stale_seconds)
         else:
             summary["judge"] = judge(endpoints=run.endpoints, strategy=run.strategy, launch=run.launch,
+                                     policy_path=run.policy_path if run.judges_in_rounds else None,
                                      warehouse=warehouse)
         after("judge", bool(summary["judge"].get("requests")))
     if "version" not in skip:

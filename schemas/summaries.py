@@ -34,6 +34,17 @@ class IngestSummary(TypedDict, total=False):
     note: str
 
 
+class JudgeRound(TypedDict):
+    """One round of a judge run in rounds (`certify`)."""
+
+    round: int  # 0 the first: `ab 0` of every pair without it
+    requests: int  # HTTP requests the round sent
+    judged: int  # judgments it got a verdict for
+    pairs_asked: int  # pairs it sent judgments for
+    certified: int  # pairs a certification at the run's target accepts once its verdicts are in (the whole pool)
+    how: str  # how its pairs were chosen (the rule for "sure", and the judgments asked of how many pairs)
+
+
 class JudgeSummary(TypedDict, total=False):
     pairs: int
     judged: int  # judgments (pair x order x sample) with a verdict
@@ -69,6 +80,8 @@ class JudgeSummary(TypedDict, total=False):
     first_response_at: float | None  # epoch seconds
     last_request_sent_at: float | None
     concurrency: dict[str, Any]  # endpoint -> how its concurrency was found
+    rounds: list[JudgeRound]  # a run in rounds (`certify`): each round, in order
+    rounds_ended: str | None  # why no further round was sent (no pair needs more, the round cap, ...)
 
 
 class EvalSetSummary(TypedDict):

@@ -19,6 +19,14 @@ from tasks.judge.strategies import usage as strategy_usage
 commands = typer.Typer()
 
 
+def rounds_option(key: str, said: str) -> Any:
+    """A flag of judging in rounds that is a filter-policy key, its range the policy's."""
+    from common.errors import allowed_range
+    from tasks.curate.policy import FilterPolicy
+
+    return typer.Option(None, "--" + key.replace("_", "-"), help=f"{said} ({allowed_range(FilterPolicy, key)})")
+
+
 def check_judge(endpoints: Optional[list[str]], launch: Optional[str], refuse: Any = None) -> Any:
     """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts, and what `refuse` refuses
     of what the check found. Returns what the check found (None when the run starts its own server)."""
@@ -78,11 +86,20 @@ def judge(
                                                                               "5000)"),
     allow_other_model: bool = typer.Option(False, "--allow-other-model", help="judge with an endpoint that serves "
                                            "another model than the configured judge (CURATE_JUDGE_MODEL)"),
+    target_agreement: Optional[float] = rounds_option("target_agreement", "with certify: the agreement with human "
+                                                      "preference the certified version is to reach, which the "
+                                                      "rounds escalate toward"),
+    risk: Optional[float] = rounds_option("risk", "with certify: the chance the guarantee may fail (delta; default: "
+                                          "the policy's, 0.05)"),
+    policy: Optional[Path] = typer.Option(None, "--policy", help="with certify: the filter policy TOML file the "
+                                          "version will be built by (its target_agreement, risk, calibration_share "
+                                          "and min_audit_reviews decide the rounds; a flag wins over its key)"),
     warehouse: Optional[Path] = warehouse_option(),
     as_json: bool = json_option(),
     runner: Runner = None,
 ) -> None:
-    """Judge the pending pairs with the GenRM; reruns send only what is missing."""
+    """Judge the pending pairs with the GenRM; reruns send only what is missing. `--strategy certify[:K]` judges
+    in rounds toward `--target-agreement`, asking more only of the pairs not yet sure."""
     apply_flags(warehouse, judge_allow_other_model=allow_other_model)
     if launch_vllm and launch_standin:
         fail("choose one of --launch-vllm and --launch-standin")
@@ -93,22 +110,37 @@ def judge(
     guarded(refusals.endpoint_given, endpoint, launch, get_settings())  # arguments, the warehouse, the endpoints
     guarded(refusals.strategy, strategy, get_settings())
     guarded(refusals.shard, shard)
+    guarded(refusals.rounds, strategy, shard, target_agreement, risk, policy, get_settings())
+    guarded(refusals.rounds_policy, strategy, target_agreement, risk, policy, get_settings())  # then the files
     guarded(refusals.warehouse, get_settings())
     report = check_judge(endpoint, launch)
     summary = None
     if report is not None:  # the endpoints are known and answer: is anything left to judge?
         from curator.noop import judge_noop
 
-        summary = runner.noop(judge_noop, report, strategy, shard, limit)
+        summary = runner.noop(judge_noop, report, strategy, shard, limit, target_agreement, risk,
+                              None if policy is None else str(policy))
     if summary is None:
         from flows.judge import judge as judge_flow
 
         with ProgressBar(as_json):
             summary = runner.flow(judge_flow, endpoints=endpoint or None, strategy=strategy, shard=shard, limit=limit,
                                   launch=launch, port=port, max_in_flight=max_in_flight,
-                                  request_timeout=request_timeout, warehouse=str(get_settings().warehouse))
-    print_summary("judge", summary, as_json)
+                                  request_timeout=request_timeout, target_agreement=target_agreement, risk=risk,
+                                  policy_path=None if policy is None else str(policy),
+                                  warehouse=str(get_settings().warehouse))
+    print_summary("judge", summary if as_json else with_rounds_apart(summary), as_json)
     judge_outcome(summary)
+
+
+def with_rounds_apart(summary: dict[str, Any]) -> dict[str, Any]:
+    """A run in rounds as the table shows it: one line per round, in place of the list."""
+    rounds = summary.get("rounds")
+    if not rounds:
+        return summary
+    apart = {f"round {r['round']}": f"{r['pairs_asked']:,} pairs asked, {r['requests']:,} requests, {r['judged']:,} "
+                                    f"judged; {r['certified']:,} pairs certified after it ({r['how']})" for r in rounds}
+    return {**{k: v for k, v in summary.items() if k != "rounds"}, **apart}
 
 
 @commands.command("judge-shard")

@@ -197,3 +197,16 @@ def load_policy(path: Path | None, overrides: dict | None = None) -> FilterPolic
     values = policy_values(Path(path)) if path is not None else {}
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return make_policy(values)
+
+
+def rounds_policy(target_agreement: float | None, risk: float | None, policy_path: str | None = None) -> FilterPolicy:
+    """The policy a run in rounds decides by: the policy file's (the one the version will be built by: its
+    calibration share and audit threshold decide which labels may steer the rounds), the target and risk flags on
+    top. A wrong file or value, or no target at all: `PolicyError`, one line."""
+    policy = load_policy(Path(policy_path) if policy_path else None, {"target_agreement": target_agreement,
+                                                                      "risk": risk})
+    if policy.target_agreement is None:
+        where = f"{policy_path} sets no target_agreement" if policy_path else "no target"
+        raise PolicyError(f"{where}: judging in rounds escalates toward a certified version's target (set "
+                          "target_agreement in the policy, or give curate judge --target-agreement A)")
+    return policy

@@ -253,6 +253,7 @@ class Dispatcher:
         on_result: Callable[[JudgeResult], Iterable[JudgeRequest]],
         rng: random.Random | None = None,
         gate: Callable[[str], AbstractAsyncContextManager] | None = None,
+        stats: ClientStats | None = None,
     ):
         if not endpoints:
             raise ValueError("at least one endpoint is needed")
@@ -262,7 +263,7 @@ class Dispatcher:
         self.on_result = on_result
         self.rng = rng or random.Random()
         self.gate = gate  # a slot shared with other processes per endpoint (a Prefect global concurrency limit)
-        self.stats = ClientStats()
+        self.stats = ClientStats() if stats is None else stats  # a run in rounds counts every round's dispatcher in one
         self._ready: list[JudgeRequest] = []  # a stack of follow-ups, consumed before the source
         self._delayed: list[tuple[float, int, JudgeRequest]] = []
         self._seq = itertools.count()

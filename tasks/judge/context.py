@@ -14,6 +14,28 @@ from tasks.judge.shards import parse_shard
 from tasks.judge.strategies import Strategy, parse_strategy
 
 
+def check_rounds(strategy: Strategy, shard: str | None, target_agreement: float | None, risk: float | None,
+                 policy_path: str | None = None) -> None:
+    """A strategy that judges in rounds needs a target (a flag, or the policy file's) and the whole pool in one
+    run (no shard); a target, a risk and a policy need such a strategy. (Their values are read and checked as the
+    filter policy's: `tasks.curate.policy.rounds_policy`.)"""
+    label = strategy.label
+    if not strategy.judges_in_rounds:
+        given = [flag for flag, value in (("--target-agreement", target_agreement), ("--risk", risk),
+                                          ("--policy", policy_path)) if value is not None]
+        if given:
+            raise InvalidInputError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to a strategy "
+                                    f"that judges in rounds (certify[:K]), not to {label}")
+        return
+    if target_agreement is None and policy_path is None:
+        raise InvalidInputError(f"{label} judges in rounds toward a target: give --target-agreement A (the agreement "
+                                "with human preference a certified version is to reach, 0.5 < A < 1), or a --policy "
+                                "that sets target_agreement")
+    if shard is not None:
+        raise InvalidInputError(f"{label} judges in rounds, each decided over the whole judged pool: it cannot judge "
+                                "one shard (drop --shard)")
+
+
 @dataclass(frozen=True)
 class JudgeRun:
     settings: Settings
@@ -23,6 +45,10 @@ class JudgeRun:
     targets: tuple[str, ...] = ()  # the endpoints it judges on; none while only planning (sharded runs)
     shard: str | None = None  # "i/n": one hash bucket of the pairs; None for all
     limit: int | None = None  # at most this many pairs
+    # a strategy that judges in rounds escalates toward a certified version's target (its bounds are the policy's)
+    target_agreement: float | None = None
+    risk: float | None = None  # None: the policy's
+    policy_path: str | None = None  # the filter policy the version will be built by (its certification keys)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "targets", tuple(self.targets))
@@ -42,14 +68,16 @@ class JudgeRun:
         if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int)
                                        or self.limit < 1):
             raise InvalidInputError(f"limit must be a whole number >= 1, not {self.limit!r}")
+        check_rounds(self.strategy, self.shard, self.target_agreement, self.risk, self.policy_path)
 
     @classmethod
     def of(cls, settings: Settings, *, config: JudgeConfig, run_id: str, strategy: str | None = None,
               targets: list[str] | tuple[str, ...] = (), shard: str | None = None,
-              limit: int | None = None) -> JudgeRun:
+              limit: int | None = None, target_agreement: float | None = None,
+              risk: float | None = None, policy_path: str | None = None) -> JudgeRun:
         """The run a caller asks for: the strategy from its text (the settings' default when None)."""
         return cls(settings, config, parse_strategy(strategy or settings.judge_strategy, settings), run_id,
-                   tuple(targets), shard, limit)
+                   tuple(targets), shard, limit, target_agreement, risk, policy_path)
 
     def served_by(self, targets: list[str], config: JudgeConfig) -> JudgeRun:
         """The same run on the endpoints that passed the preflight, with the configuration it found."""

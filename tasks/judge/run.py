@@ -1,15 +1,20 @@
 """Judging a set of pairs: plan the judgments the strategy needs and the cache lacks, run them through
-the dispatcher, and hand results to a sink in batches as they complete (not at the end)."""
+the dispatcher, and hand results to a sink in batches as they complete (not at the end).
+
+A strategy that judges in rounds (`Strategy.ladder`) is run round by round: each round's verdicts are written
+before the next is planned, by a `Rounds` the caller gives (the curation decides which pairs are not yet sure:
+`tasks.review.rounds`), and every round is planned against the cache like any run, so a rerun pays nothing
+twice."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import pyarrow as pa
 
@@ -19,7 +24,7 @@ from tasks.judge.client import ClientOptions, ClientStats, Dispatcher, JudgeRequ
 from tasks.judge.config import JudgeConfig
 from tasks.judge.context import JudgeRun
 from tasks.judge.genrm import SideVerdict, build_messages
-from tasks.judge.strategies import Slot, Strategy
+from tasks.judge.strategies import Slot, Strategy, slots_said
 from warehouse.judging import PairText
 
 _log = logging.getLogger(__name__)
@@ -38,6 +43,7 @@ class JudgmentState(NamedTuple):
 
 
 States = dict[tuple[str, str, int], JudgmentState]  # keyed by (pair id, order, sample)
+Wanted = Mapping[str, Sequence[Slot]]  # pair id -> the judgments a round asks of it, and those alone
 
 
 def as_states(rows: dict[tuple[str, str, int], tuple]) -> States:
@@ -187,11 +193,14 @@ class Planner:
         self.initial = tuple(strategy.initial())
         self.follows_up = strategy.asks_follow_ups
 
-    def slots(self, pair_id: str, plan: Plan) -> list[tuple[str, int, JudgmentState | None]]:
+    def slots(self, pair_id: str, plan: Plan, wanted: Sequence[Slot] | None = None,
+              ) -> list[tuple[str, int, JudgmentState | None]]:
         """(order, sample, state so far) the pair still needs first: its initial judgments and the follow-ups
-        its cached verdicts call for; cached and exhausted ones are counted in `plan`."""
-        if not self.follows_up:
-            return _consider(pair_id, self.initial, self.strategy, self.states, self.max_attempts, plan, None)
+        its cached verdicts call for, or exactly `wanted` (a round's); cached and exhausted ones are counted in
+        `plan`."""
+        if wanted is not None or not self.follows_up:
+            return _consider(pair_id, self.initial if wanted is None else tuple(wanted), self.strategy, self.states,
+                             self.max_attempts, plan, None)
         pair = PairProgress()  # its later verdicts may call for more: keep what is known
         plan.progress[pair_id] = pair
         return _consider(pair_id, self.initial, self.strategy, self.states, self.max_attempts, plan, pair)
@@ -217,12 +226,13 @@ def estimated_prompt_tokens(messages: list[dict[str, str]]) -> int:
 
 
 def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max_attempts: int,
-                  plan: Plan) -> Iterator[JudgeRequest]:
-    """The requests a run sends first, pair by pair (a pair's orders next to each other); each is counted
-    against the input budget by the dispatcher, as the server counts it, before it is sent."""
+                  plan: Plan, wanted: Wanted | None = None) -> Iterator[JudgeRequest]:
+    """The requests a run sends first, pair by pair (a pair's orders next to each other), of the strategy's
+    judgments or of `wanted` alone; each is counted against the input budget by the dispatcher, as the server
+    counts it, before it is sent."""
     planner = Planner(strategy, states, max_attempts)
     for pair in pairs:
-        for order, sample, state in planner.slots(pair.pair_id, plan):
+        for order, sample, state in planner.slots(pair.pair_id, plan, None if wanted is None else wanted[pair.pair_id]):
             yield _request(pair, order, sample, state)
 
 
@@ -240,30 +250,14 @@ def token_distribution(counts: list[int], estimated: int) -> dict[str, Any]:
             f"server ({estimated} estimated)"}
 
 
-def judge_pairs(
-    pairs: list[PairText],
-    *,
-    endpoints: list[str],
-    config: JudgeConfig,
-    strategy: Strategy,
-    options: ClientOptions,
-    states: States,
-    write: Callable[[list[JudgeResult]], None],
-    max_attempts: int = 3,
-    sink_batch: int = 64,
-    on_progress: Callable[[int], None] | None = None,
-    gate: Callable[[str], Any] | None = None,
-    input_budget: int | None = None,
-) -> JudgeSummary:
-    """Judge `pairs` under `strategy`; write results through `write` in batches. Returns the summary."""
-    started = time.perf_counter()
+def _dispatch(pairs: list[PairText], *, endpoints: list[str], config: JudgeConfig, strategy: Strategy,
+              options: ClientOptions, states: States, sink: BatchedSink, plan: Plan, stats: ClientStats,
+              max_attempts: int, on_progress: Callable[[int], None] | None, gate: Callable[[str], Any] | None,
+              wanted: Wanted | None = None) -> None:
+    """Send what `pairs` need (the strategy's judgments and follow-ups, or `wanted` alone), counting into
+    `plan` and `stats`; every result goes to `sink`, flushed before this returns, whatever happens."""
     texts = {p.pair_id: p for p in pairs}
-    plan = Plan()
-    sink = BatchedSink(write, batch_size=sink_batch)
-    if input_budget is not None:
-        options = replace(options, input_budget=input_budget, estimate=options.estimate or estimated_prompt_tokens)
-
-    follows_up = strategy.asks_follow_ups
+    follows_up = strategy.asks_follow_ups and wanted is None
 
     def on_result(result: JudgeResult):
         sink.add(result)
@@ -278,15 +272,48 @@ def judge_pairs(
         return [_request(texts[req.pair_id], order, sample, state)
                 for order, sample, state in _consider(req.pair_id, follow, strategy, states, max_attempts, plan, pair)]
 
-    dispatcher = Dispatcher(endpoints, config, options, on_result, gate=gate)
-    requests = plan_requests(pairs, strategy, states, max_attempts, plan)
+    dispatcher = Dispatcher(endpoints, config, options, on_result, gate=gate, stats=stats)
     try:
-        stats: ClientStats = asyncio.run(dispatcher.run(requests))
+        asyncio.run(dispatcher.run(plan_requests(pairs, strategy, states, max_attempts, plan, wanted)))
     finally:
         sink.flush()
-    seconds = time.perf_counter() - started
+
+
+def _budgeted(options: ClientOptions, input_budget: int | None) -> ClientOptions:
+    if input_budget is None:
+        return options
+    return replace(options, input_budget=input_budget, estimate=options.estimate or estimated_prompt_tokens)
+
+
+def judge_pairs(
+    pairs: list[PairText],
+    *,
+    endpoints: list[str],
+    config: JudgeConfig,
+    strategy: Strategy,
+    options: ClientOptions,
+    states: States,
+    write: Callable[[list[JudgeResult]], None],
+    max_attempts: int = 3,
+    sink_batch: int = 64,
+    on_progress: Callable[[int], None] | None = None,
+    gate: Callable[[str], Any] | None = None,
+    input_budget: int | None = None,
+    wanted: Wanted | None = None,
+) -> JudgeSummary:
+    """Judge `pairs` under `strategy` (or exactly the judgments `wanted` names per pair); write results
+    through `write` in batches. Returns the summary."""
+    started = time.perf_counter()
+    plan, stats = Plan(), ClientStats()
+    _dispatch(pairs, endpoints=endpoints, config=config, strategy=strategy, options=_budgeted(options, input_budget),
+              states=states, sink=BatchedSink(write, batch_size=sink_batch), plan=plan, stats=stats,
+              max_attempts=max_attempts, on_progress=on_progress, gate=gate, wanted=wanted)
+    return _summary(len(pairs), plan, stats, time.perf_counter() - started)
+
+
+def _summary(pairs: int, plan: Plan, stats: ClientStats, seconds: float) -> JudgeSummary:
     return {
-        "pairs": len(pairs),
+        "pairs": pairs,
         "judged": stats.judged,
         "failed": dict(stats.failed.most_common()),
         "failed_answers": dict(stats.failed_answers.most_common()),
@@ -312,52 +339,135 @@ def judge_pairs(
     }
 
 
-def split_pending(ids: list[str], strategy: Strategy, states: States, max_attempts: int) -> tuple[list[str], Plan]:
-    """(ids with work left, a plan counting what the cache answers for the others)."""
+@dataclass(frozen=True)
+class Round:
+    """One round of a run in rounds: the pairs it sends judgments for (their texts), exactly the judgments it
+    asks of each, what the cache knew of them when the round was planned, and how its pairs were chosen."""
+
+    pairs: list[PairText]
+    wanted: dict[str, tuple[Slot, ...]]
+    states: States
+    how: str
+
+
+class RoundOutcome(NamedTuple):
+    """What a round achieved once its verdicts were written (merged into its entry of the summary's `rounds`),
+    and the next round; None, with why (`ended`), when the run is done."""
+
+    achieved: dict[str, Any]
+    next: Round | None
+    ended: str | None = None
+
+
+class Rounds(Protocol):
+    """Decides a run's rounds after the first (which asks `Strategy.initial()` of every pending pair)."""
+
+    def after(self, done: int) -> RoundOutcome:
+        """Round `done` (0 the first) was written: what it achieved, and the next round."""
+        ...
+
+
+def _judge_in_rounds(first: Round, rounds: Rounds, send: Callable[[Round], None], stats: ClientStats,
+                     ) -> tuple[list[dict[str, Any]], str | None]:
+    """Send `first`, then each round `rounds` asks for, one after the other (`send` returns once the round's
+    verdicts are written). Returns each round's entry and why the rounds ended."""
+    entries: list[dict[str, Any]] = []
+    current: Round | None = first
+    ended = None
+    while current is not None:
+        sent, judged = stats.requests, stats.judged
+        if current.pairs:
+            send(current)
+        outcome = rounds.after(len(entries))
+        entries.append({"round": len(entries), "requests": stats.requests - sent, "judged": stats.judged - judged,
+                        "pairs_asked": len(current.pairs), **outcome.achieved, "how": current.how})
+        current, ended = outcome.next, outcome.ended
+    return entries, ended
+
+
+def split_pending(ids: list[str], strategy: Strategy, states: States, max_attempts: int,
+                  wanted: Wanted | None = None) -> tuple[list[str], Plan]:
+    """(ids with work left, of the strategy's judgments or of those `wanted` names per pair; a plan counting
+    what the cache answers for the others)."""
     planner, done, pending = Planner(strategy, states, max_attempts), Plan(), []
     for i in ids:
         counted = done.skipped_cached, done.exhausted
-        if planner.slots(i, done):  # the run plans this pair again and counts its cached verdicts then
+        if planner.slots(i, done, None if wanted is None else wanted[i]):  # planned again, counted again then
             pending.append(i)
             done.skipped_cached, done.exhausted = counted
             done.progress.pop(i, None)
     return pending, done
 
 
+def _client_options(settings: Any, metrics: dict[str, str | None]) -> ClientOptions:
+    """The client's options from the settings, its prefix cache's block as the servers' metrics say."""
+    from tasks.judge.server_metrics import DEFAULT_BLOCK, block_size
+
+    blocks = {b for text in metrics.values() if text and (b := block_size(text))}
+    return ClientOptions(max_in_flight=settings.judge_max_in_flight, request_timeout=settings.judge_request_timeout,
+                         max_retries=settings.judge_max_retries, max_reply_bytes=settings.judge_max_reply_bytes,
+                         retry_after_max=settings.judge_retry_after_max,
+                         prefix_block=min(blocks) if blocks else DEFAULT_BLOCK)
+
+
 def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan, write: Callable[[pa.Table], None],
-                log: logging.Logger | logging.LoggerAdapter | None = None) -> JudgeSummary:
+                log: logging.Logger | logging.LoggerAdapter | None = None, rounds: Rounds | None = None,
+                ) -> JudgeSummary:
     """Judge `pairs` (those with work left) as `run` says; every result batch goes through `write` as a
-    judgments table. Returns the summary, with what the cache answered (`done`) and the cost."""
+    judgments table. Returns the summary, with what the cache answered (`done`) and the cost. With `rounds` (a
+    strategy that judges in rounds), `pairs` get the first round (`Strategy.initial()`) and `rounds` decides
+    each later one; the summary then says what each round sent (`rounds`) and why there was no further one
+    (`rounds_ended`)."""
     from tasks.judge.cost import cost_model, cost_report
     from tasks.judge.limits import endpoint_limits, slot_gate
-    from tasks.judge.server_metrics import DEFAULT_BLOCK, block_size, run_metrics, snapshot
+    from tasks.judge.server_metrics import run_metrics, snapshot
 
     settings, targets, config, strategy = run.settings, list(run.targets), run.config, run.strategy
-    # Nothing to send, nothing to gate: a rerun with every verdict cached never asks the Prefect API.
-    limits = asyncio.run(endpoint_limits(targets)) if pairs else {}
-    if limits:
-        (log or _log).info("endpoint limits (Prefect global concurrency): %s", limits)
-    before = snapshot(targets) if pairs else {}
-    blocks = {b for text in before.values() if text and (b := block_size(text))}
-    options = ClientOptions(max_in_flight=settings.judge_max_in_flight, request_timeout=settings.judge_request_timeout,
-                            max_retries=settings.judge_max_retries, max_reply_bytes=settings.judge_max_reply_bytes,
-                            retry_after_max=settings.judge_retry_after_max,
-                            prefix_block=min(blocks) if blocks else DEFAULT_BLOCK)
-    total = len(pairs) * len(strategy.initial())
-    summary = judge_pairs(
-        pairs, endpoints=targets, config=config, strategy=strategy, options=options, states=states,
-        write=lambda batch: write(results_table(batch, config.id, run.run_id)),
-        max_attempts=run.max_attempts, sink_batch=settings.judge_write_batch,
-        on_progress=lambda n: progress.report(n, total, "judge"), gate=slot_gate(limits),
-        input_budget=settings.judge_input_budget,
-    )
+    plan, stats = Plan(), ClientStats()
+    seconds = 0.0  # judging, each round's (not the endpoints' check nor the decisions between rounds)
+    sink = BatchedSink(lambda batch: write(results_table(batch, config.id, run.run_id)),
+                       batch_size=settings.judge_write_batch)
+    total = None if rounds else len(pairs) * len(strategy.initial())  # rounds: unknown until they are decided
+    # Nothing to send, nothing to gate: a rerun with every verdict cached never asks the Prefect API. The
+    # endpoints' limits and metrics are read before the first request, whichever round sends it.
+    limits: dict[str, int] = {}
+    before: dict[str, str | None] | None = None
+    options: ClientOptions | None = None
+
+    def send(some: list[PairText], known: States, wanted: Wanted | None = None) -> None:
+        nonlocal limits, before, options, seconds
+        if before is None and some:
+            limits = asyncio.run(endpoint_limits(targets))
+            if limits:
+                (log or _log).info("endpoint limits (Prefect global concurrency): %s", limits)
+            before = snapshot(targets)
+        if options is None:
+            options = _budgeted(_client_options(settings, before or {}), settings.judge_input_budget)
+        began = time.perf_counter()
+        try:
+            _dispatch(some, endpoints=targets, config=config, strategy=strategy, options=options, states=known,
+                      sink=sink, plan=plan, stats=stats, max_attempts=run.max_attempts,
+                      on_progress=lambda n: progress.report(n, total, "judge"), gate=slot_gate(limits), wanted=wanted)
+        finally:
+            seconds += time.perf_counter() - began
+
+    if rounds is None:
+        send(pairs, states)
+    else:
+        initial = tuple(strategy.initial())
+        first = Round(pairs, {p.pair_id: initial for p in pairs}, states,
+                      f"{slots_said(initial)} of every pair without it")
+        entries, ended = _judge_in_rounds(first, rounds, lambda r: send(r.pairs, r.states, r.wanted), stats)
+    summary = _summary(len(pairs), plan, stats, seconds)
     summary["skipped_cached"] += done.skipped_cached
     summary["skipped_exhausted"] += done.exhausted
     summary["endpoint_limits"] = limits
-    measured = run_metrics(before, snapshot(targets)) if pairs else {"measured": False}
+    measured = run_metrics(before, snapshot(targets)) if before is not None else {"measured": False}
     measured["attainable_prefix_hit_rate"] = summary["prefix_reuse"]["attainable_hit_rate"]
     summary["server_metrics"] = measured
     summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
                                   tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
                                   model=cost_model(settings), measured=measured)
+    if rounds is not None:
+        summary["rounds"], summary["rounds_ended"] = entries, ended
     return summary

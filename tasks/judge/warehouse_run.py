@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from schemas.summaries import JudgeSummary
 from tasks.judge.config import config_record
 from tasks.judge.context import JudgeRun
-from tasks.judge.run import Plan, States, as_states, run_judging, split_pending
+from tasks.judge.run import Plan, Rounds, States, as_states, run_judging, split_pending
 from tasks.judge.shards import pairs_of_shard
 from tasks.judge.strategies import Strategy
 from warehouse.judging import JudgingStore
@@ -38,13 +38,15 @@ def work_of(wh: Warehouse, run: JudgeRun) -> JudgeWork:
     return plan_work(wh.judging, run.config.id, run.strategy, run.shard, run.limit, run.max_attempts)
 
 
-def judge_and_record(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSummary:
-    """Judge the pending pairs (their texts read only now: a rerun with nothing left reads none) as `run`,
-    recorded in the warehouse whether it completes or fails."""
+def judge_and_record(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Rounds | None = None) -> JudgeSummary:
+    """Judge the pending pairs (their texts read only now: a rerun with nothing left reads none) as `run`, in the
+    rounds `rounds` decides when its strategy judges in rounds; recorded in the warehouse whether it completes or
+    fails."""
     config, targets = run.config, list(run.targets)
     wh.judging.register_judge_config(config_record(config))
     with wh.runs.recorded_run("judge", run.run_id, **run.start_record()) as outcome:
-        summary = run_judging(run, wh.judging.pair_texts(work.pending), work.states, work.done, wh.judging.write_judgments)
+        summary = run_judging(run, wh.judging.pair_texts(work.pending), work.states, work.done,
+                              wh.judging.write_judgments, rounds=rounds)
         summary.update(pairs=len(work.ids), judge_config_id=config.id, strategy=run.strategy.label, shard=run.shard,
                        endpoints=targets, run_id=run.run_id, served_models=wh.judging.served_models(run.run_id),
                        simulated=config.simulated, weights=config.weights)

@@ -55,7 +55,10 @@ class PipelineRun(RunContext):
                                  judge_shard_stale_seconds=stale_seconds)
         if "judge" not in (skip or []) and not judge_shards:
             require_endpoint(endpoints, launch, settings)
-        parse_strategy(strategy or settings.judge_strategy, settings)
+        if parse_strategy(strategy or settings.judge_strategy, settings).judges_in_rounds and judge_shards \
+                and "judge" not in (skip or []):
+            raise InvalidInputError(f"{strategy or settings.judge_strategy} judges in rounds, each decided over the "
+                                    "whole judged pool in one process: it cannot judge in shards (drop --shards)")
         check_name(dataset)
         if publish_to and "publish" not in (skip or []):
             hub_repo(publish_to)  # an hf:// target that names no repository
@@ -71,7 +74,8 @@ class PipelineRun(RunContext):
                          "invalid pipeline run")
 
     def check_files(self) -> None:
-        """Each source's file (there, readable, of its source), then the policy file."""
+        """Each source's file (there, readable, of its source), then the policy file (with a strategy that judges
+        in rounds, its target is what the rounds escalate toward)."""
         from tasks.curate.policy import load_policy
         from tasks.ingest.prepare import check_input_file
         from tasks.ingest.sources import get_source
@@ -82,6 +86,16 @@ class PipelineRun(RunContext):
                 check_input_file(get_source(name, kind="pairs"), Path(path) if path else None,
                                  self.settings.batch_size, self.limit)
         load_policy(Path(self.policy_path) if self.policy_path else None)
+        if "judge" not in self.skip and self.judges_in_rounds:
+            from tasks.curate.policy import rounds_policy
+
+            rounds_policy(None, None, self.policy_path)
+
+    @property
+    def judges_in_rounds(self) -> bool:
+        from tasks.judge.strategies import parse_strategy
+
+        return parse_strategy(self.strategy or self.settings.judge_strategy, self.settings).judges_in_rounds
 
     @property
     def warehouse(self) -> str:

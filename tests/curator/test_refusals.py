@@ -68,10 +68,12 @@ def _refusal(*args: str, cwd, floor: float, settings: dict[str, str] | None = No
 
 @pytest.fixture
 def place(tmp_path):
-    """A warehouse with pairs but no verdicts, and files of both sources."""
+    """A warehouse with pairs but no verdicts, files of both sources, and two policies no run in rounds takes."""
     hs, arena = tmp_path / "hs.jsonl", tmp_path / "arena.jsonl"
     write_synth(hs, "helpsteer3", 30, seed=3, pair_bytes=300)
     write_synth(arena, "arena", 30, seed=4, pair_bytes=300)
+    (tmp_path / "heuristic.toml").write_text("[policy]\nmin_abs_margin = 1.5\n")
+    (tmp_path / "untargeted.toml").write_text("[policy]\nvalidation_share = 0.1\n")
     Warehouse(tmp_path / "w.duckdb").close()
     return tmp_path
 
@@ -121,6 +123,28 @@ DEAD = "http://127.0.0.1:9/v1"
     (["versions", "no-such-dataset"], "no dataset named 'no-such-dataset'"),
     (["evaluate-judge", "--benchmark", "arena", "--endpoint", DEAD], "arena is not a judge benchmark"),
     (["evaluate-judge", "--benchmark", "rm-bench", "--strategy", "adaptive", "--endpoint", DEAD], "not adaptive:1"),
+    # judging in rounds: a target it escalates toward, the whole pool in one run; a target only with it
+    (["judge", "--endpoint", DEAD, "--strategy", "certify"], "certify:2 judges in rounds toward a target: give "
+                                                             "--target-agreement A"),
+    (["judge", "--endpoint", DEAD, "--strategy", "certify:1", "--target-agreement", "0.9", "--shard", "0/2"],
+     "certify:1 judges in rounds, each decided over the whole judged pool: it cannot judge one shard"),
+    (["judge", "--endpoint", DEAD, "--target-agreement", "0.9"],
+     "--target-agreement applies to a strategy that judges in rounds (certify[:K]), not to swap"),
+    (["judge", "--endpoint", DEAD, "--strategy", "single", "--risk", "0.1", "--policy", "missing.toml"],
+     "--risk and --policy apply to a strategy that judges in rounds (certify[:K]), not to single"),
+    (["judge", "--endpoint", DEAD, "--strategy", "certify", "--target-agreement", "1.5"],
+     "target_agreement = 1.5: input should be less than 1"),
+    (["judge", "--endpoint", DEAD, "--strategy", "certify", "--target-agreement", "0.9", "--risk", "0.9"], "risk = 0.9"),
+    (["judge", "--endpoint", DEAD, "--strategy", "certify", "--policy", "missing.toml"],  # a file before the endpoint
+     "missing.toml: cannot read the policy"),
+    (["judge", "--endpoint", DEAD, "--strategy", "certify", "--target-agreement", "0.9", "--policy", "heuristic.toml"],
+     "target_agreement certifies the selection itself: min_abs_margin = 1.5 cannot be set beside it"),
+    (["judge", "--endpoint", DEAD, "--strategy", "certify", "--policy", "untargeted.toml"],
+     "untargeted.toml sets no target_agreement: judging in rounds escalates toward a certified version's target"),
+    (["run", "--source", "helpsteer3=hs.jsonl", "--strategy", "certify", "--shards", "2"],
+     "certify judges in rounds, each decided over the whole judged pool in one process: it cannot judge in shards"),
+    (["run", "--source", "helpsteer3=hs.jsonl", "--strategy", "certify", "--endpoint", DEAD],
+     "no target: judging in rounds escalates toward a certified version's target (set target_agreement in the policy"),
 ])
 def test_refusals_come_first_fast_and_in_order(place, floor, args, said):
     line, _ = _refusal(*args, *(["--warehouse", "w.duckdb"] if "--warehouse" not in args else []), cwd=place,

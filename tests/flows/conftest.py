@@ -21,6 +21,23 @@ def ingest_clean_pairs(folder: Path, warehouse: Path, rows: int, seed: int, pair
         return wh.counts()["pairs_for_curation"]
 
 
+def killed_part_way(argv: list[str], env: dict[str, str], server, completed: int, timeout: float = 240) -> None:
+    """Run `argv` in a process group of its own (SIGKILL then reaches it and the Prefect server it started) and kill
+    it with SIGKILL once the stand-in `server` has completed `completed` requests."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + timeout
+    while server.stats()["completed"] < completed and time.time() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+
+
 def judged_version(folder: Path, name: str, rows: int, seed: int, pair_bytes: int = 500,
                    **standin) -> tuple[Path, dict]:
     """A warehouse in `folder` with `rows` clean pairs judged by the stand-in (both orders) and version 1 of

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,7 @@ from schemas.summaries import JudgeSummary
 from tasks.judge.endpoints import EndpointCheckError
 from tasks.judge.server import ServerStartError
 from testing.genrm_standin import StandinConfig, StandinProcess
-from tests.flows.conftest import ingest_clean_pairs
+from tests.flows.conftest import ingest_clean_pairs, killed_part_way
 from tests.summary_checks import assert_summary
 from warehouse.store import Warehouse
 
@@ -102,16 +100,8 @@ def test_sigkill_mid_run_then_rerun_equals_an_uninterrupted_run(tmp_path, ingest
         reference = _verdicts(clean)
         server.reset_stats()
 
-        # its own process group: SIGKILL reaches the judging process and the Prefect server it started
-        proc = subprocess.Popen([curate, "judge", "--endpoint", server.url, "--strategy", "swap", "--warehouse",
-                                 str(path), "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        deadline, kill_after = time.time() + 120, random.randint(n // 2, 3 * n // 2)
-        while server.stats()["completed"] < kill_after and time.time() < deadline:
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        killed_part_way([curate, "judge", "--endpoint", server.url, "--strategy", "swap", "--warehouse", str(path),
+                         "--json"], env, server, random.randint(n // 2, 3 * n // 2), timeout=120)
         killed_requests = server.stats()["requests"]
         with Warehouse(path, read_only=True) as wh:
             done_before = len(wh.query("SELECT 1 FROM judgments WHERE status = 'ok'"))

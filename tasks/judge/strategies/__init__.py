@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from common.errors import InvalidInputError
 from tasks.judge.strategies.adaptive import Adaptive
 from tasks.judge.strategies.certify import Certify
-from tasks.judge.strategies.protocol import ORDERS, Slot, Strategy, Verdicts, both_orders
+from tasks.judge.strategies.protocol import ORDERS, Slot, Strategy, Verdicts, both_orders, slots_said
 from tasks.judge.strategies.samples import Samples
 from tasks.judge.strategies.single import Single
 from tasks.judge.strategies.swap import Swap
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from common.settings import Settings
 
 __all__ = ["ORDERS", "STRATEGIES", "Slot", "Strategy", "Verdicts", "both_orders", "names", "parse_strategy",
-           "usage"]
+           "slots_said", "usage"]
 
 STRATEGIES: dict[str, type[Strategy]] = {
     "single": Single,

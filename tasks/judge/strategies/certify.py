@@ -1,8 +1,8 @@
 """`certify[:K]`: judging in rounds that escalate only where a certified version needs it: every pair in one order
 first; the other order for the pairs not yet sure; then further samples of both orders, up to K of each, for the
 pairs whose verdicts still contradict each other. Which pairs are "not yet sure" is the curation's call, made
-between rounds from the verdicts and the training labels (`tasks.curate.certification.to_escalate`): this class
-only declares the ladder. `certify` alone is `certify:2`.
+between rounds from the verdicts and the training labels (`tasks.curate.certification.next_rungs`, run by
+`tasks.review.rounds`): this class only declares the ladder. `certify` alone is `certify:2`.
 """
 
 from __future__ import annotations

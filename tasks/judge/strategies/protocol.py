@@ -25,6 +25,11 @@ def both_orders(samples: int) -> list[Slot]:
     return [(order, i) for i in range(samples) for order in ORDERS]
 
 
+def slots_said(slots: list[Slot] | tuple[Slot, ...]) -> str:
+    """Judgments as a person reads them: `ab 0`, `ab 1, ba 1`."""
+    return ", ".join(f"{order} {sample}" for order, sample in slots)
+
+
 @runtime_checkable
 class Strategy(Protocol):
     """A judge strategy. Classes that subclass it get the defaults of a strategy that asks everything up
@@ -63,3 +68,13 @@ class Strategy(Protocol):
     def asks_follow_ups(self) -> bool:
         """Whether a pair's judgments can depend on its verdicts (else every pair gets the same ones)."""
         return set(self.all_slots()) != set(self.initial())
+
+    def ladder(self) -> list[list[Slot]] | None:
+        """A strategy that judges in rounds: the judgments each rung asks of a pair (the first, `initial()`, of
+        every pair; each later one only of the pairs the curation finds not yet sure between rounds). None: the
+        strategy plans each pair alone, by `follow_ups`."""
+        return None
+
+    @property
+    def judges_in_rounds(self) -> bool:
+        return self.ladder() is not None

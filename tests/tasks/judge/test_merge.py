@@ -19,6 +19,7 @@ from tasks.judge.exchange_checks import ShardPlan, plan_key, results_key, row_pr
 from tasks.judge.genrm import Verdict, build_messages, to_a_side
 from tasks.judge.merge import merge_exchange_into
 from tasks.judge.run import JUDGMENT_SCHEMA, results_table
+from tasks.judge.strategies import usage
 from warehouse.judging import PairText
 from warehouse.store import Warehouse
 
@@ -128,7 +129,7 @@ def test_a_run_record_is_merged_with_what_its_strategy_declares(tmp_path):
             (RUN, True), ("run-b", False)]
     assert report.run_records == 2
     assert [q["reason"] for q in report.quarantined] == [
-        "run record: unknown strategy 'sometimes': use single, swap, samples:K or adaptive[:K]"]
+        f"run record: unknown strategy 'sometimes': use {usage()}"]  # every registered strategy
 
 
 def test_a_file_rewritten_after_its_merge_merges_nothing(tmp_path, monkeypatch):
