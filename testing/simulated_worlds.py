@@ -18,6 +18,7 @@ import numpy as np
 
 from tasks.curate.pool import JudgedPair, JudgedPool
 from tasks.ingest.latent import HUMAN_STEPS, human_label, latent_quality
+from tasks.ingest.sources.helpsteer3 import SOURCE as HELPSTEER3  # its labels' scale and clear-label rule
 from tasks.judge.genrm import Verdict, build_messages, to_a_side
 from testing.genrm_standin import StandinConfig, verdict_for
 
@@ -54,7 +55,7 @@ def make_world(seed: int, n: int = 2000, human_noise: float = 1.2, position_bias
         b = f"world {seed} pair {i} answer b " + "detail " * rng.randint(5, 120)
         q_a, q_b = latent_quality(a), latent_quality(b)
         label = human_label(q_a, q_b, rng, human_noise) if rng.random() < labelled_share else None
-        pairs.append(JudgedPair(f"{seed:04d}-{i:06d}", "helpsteer3", str(i), "sim", [{"role": "user", "content":
+        pairs.append(JudgedPair(f"{seed:04d}-{i:06d}", HELPSTEER3.name, str(i), "sim", [{"role": "user", "content":
                                 f"world {seed} prompt {i}"}], a, b, None if label is None else float(label),
                                 False, "general", "en", False))
         qa.append(q_a)
