@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tasks.curate.bias import MARKDOWN_RE2
 from tasks.curate.certification import certify_pool, next_rungs
-from tasks.curate.confidence import Confidences, pool_confidences
+from tasks.curate.confidence import Confidences
 from tasks.curate.policy import rounds_policy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
@@ -32,6 +31,7 @@ from tasks.judge.run import Round, RoundOutcome, as_states, split_pending
 from tasks.judge.strategies import slots_said
 from tasks.review.certification import certification_labels
 from tasks.review.overrides import PoolReviews
+from tasks.review.pool import ReviewedPool
 
 if TYPE_CHECKING:
     from tasks.judge.context import JudgeRun
@@ -42,10 +42,8 @@ NOTHING_MORE = "no pair needs more judgments"
 
 def reviewed_pool(wh: Warehouse, config_id: str) -> tuple[JudgedPool, Confidences, PoolReviews]:
     """The judged pool under `config_id` as a version reads it, the judge's own confidences and its reviews."""
-    pool = JudgedPool.from_arrow(*wh.versions.judged_pool(config_id, MARKDOWN_RE2))
-    c = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
-    reviews = PoolReviews.align(pool.pair_id, wh.reviews.review_outcomes(), wh.reviews.review_selections())
-    return pool, c, reviews
+    read = ReviewedPool.read(wh, config_id)
+    return read.pool, read.judge, read.reviews
 
 
 class CertifyRounds:
