@@ -56,4 +56,7 @@ def parse_strategy(text: str, settings: Settings | None = None) -> Strategy:
     kind = STRATEGIES.get(m.group(1)) if m else None
     if kind is None or (m.group(2) is not None and not kind.takes_k):
         raise InvalidInputError(f"unknown strategy {spec!r}: use {usage()}")
-    return kind.from_spec(None if m.group(2) is None else int(m.group(2)), settings)
+    try:
+        return kind.from_spec(None if m.group(2) is None else int(m.group(2)), settings)
+    except InvalidInputError as err:  # "k must be at least 1" says which strategy it is about
+        raise InvalidInputError(f"strategy {spec!r}: {err}") from None
