@@ -23,14 +23,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tasks.curate.certification import certify_pool, next_rungs
-from tasks.curate.confidence import Confidences
 from tasks.curate.policy import rounds_policy
-from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
 from tasks.judge.run import Round, RoundOutcome, as_states, split_pending
 from tasks.judge.strategies import slots_said
 from tasks.review.certification import certification_labels
-from tasks.review.overrides import PoolReviews
 from tasks.review.pool import ReviewedPool
 
 if TYPE_CHECKING:
@@ -38,12 +35,6 @@ if TYPE_CHECKING:
     from warehouse.store import Warehouse
 
 NOTHING_MORE = "no pair needs more judgments"
-
-
-def reviewed_pool(wh: Warehouse, config_id: str) -> tuple[JudgedPool, Confidences, PoolReviews]:
-    """The judged pool under `config_id` as a version reads it, the judge's own confidences and its reviews."""
-    read = ReviewedPool.read(wh, config_id)
-    return read.pool, read.judge, read.reviews
 
 
 class CertifyRounds:
@@ -72,7 +63,8 @@ class CertifyRounds:
         if self._decided is not None and self._decided[0] == state:
             return self._decided[1]
         p = self.policy
-        pool, c, reviews = reviewed_pool(self.wh, config_id)
+        read = ReviewedPool.read(self.wh, config_id)
+        pool, c, reviews = read.pool, read.judge, read.reviews
         labels = certification_labels(pool, reviews, p.calibration_share, p.min_audit_reviews)
         certified = certify_pool(pool, c, labels, p.target_agreement, p.risk, certifiable(pool, c, p))
         may_hold = ~pool.contaminated if p.exclude_contaminated else np.ones(len(pool), bool)

@@ -26,7 +26,8 @@ from tasks.curate.certification import next_rungs
 from tasks.curate.confidence import pool_confidences
 from tasks.judge.strategies import parse_strategy
 from tasks.review.certification import certification_labels
-from tasks.review.rounds import NOTHING_MORE, reviewed_pool
+from tasks.review.pool import ReviewedPool
+from tasks.review.rounds import NOTHING_MORE
 from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.flows.conftest import ingest_clean_pairs, killed_part_way
 from tests.summary_checks import assert_summary
@@ -78,7 +79,8 @@ def _decided(path: Path, known: set[tuple[str, str, int]]) -> set[tuple[str, str
     in `known` alone (what the warehouse held when that round was decided), with the labels and rule the run uses:
     each pair's next rung, less what it already holds."""
     with Warehouse(path, read_only=True) as wh:
-        pool, _, reviews = reviewed_pool(wh, wh.versions.latest_judge_config_id())
+        read = ReviewedPool.read(wh, wh.versions.latest_judge_config_id())
+        pool, reviews = read.pool, read.reviews
     keep = np.array([(pool.pair_id[i], "ab" if ab else "ba", int(s)) in known
                      for i, ab, s in zip(pool.v_pair, pool.v_ab, pool.v_sample)], bool)
     pool = replace(pool, **{k: getattr(pool, k)[keep] for k in ("v_pair", "v_ab", "v_sample", "v_margin",
