@@ -1,0 +1,1 @@
+"""Declared sources: a source named in `sources.toml`, no code (docs/sources.md#declared-sources)."""
