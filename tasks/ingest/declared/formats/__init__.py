@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tasks.ingest.declared.formats import trl, trl_implicit
+from tasks.ingest.declared.formats import hh, pairwise, rated, trl, trl_implicit
 from tasks.ingest.declared.model import DeclarationError, Format
 
-FORMATS: dict[str, Format] = {f.name: f for f in (trl.FORMAT, trl_implicit.FORMAT)}
-DETECTION_ORDER: tuple[str, ...] = tuple(n for n in ("rated", "pairwise", "trl", "hh", "trl-implicit") if n in FORMATS)
+FORMATS: dict[str, Format] = {f.name: f for f in (trl.FORMAT, trl_implicit.FORMAT, pairwise.FORMAT, rated.FORMAT,
+                                                   hh.FORMAT)}
+DETECTION_ORDER: tuple[str, ...] = ("rated", "pairwise", "trl", "hh", "trl-implicit")
 
 
 def detect_format(columns: set[str], rows: Sequence[dict[str, Any]] = ()) -> str:

@@ -15,13 +15,13 @@ markers is better declared as `hh` (Anthropic's `\\n\\nHuman:` transcripts) or `
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pandera.pandas as pa
 
 from common.reasons import AdapterRejection, SchemaCheck, column_reason
 from schemas.pair import Rejection
+from tasks.ingest.declared.formats.hh import TRANSCRIPT  # an HH transcript: `auto` leaves it to `hh`
 from tasks.ingest.declared.formats.shared import (
     ID,
     ChosenFormat,
@@ -39,9 +39,6 @@ from tasks.ingest.declared.formats.shared import (
 from tasks.ingest.declared.model import Declaration
 from tasks.ingest.sources.base import Adapter, AdapterContext, one_per_row
 from tasks.ingest.synth_rows import SynthRows
-
-# an Anthropic HH transcript: what `auto` leaves to `hh` (the same columns)
-HH_TRANSCRIPT = re.compile(r"^\s*Human:.*\n\nAssistant:", re.DOTALL)
 
 
 def shared_prefix_length(chosen: str | list[Any], rejected: str | list[Any]) -> int:
@@ -89,7 +86,7 @@ class TrlImplicitFormat(ChosenFormat):
 
     def looks_like(self, row: dict[str, Any]) -> bool:
         chosen = row.get("chosen")
-        return not (isinstance(chosen, str) and HH_TRANSCRIPT.match(chosen))
+        return not (isinstance(chosen, str) and TRANSCRIPT.match(chosen))
 
     def raw_schema(self, decl: Declaration) -> pa.DataFrameSchema:
         return pa.DataFrameSchema({decl.column("chosen"): conversation_column(), decl.column("rejected"):
