@@ -4,8 +4,9 @@
 `label = { a = "1", b = "2", tie = ["tie"], both_bad = ["neither"] }`: each key a value or a list of values; `a`
 and `b` required, `tie` and `both_bad` optional. Values are compared as text (`label_text`): 1, 1.0 and "1" are the
 same value, true is "true", outer white space is ignored, case is not. A row's preference that is none of them is
-quarantined as `label_outside_declared_scale`; a null (or absent) one is no label: the pair lands unlabelled
-(`human_label` None), judged but never counted as labelled. Response A is the source's `response_a`.
+quarantined as `label_outside_declared_scale`; a null, absent or NaN one (pandas writes a missing number as NaN) is
+no label: the pair lands unlabelled (`human_label` None), judged but never counted as labelled. Response A is the
+source's `response_a`.
 """
 
 from __future__ import annotations
@@ -99,6 +100,9 @@ class PairwiseFormat(DeclaredFormat):
     def names_models(self, decl: Declaration) -> bool:
         return set(decl.models) == set(self.model_keys)
 
+    def finite_checked(self, decl: Declaration) -> tuple[str, ...]:
+        return (decl.column("preference"),)  # a NaN preference is no label, not a fault of the row
+
     def raw_schema(self, decl: Declaration) -> pa.DataFrameSchema:
         models = ({decl.models[k]: text_column(nullable=True) for k in self.model_keys}
                   if self.names_models(decl) else {})
@@ -122,7 +126,7 @@ class PairwiseFormat(DeclaredFormat):
         def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair | Rejection:
             value = row.get(preference)
             human_label, both_bad, raw = None, False, None
-            if value is not None:
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
                 raw = label_text(value)
                 if raw not in outcome:
                     return Rejection([AdapterRejection.LABEL_OUTSIDE_DECLARED_SCALE],
@@ -139,7 +143,8 @@ class PairwiseFormat(DeclaredFormat):
         return one_per_row(to_pair)
 
     def label_meaning(self, decl: Declaration) -> dict[str, Any]:
-        return {"format": self.name, "compared_as": "text", "values": label_values(decl.label),
+        values = {key: sorted(texts) for key, texts in label_values(decl.label).items()}  # the order means nothing
+        return {"format": self.name, "compared_as": "text", "values": values,
                 "human_label": {"a": 1.0, "b": -1.0, "tie": 0.0, "both_bad": "0.0, flagged both_bad",
                                 "null": "no label"},
                 "clear_label": self.clear}

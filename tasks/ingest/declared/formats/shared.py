@@ -153,7 +153,7 @@ class DeclaredFormat(Format):
                     mistakes.append(f"models.{key}: the column name must be a non-empty text, not "
                                     f"{decl.models[key]!r}")
             if set(decl.models) == set(self.model_keys):
-                taken = {decl.column(c) for c in self.known_columns()}
+                taken = {decl.column(c) for c in self.known_columns() if c != ID or ID in decl.columns}
                 mistakes += [f"models.{k}: {v!r} is already the {self.name} column of another role"
                              for k, v in decl.models.items() if v in taken]
                 mistakes += _shared_names("models", dict(decl.models))

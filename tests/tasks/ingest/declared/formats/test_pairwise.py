@@ -42,11 +42,11 @@ def test_declared_values_map_to_the_scale_compared_as_text(settings, value, labe
 
 
 def test_a_null_or_absent_preference_lands_unlabelled_not_quarantined(settings):
-    rows = [_row(None), {k: v for k, v in _row("1").items() if k != "preference"}, _row("2")]
+    rows = [_row(None), {k: v for k, v in _row("1").items() if k != "preference"}, _row(float("nan")), _row("2")]
     prepared = prepare(DECL, rows, settings)
     assert not prepared.quarantined
-    assert [p.human_label for p in prepared.pairs] == [None, None, -1.0]
-    assert [p.raw_label for p in prepared.pairs] == [None, None, "2"]
+    assert [p.human_label for p in prepared.pairs] == [None, None, None, -1.0]
+    assert [p.raw_label for p in prepared.pairs] == [None, None, None, "2"]
 
 
 @pytest.mark.parametrize("value", ["3", "Tie", 1.5, True, ["1"], {"v": 1}, ""])
@@ -80,7 +80,8 @@ def test_model_columns_name_each_side_s_model(settings):
     ({"response_a": None}, "response_a:missing"),
     ({"response_a": 42}, "response_a:is_text"),
     ({"response_b": "\u200b"}, "response_b:not_empty"),
-    ({"preference": float("nan")}, "not_finite:preference"),
+    ({"preference": [float("nan")]}, AdapterRejection.LABEL_OUTSIDE_DECLARED_SCALE),
+    ({"response_a": float("inf")}, "not_finite:response_a"),
 ])
 def test_a_bad_row_is_quarantined_with_its_reason_amid_good_ones(settings, change, reason):
     rows = [_row("1", prompt=f"q{i}") for i in range(4)]
@@ -145,5 +146,7 @@ def test_check_names_each_models_mistake_by_its_key(models, key):
 def test_label_meaning_is_json_stable_and_says_the_values():
     meaning = PAIRWISE.label_meaning(DECL)
     assert json.loads(json.dumps(meaning)) == meaning == PAIRWISE.label_meaning(declaration("pairwise", label=LABEL))
-    assert meaning["values"] == {"a": ["1"], "b": ["2"], "tie": ["tie", "0"], "both_bad": ["neither"]}
+    assert meaning["values"] == {"a": ["1"], "b": ["2"], "tie": ["0", "tie"], "both_bad": ["neither"]}
+    reordered = declaration("pairwise", label={**LABEL, "tie": ["0", "tie"]})
+    assert PAIRWISE.label_meaning(reordered) == meaning
     assert PAIRWISE.label_meaning(declaration("pairwise", label={**LABEL, "a": "A"})) != meaning
