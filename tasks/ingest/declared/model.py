@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from tasks.ingest.sources.base import Adapter
     from tasks.ingest.synth_rows import SynthRows
 
-FORMAT_NAMES = ("trl", "trl-implicit", "pairwise", "rated", "hh")
+FORMAT_NAMES = ("trl", "trl-implicit", "pairwise", "rated", "hh", "helpsteer3")
 AUTO = "auto"
 
 

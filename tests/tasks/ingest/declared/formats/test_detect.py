@@ -15,6 +15,8 @@ ROWS = {
     "pairwise": {"prompt": "q", "response_a": "a", "response_b": "b", "preference": "a"},
     "rated": {"prompt": "q", "responses": [{"response": "a", "score": 1}, {"response": "b", "score": 2}]},
     "hh": {"chosen": "\n\nHuman: q\n\nAssistant: a", "rejected": "\n\nHuman: q\n\nAssistant: b"},
+    "helpsteer3": {"context": [{"role": "user", "content": "q"}], "response1": "a", "response2": "b",
+                   "overall_preference": -1},
 }
 
 
@@ -32,7 +34,8 @@ def test_each_format_is_found_from_its_own_rows_and_beside_extra_columns(name):
 
 def test_a_file_that_holds_two_formats_columns_takes_the_first_in_the_order():
     both = {**ROWS["rated"], **ROWS["pairwise"], **ROWS["trl"]}
-    assert detect_format(set(both)) == DETECTION_ORDER[0] == "rated"
+    assert detect_format(set(both)) == DETECTION_ORDER[1] == "rated"
+    assert detect_format(set(both) | set(ROWS["helpsteer3"])) == DETECTION_ORDER[0] == "helpsteer3"
     assert detect_format(set(ROWS["pairwise"]) | {"chosen", "rejected"}) == "pairwise"
 
 
