@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from datetime import datetime
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from tasks.curate.confidence import pool_confidences
 from tasks.curate.policy import load_policy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
+from tasks.publish.quality_card import RISK_COVERAGE_PLOT
 from tasks.review.certification import certification_labels
 from tasks.review.majority import resolve
 from tasks.review.overrides import PoolReviews
@@ -114,6 +116,13 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
     assert "apply after the certification" in section
     mix = cert["population"]
     assert mix["labelled"] < mix["judged"] and f"{percent(mix['labelled_share'])} of the judged pool" in section
+    # the risk-coverage plot lies beside the card, linked from it, its dots the table's rows
+    assert f"]({RISK_COVERAGE_PLOT})" in section
+    svg = ET.fromstring((folder / RISK_COVERAGE_PLOT).read_text())
+    dots = [c.find("{http://www.w3.org/2000/svg}title").text for c in svg.iter("{http://www.w3.org/2000/svg}circle")]
+    table = section.split("| threshold | coverage of the judged pool |", 1)[1].strip().splitlines()[2:]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in table]
+    assert dots == [f"{c[0]}: coverage {c[1]}, certified agreement {c[4]}" for c in cells] and len(dots) >= 2
 
     # versions --json and status read the same figure
     listed = CliRunner().invoke(app, ["versions", "sure", "--warehouse", str(judged), "--json"])
