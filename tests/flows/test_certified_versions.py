@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -237,6 +238,30 @@ def test_pairs_reviewers_decided_are_kept_with_their_choice(judged, tmp_path):
     accepted = _accepted_anew(warehouse, {"target_agreement": 0.95})
     assert cert["kept_by_reviewers"] == len([p for p in decisions if decisions[p] != "tie" and p not in accepted]) >= 1
     assert cert["kept_certified"] + cert["kept_by_reviewers"] == after["rows"]
+    # the exported rows say which the reviewers decided, and claim no judge certainty for those
+    from flows.publish import publish
+
+    folder = Path(publish("reviewed", to=str(tmp_path / "out"), warehouse=str(warehouse))["target"])
+    for config in ("dpo", "rm", "helpsteer3"):
+        exported = pa.concat_tables([pq.read_table(f) for f in sorted((folder / "data" / config).glob("*.parquet"))])
+        by_pair = {r["pair_id"]: r for r in exported.to_pylist()}
+        assert len(by_pair) == after["rows"] and exported.schema.names[-3:] == ["reviewed", "reviewers_choice",
+                                                                                  "reviewers"]
+        for pair, r in by_pair.items():
+            side = decisions.get(pair)
+            if side in ("a", "b"):
+                assert (r["reviewed"], r["reviewers_choice"], r["reviewers"]) == (True, side, 1), (config, pair)
+                assert r["confidence"] is None and r["p_correct"] is None
+            else:
+                assert (r["reviewed"], r["reviewers_choice"], r["reviewers"]) == (False, None, 0), (config, pair)
+                assert r["confidence"] is not None and r["p_correct"] is not None
+    card = (folder / "README.md").read_text()
+    assert "Rows that reviewers decided say so" in card
+    # the version before the reviews landed has no such rows, and its files no such columns
+    first_folder = Path(publish("reviewed", version=first["version"], to=str(tmp_path / "out"),
+                                warehouse=str(warehouse))["target"])
+    assert "reviewed" not in pq.read_schema(next((first_folder / "data" / "dpo").glob("*.parquet"))).names
+    assert "Rows that reviewers decided say so" not in (first_folder / "README.md").read_text()
     # with review overrides off, a reviewed pair is one like any other: certified or dropped as not certified
     off = build_version("reviewed-off", policy_overrides={"target_agreement": 0.95, "review_overrides": False},
                         warehouse=str(warehouse))
