@@ -1,9 +1,12 @@
 """Sharded judging: the pending pairs split across GPU workers, their judgments merged here.
 
 Reads like the process: merge what workers left behind, plan the pending judgments, write one work file
-per shard, run the judge deployment once per shard on the `gpu` pool, merge each shard's results as it
-finishes, and say plainly which shards did not finish. Workers never open the warehouse; only this flow
-writes to it, and only while it is not waiting on them.
+per shard, run the judge deployment once per shard on the `gpu` pool (`judge-sharded`), or the worker's flow
+in this process (`judge-sharded-here`, `curate judge --shards N`), merge the shards' results, and say plainly
+which shards did not finish. A strategy that judges in rounds (`certify`) does so round by round: each round is
+decided from the warehouse once the last is merged, as the single-process rounds decide it
+(`tasks.review.rounds.CertifyRounds`), with what a failed shard was asked added to the next. Workers never
+open the warehouse; only this flow writes to it, and only while it is not waiting on them.
 """
 
 from __future__ import annotations

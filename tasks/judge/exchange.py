@@ -331,12 +331,15 @@ def write_work(ex: Exchange, path: str, *, plan: str, shard: str, config: dict[s
         "pair_id": [p.pair_id for p in pairs], "history": [json.dumps(p.history, ensure_ascii=False) for p in pairs],
         "response_a": [p.response_a for p in pairs], "response_b": [p.response_b for p in pairs],
         "states": [by_pair.get(p.pair_id, []) for p in pairs],
-        "wanted": [None if wanted is None else [{"order": o, "sample_index": s} for o, s in wanted[p.pair_id]]
+        "wanted": [[] if wanted is None else [{"order": o, "sample_index": s} for o, s in wanted[p.pair_id]]
                    for p in pairs],
     }, schema=WORK_SCHEMA)
     meta = {"plan_id": plan, "shard": shard, "config": config, "strategy": strategy,
             "texts": table_digest(table, TEXT_COLUMNS), "states": table_digest(table, STATE_COLUMNS),
             "wanted": table_digest(table, WANTED_COLUMNS), "signed": secret is not None}
+    if wanted is None:  # the strategy's own judgments: the file as it was before rounds could be sharded
+        table = table.drop_columns(list(WANTED_COLUMNS))
+        del meta["wanted"]
     meta = json.loads(json.dumps(meta))  # signed as it is read back
     if secret is not None:
         meta["signature"] = record_signature(plan_key(secret, plan), meta)

@@ -313,3 +313,23 @@ def test_the_pipelines_sharded_judging_runs_rounds_one_deployment_run_per_shard_
     assert all({x["state"] for x in r["shards"]} == {"COMPLETED"} for r in s["rounds"])
     assert s["requests"] == server.stats()["requests"] == one["requests"] and s["merged"]["authenticated"]
     assert sorted(_judgments(path))[0][:4] and [j[:4] for j in _judgments(path)] == [j[:4] for j in _judgments(alone)]
+
+
+def test_judging_in_shards_here_plans_signed_shards_and_merges_them_once(tmp_path, ingested, monkeypatch):
+    """`curate judge --shards N` with a strategy that does not judge in rounds: one plan of N signed shards,
+    each judged in this process by the worker's flow, merged; a rerun merges nothing twice and sends nothing."""
+    from flows.judge_shards import judge_sharded_here
+
+    path, n = ingested
+    monkeypatch.setenv(KEY, "k1")
+    exchange = str(tmp_path / "exchange")
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
+        s = judge_sharded_here(3, endpoints=[server.url], strategy="swap", exchange=exchange, warehouse=path)
+        assert server.stats()["requests"] == 2 * n
+        again = judge_sharded_here(3, endpoints=[server.url], strategy="swap", exchange=exchange, warehouse=path)
+        assert server.stats()["requests"] == 2 * n
+    assert_summary(s, ShardedJudgeSummary)
+    assert "rounds" not in s and [x["state"] for x in s["shards"]] == ["COMPLETED"] * 3
+    assert len({x["plan_id"] for x in s["shards"]}) == 1 and s["merged"]["authenticated"]
+    assert s["judged"] == s["requests"] == s["merged"]["rows"] == 2 * n and len(_judgments(path)) == 2 * n
+    assert again["pending"] == 0 and again["merged"] == {} and again["merged_before"]["rows"] == 0
