@@ -80,8 +80,9 @@ def test_sharded_rounds_ask_what_one_process_asks_and_certify_the_same_pairs(cle
                                    exchange=exchange, warehouse=str(sharded_at))
         assert server.stats()["requests"] == 0
     assert_summary(s, ShardedJudgeSummary)
-    print(f"one process: {[(r['pairs_asked'], r['requests']) for r in one['rounds']]}; in 3 shards: "
-          f"{[(r['pairs_asked'], r['requests'], len(r['shards'])) for r in s['rounds']]}")
+    print(f"one process: {[(r['pairs_asked'], r['requests']) for r in one['rounds']]}, {one['seconds']} s judging; "
+          f"in 3 shards: {[(r['pairs_asked'], r['requests'], len(r['shards'])) for r in s['rounds']]}, "
+          f"{s['seconds']} s from the first shard to the last merge")
     # round by round the same decisions: the same pairs asked the same judgments, the same certified count after
     assert [{k: r[k] for k in ROUND_KEYS} for r in s["rounds"]] == [{k: r[k] for k in ROUND_KEYS}
                                                                     for r in one["rounds"]]
