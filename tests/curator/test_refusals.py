@@ -2,7 +2,8 @@
 the order a person fixes things (arguments, then files, then endpoints and the Hub), in one line with exit 2.
 
 Each case runs `curate` in a fresh interpreter that records whether a Prefect flow module was ever imported (a
-flow's start-up is what made these refusals take 12-19 s) and how long the command took after its imports."""
+flow's start-up is what made these refusals take 12-19 s). How long they take is `benchmarks/startup.py`'s to say:
+a time asserted here failed on a loaded machine while the refusals were as fast as ever."""
 
 from __future__ import annotations
 
@@ -44,25 +45,14 @@ def _probe(*args: str, cwd, settings: dict[str, str] | None = None, wrap: tuple[
     return [line for line in said if line.strip()], json.loads(probe.removeprefix("PROBE "))
 
 
-@pytest.fixture(scope="module")
-def floor(tmp_path_factory) -> float:
-    """What `curate status` takes here and now (Python, the imports, the warehouse): the machine's floor, which
-    a loaded machine raises for every command alike."""
-    place = tmp_path_factory.mktemp("floor")
-    Warehouse(place / "w.duckdb").close()
-    _, report = _probe("status", "--warehouse", "w.duckdb", cwd=place)
-    assert report["code"] == 0
-    return report["seconds"]
-
-
-def _refusal(*args: str, cwd, floor: float, settings: dict[str, str] | None = None,
+def _refusal(*args: str, cwd, settings: dict[str, str] | None = None,
              wrap: tuple[str, ...] = ()) -> tuple[str, dict]:
     lines, report = _probe(*args, cwd=cwd, settings=settings, wrap=wrap)
     assert report["code"] == 2 and lines and lines[0].startswith("error: "), lines
     assert len(lines) <= 2 and not any("Traceback" in line for line in lines), lines
+    # the cause of a slow refusal (a flow's start-up alone took 10 s and more), checked as a fact, not a time:
+    # timings belong to benchmarks/startup.py, and a loaded machine stretches every command alike
     assert report["flows"] == [], f"a flow was imported before refusing: {report['flows']}"
-    # within 3 s where `status` takes its usual second or so; a flow's start-up alone took 10 s and more
-    assert report["seconds"] < max(3.0, 2.5 * floor), (report, floor)
     return lines[0], report
 
 
@@ -152,9 +142,8 @@ DEAD = "http://127.0.0.1:9/v1"
     (["run", "--source", "helpsteer3=hs.jsonl", "--strategy", "certify", "--endpoint", DEAD],
      "no target: judging in rounds escalates toward a certified version's target (set target_agreement in the policy"),
 ])
-def test_refusals_come_first_fast_and_in_order(place, floor, args, said):
-    line, _ = _refusal(*args, *(["--warehouse", "w.duckdb"] if "--warehouse" not in args else []), cwd=place,
-                       floor=floor)
+def test_refusals_come_first_and_in_order(place, args, said):
+    line, _ = _refusal(*args, *(["--warehouse", "w.duckdb"] if "--warehouse" not in args else []), cwd=place)
     assert said in line, line
 
 
@@ -189,29 +178,28 @@ def _bad_policy(place, name: str) -> str:
 
 @pytest.mark.parametrize("command", ["build-version", "run"])
 @pytest.mark.parametrize("name", list(BAD_POLICIES))
-def test_a_bad_policy_file_is_one_line_before_prefect(place, floor, command, name):
+def test_a_bad_policy_file_is_one_line_before_prefect(place, command, name):
     path = _bad_policy(place, name)
     args = ["build-version", "prefs"] if command == "build-version" else [
         "run", "--source", "helpsteer3=hs.jsonl", "--endpoint", DEAD]
-    line, _ = _refusal(*args, "--policy", path, "--warehouse", "w.duckdb", cwd=place, floor=floor)
+    line, _ = _refusal(*args, "--policy", path, "--warehouse", "w.duckdb", cwd=place)
     assert BAD_POLICIES[name][1] in line, line
 
 
-def test_good_policy_files_and_typed_flags_pass_to_the_next_check(place, floor):
+def test_good_policy_files_and_typed_flags_pass_to_the_next_check(place):
     """An integer for a number is no error, nor are flags (typer has typed them): the refusal is the next one."""
     (place / "int.toml").write_text("[policy]\nmin_abs_margin = 1\nmax_per_source = 3\n")
-    line, _ = _refusal("build-version", "prefs", "--policy", "int.toml", "--warehouse", "w.duckdb", cwd=place,
-                       floor=floor)
+    line, _ = _refusal("build-version", "prefs", "--policy", "int.toml", "--warehouse", "w.duckdb", cwd=place)
     assert "no judged pairs yet" in line, line
     line, _ = _refusal("build-version", "prefs", "--min-abs-margin", "1.0", "--max-spread", "1", "--max-per-source",
                        "3", "--allow-order-disagreement", "--human-label", "ignore", "--exports", "dpo",
-                       "--warehouse", "w.duckdb", cwd=place, floor=floor)
+                       "--warehouse", "w.duckdb", cwd=place)
     assert "no judged pairs yet" in line, line
 
 
-def test_run_refuses_a_bad_hub_target_before_reading_its_sources(place, floor):
+def test_run_refuses_a_bad_hub_target_before_reading_its_sources(place):
     line, _ = _refusal("run", "--source", "helpsteer3=missing.jsonl", "--publish-to", "hf://justname", "--endpoint",
-                       DEAD, "--warehouse", "w.duckdb", cwd=place, floor=floor)
+                       DEAD, "--warehouse", "w.duckdb", cwd=place)
     assert "a Hub target is hf://ORG/NAME" in line
 
 
@@ -221,10 +209,10 @@ def test_run_refuses_a_bad_hub_target_before_reading_its_sources(place, floor):
     # sharded: the workers' servers are not seen here; the plan says what they load
     (["--shards", "2"], {"CURATE_JUDGE_WEIGHTS": "/models/tiny-genrm"}),
 ])
-def test_run_to_the_hub_with_other_weights_is_refused_before_it_starts(place, floor, how, settings):
+def test_run_to_the_hub_with_other_weights_is_refused_before_it_starts(place, how, settings):
     args = ["run", "--source", f"helpsteer3={place / 'hs.jsonl'}", *how, "--publish-to", "hf://org/prefs",
             "--warehouse", "w.duckdb"]
-    line, _ = _refusal(*args, cwd=place, floor=floor, settings=settings)
+    line, _ = _refusal(*args, cwd=place, settings=settings)
     assert line == ("error: the judge serves the weights /models/tiny-genrm, not the published "
                     "nvidia/Qwen3-Nemotron-235B-A22B-GenRM: a version built on its verdicts would not be pushed to "
                     "hf://org/prefs")
@@ -236,16 +224,14 @@ def test_run_to_the_hub_with_other_weights_is_refused_before_it_starts(place, fl
 
 
 @pytest.mark.prefect
-def test_a_simulated_version_is_refused_after_the_hub_name_is_checked(dashboard_warehouse, tmp_path, floor):
+def test_a_simulated_version_is_refused_after_the_hub_name_is_checked(dashboard_warehouse, tmp_path):
     warehouse, _, _ = dashboard_warehouse
-    bad, _ = _refusal("publish", "dash", "--to", "hf://justname", "--warehouse", str(warehouse), cwd=tmp_path,
-                      floor=floor)
+    bad, _ = _refusal("publish", "dash", "--to", "hf://justname", "--warehouse", str(warehouse), cwd=tmp_path)
     assert "a Hub target is hf://ORG/NAME" in bad  # the name is an argument: said before the version's problem
-    simulated, _ = _refusal("publish", "dash", "--to", "hf://org/dash", "--warehouse", str(warehouse), cwd=tmp_path,
-                            floor=floor)
+    simulated, _ = _refusal("publish", "dash", "--to", "hf://org/dash", "--warehouse", str(warehouse), cwd=tmp_path)
     assert "SIMULATED" in simulated and "not pushing it to hf://org/dash" in simulated
     missing, _ = _refusal("publish", "dash", "9", "--to", "hf://org/dash", "--warehouse", str(warehouse),
-                          cwd=tmp_path, floor=floor)
+                          cwd=tmp_path)
     assert "'dash' has no version 9: its versions are v1, v2" in missing
 
 
@@ -260,15 +246,15 @@ def _read_only_mount(at) -> tuple[str, ...]:
     return ("unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o ro none "$0" && exec "$@"', str(at))
 
 
-def test_run_refuses_a_read_only_publish_folder_before_prefect(place, floor):
+def test_run_refuses_a_read_only_publish_folder_before_prefect(place):
     wrap = _read_only_mount(place / "ro")
     line, _ = _refusal("run", "--skip", "ingest", "--skip", "judge", "--publish-to", "ro/out", "--warehouse",
-                       "w.duckdb", cwd=place, floor=floor, wrap=wrap)
+                       "w.duckdb", cwd=place, wrap=wrap)
     assert line == "error: cannot publish to ro/out/preferences: ro is on a read-only filesystem", line
 
 
 @pytest.mark.prefect
-def test_a_version_is_refused_a_target_it_cannot_be_written_to_before_prefect(dashboard_warehouse, tmp_path, floor):
+def test_a_version_is_refused_a_target_it_cannot_be_written_to_before_prefect(dashboard_warehouse, tmp_path):
     warehouse, _, _ = dashboard_warehouse
     (tmp_path / "notes.txt").write_text("a file")
     wrap = _read_only_mount(tmp_path / "ro")
@@ -276,12 +262,11 @@ def test_a_version_is_refused_a_target_it_cannot_be_written_to_before_prefect(da
                             ("/sys/out", "/sys is a kernel filesystem, not storage", ()),
                             ("notes.txt/out", "notes.txt is a file, not a folder", ()),
                             ("ro/out", "ro is on a read-only filesystem", wrap)):
-        line, _ = _refusal("publish", "dash", "--to", to, "--warehouse", str(warehouse), cwd=tmp_path, floor=floor,
+        line, _ = _refusal("publish", "dash", "--to", to, "--warehouse", str(warehouse), cwd=tmp_path,
                            wrap=under)
         assert line.startswith(f"error: cannot publish to {to}/dash/v2-") and line.endswith(said), line
     # HF:// is the Hub, not a folder named `HF:`: the SIMULATED version is refused on its way there
-    line, _ = _refusal("publish", "dash", "--to", "HF://org/dash", "--warehouse", str(warehouse), cwd=tmp_path,
-                       floor=floor)
+    line, _ = _refusal("publish", "dash", "--to", "HF://org/dash", "--warehouse", str(warehouse), cwd=tmp_path)
     assert "not pushing it to hf://org/dash" in line and not (tmp_path / "HF:").exists()
 
 
