@@ -56,7 +56,7 @@ def labels_markdown(sources: dict[str, dict[str, Any]]) -> str:
         if s.get("facts") == "assumed":
             return (f"{name} ({count(s['labelled'])} labelled pairs; no facts stored with its pairs: read by the "
                     f"defaults, people's labels, clear from |label| {s['clear_label']:g}, one step of the scale)")
-        return f"{name} ({count(s['labelled'])}, clear from |label| {s['clear_label']:g})"
+        return f"{name} ({count(s['labelled'])} labelled pairs, clear from |label| {s['clear_label']:g})"
 
     carrying = {n: s for n, s in sources.items() if s.get("labelled")}
     human = [said(n, s) for n, s in carrying.items() if s.get("human_labels")]
@@ -79,7 +79,7 @@ def calibration_markdown(calibration: dict[str, Any] | None, sources: dict[str, 
         return (f"**No calibrated p_correct**: {calibration.get('note', 'too few labelled pairs')}. The "
                 "`p_correct` column is empty; `confidence` (the heuristic) is the only confidence here."
                 + (f"\n\n{labels_markdown(sources)}" if sources else ""))
-    rule = ("its source's clear label, below" if sources else
+    rule = ("|label| at least its source's clear label, below" if sources else
             "HelpSteer3 |overall_preference| >= 2; arena votes that are neither ties nor both-bad")
     lines = [
         f"`p_correct` is the probability that the judge's direction matches a clear human preference, fitted by "
