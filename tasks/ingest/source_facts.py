@@ -56,6 +56,9 @@ class SourceFacts:
     declaration: dict[str, Any] | None = None  # JSON: a declared source's declaration as read; None built in
     origin: str = FROM_SOURCE  # where these facts were read from (not stored)
 
+    def __post_init__(self) -> None:
+        self.to_json()  # facts that cannot be stored are refused where they are made, before an ingest writes
+
     def to_json(self) -> str:
         """The stored form: every fact but `origin`, keys sorted. A fact that is not JSON is refused here."""
         data = {k: v for k, v in asdict(self).items() if k != "origin"}

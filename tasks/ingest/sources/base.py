@@ -1,6 +1,8 @@
-"""What a source is: where its rows live, the pandera schema of a raw row, its adapter, and the facts the
-rest of the pipeline reads from it (its license, what counts as a clear human label on its scale, whether
-its pairs name the models that wrote them, the synthetic rows of its shape that tests and benchmarks use).
+"""What a source is: where its rows live, the pandera schema of a raw row, its adapter, the synthetic rows of its
+shape that tests and benchmarks use, and the facts it states about its rows (its license, what its labels mean
+and from which |label| one is clear, whether people gave them, whether its pairs name the models that wrote
+them): `Source.facts()`, which an ingest stores with the pairs and every later reader reads from the warehouse
+(`tasks.ingest.source_facts`).
 
 A new source is one module that builds a `Source` and registers it in `tasks.ingest.sources`: nothing
 outside that package knows a source by name.
