@@ -95,6 +95,12 @@ class SchemaCheck(Reasons):
     FITS_JUDGE_CONTEXT = ("fits_judge_context(<=<bytes> bytes)",
                           "the pair's text is larger than any tokenizer could fit in the judge's input budget")
     RESPONSES_DIFFER = "responses_differ", "the two responses are the same text (checked on the whole row)"
+    # declared sources (tasks/ingest/declared/formats)
+    IS_ID = "is_id", "the value is no id: neither a non-empty text nor an integer"
+    IS_TEXT_OR_MESSAGE_LIST = ("is_text_or_message_list",
+                               "the value is neither a text nor a list of {role, content} messages with text content")
+    ENDS_WITH_ASSISTANT_TURN = "ends_with_assistant_turn", "the message list does not end with an assistant turn"
+    ASSISTANT_TURNS_ONLY = "assistant_turns_only", "a response's message list holds a turn that is not the assistant's"
 
 
 class AdapterRejection(Reasons):
@@ -119,6 +125,14 @@ class AdapterRejection(Reasons):
                             "CURATE_MAX_COMPLETIONS_PER_ROW: the first n are paired, the rest left out")
     FEWER_THAN_TWO_COMPLETIONS = "fewer_than_two_completions", "fewer than two usable completions: no pair to make"
     NO_CLEAR_PREFERENCE = "no_clear_preference", "no completion leads another by the pairing threshold"
+    # declared sources (tasks/ingest/declared/formats)
+    NO_COMMON_PROMPT = "no_common_prompt", "chosen and rejected share no leading message or text: no implicit prompt"
+    RESPONSE_NOT_ONE_ASSISTANT_TURN = ("response_not_one_assistant_turn",
+                                       "after the shared prompt, a side is not one final assistant turn")
+    TRANSCRIPT_MALFORMED = ("transcript_malformed",
+                            "the text is no transcript of \\n\\nHuman: / \\n\\nAssistant: turns starting with a Human turn")
+    LABEL_OUTSIDE_DECLARED_SCALE = ("label_outside_declared_scale",
+                                    "the row's label is none of the values its declaration lists")
     ADAPTER_MADE_NOTHING = "adapter_made_nothing", "the adapter returned neither a pair nor a rejection for the row"
     ADAPTER_ERROR = "adapter_error:<Exception>", "the adapter raised this exception on the row (a bug to report)"
 

@@ -27,14 +27,14 @@ def strategy(text: str | None, settings: Settings) -> None:
 
 
 def rounds(text: str | None, shard: str | None, target_agreement: float | None, risk: float | None,
-           policy_path: Path | None, settings: Settings) -> None:
-    """A strategy that judges in rounds, with a target and no shard; a target, a risk or a policy only with such a
-    strategy (`tasks.judge.context.check_rounds`)."""
+           policy_path: Path | None, settings: Settings, shards: int | None = None) -> None:
+    """A strategy that judges in rounds, with a target and no shard (N shards, each round split by this run: yes);
+    a target, a risk or a policy only with such a strategy (`tasks.judge.context.check_rounds`)."""
     from tasks.judge.context import check_rounds
     from tasks.judge.strategies import parse_strategy
 
     strategy = parse_strategy(text or settings.judge_strategy, settings)
-    check_rounds(strategy, shard, target_agreement, risk, None if policy_path is None else str(policy_path))
+    check_rounds(strategy, shard, target_agreement, risk, None if policy_path is None else str(policy_path), shards)
 
 
 def rounds_policy(text: str | None, target_agreement: float | None, risk: float | None, policy_path: Path | None,

@@ -141,11 +141,12 @@ def judge_worker(
     ex, work_file = Exchange.of_work(work)
     shard = read_work(ex, work_file, shared_secret())
     run = JudgeRun.of(settings, config=JudgeConfig(**shard.config), run_id=current_run_id(),
-                      strategy=shard.strategy, shard=shard.shard)
+                      strategy=shard.strategy, shard=shard.shard, planned=True)
     out = results_dir(ex, shard.plan_id, shard.label)
     folded = fold_results(shard.states, ex, out, shard.results_key)
     ids = [p.pair_id for p in shard.pairs]
-    pending, done = split_pending(ids, run.strategy, shard.states, run.max_attempts)
+    # a round's shard (sharded rounds) asks exactly the judgments its plan names of each pair
+    pending, done = split_pending(ids, run.strategy, shard.states, run.max_attempts, shard.wanted)
     keep = set(pending)
     pairs = [p for p in shard.pairs if p.pair_id in keep]
     server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
@@ -161,7 +162,7 @@ def judge_worker(
             refuse_unplanned(config, served_config)
             record["template"] = served_config.template
             run = run.served_by(targets, config)
-            summary = run_judging(run, pairs, shard.states, done, writer.write)
+            summary = run_judging(run, pairs, shard.states, done, writer.write, wanted=shard.wanted)
         summary.update(pairs=len(ids), judge_config_id=config.id, strategy=run.strategy.label, shard=shard.shard,
                        endpoints=targets, run_id=run.run_id, result_files=writer.seq)
         outcome.summary = summary

@@ -1,14 +1,19 @@
 """Sharded judging: the pending pairs split across GPU workers, their judgments merged here.
 
 Reads like the process: merge what workers left behind, plan the pending judgments, write one work file
-per shard, run the judge deployment once per shard on the `gpu` pool, merge each shard's results as it
-finishes, and say plainly which shards did not finish. Workers never open the warehouse; only this flow
-writes to it, and only while it is not waiting on them.
+per shard, run the judge deployment once per shard on the `gpu` pool (`judge-sharded`), or the worker's flow
+in this process (`judge-sharded-here`, `curate judge --shards N`), merge the shards' results, and say plainly
+which shards did not finish. A strategy that judges in rounds (`certify`) does so round by round: each round is
+decided from the warehouse once the last is merged, as the single-process rounds decide it
+(`tasks.review.rounds.CertifyRounds`), with what a failed shard was asked added to the next. Workers never
+open the warehouse; only this flow writes to it, and only while it is not waiting on them.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -20,15 +25,17 @@ from prefect.deployments import run_deployment
 from prefect.states import Crashed
 
 from common.errors import InvalidInputError, UserError
-from common.settings import settings_with
+from common.settings import Settings, settings_with
 from flows.runs import current_run_id
 from schemas.summaries import MergeSummary, ShardedJudgeSummary
-from tasks.judge.config import config_record
+from tasks.curate.policy import rounds_policy
+from tasks.judge.config import JudgeConfig, config_record
 from tasks.judge.context import JudgeRun
 from tasks.judge.cost import cost_model, cost_report
 from tasks.judge.exchange import (
     Exchange,
     HeartbeatWatch,
+    read_work,
     results_dir,
     shard_label,
     shared_secret,
@@ -38,9 +45,13 @@ from tasks.judge.exchange import (
 from tasks.judge.exchange import plan_id as make_plan_id
 from tasks.judge.exchange_checks import KEY_ENV
 from tasks.judge.merge import merge_exchange_into, nothing_merged
-from tasks.judge.shards import pair_bucket
-from tasks.judge.targets import judge_config_from
+from tasks.judge.run import States, Wanted, as_states, split_pending
+from tasks.judge.shards import pair_bucket, pairs_of_shard
+from tasks.judge.strategies import Slot, slots_said
+from tasks.judge.targets import checked_targets, judge_config_from, judge_targets
 from tasks.judge.warehouse_run import work_of
+from tasks.review.rounds import CertifyRounds
+from warehouse.judging import PairText
 from warehouse.store import Warehouse
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -65,6 +76,7 @@ class ShardRun:
     state: str = "SCHEDULED"
     message: str = ""
     started: float | None = None  # when this flow first saw it running
+    plan_id: str = ""
 
     @property
     def shard(self) -> str:
@@ -79,34 +91,108 @@ def merge_exchange(warehouse: str, exchange: str) -> MergeSummary:
         return merge_exchange_into(wh, Exchange(exchange)).as_dict()
 
 
+def _write_plan(wh: Warehouse, ex: Exchange, run: JudgeRun, shards: int, pending: list[str], states: States,
+                wanted: Wanted | None, texts: dict[str, PairText] | None = None) -> tuple[str, dict[int, str]]:
+    """One signed work file per non-empty hash bucket of `pending` (a round's: with the judgments `wanted` of
+    each pair); returns the plan's id, named by what it asks, and the files' URLs by shard."""
+    config, label = run.config, run.strategy.label
+    pid = make_plan_id(config.id, label, pending, wanted)
+    files = {}
+    for index in range(shards):
+        mine = [p for p in pending if pair_bucket(p, shards) == index]
+        if not mine:
+            continue
+        keep = set(mine)
+        path = work_path(ex, pid, index, shards)
+        write_work(ex, path, plan=pid, shard=f"{index}/{shards}", strategy=label, config=asdict(config),
+                   pairs=[texts[p] for p in mine] if texts is not None else wh.judging.pair_texts(mine),
+                   states={k: v for k, v in states.items() if k[0] in keep}, secret=shared_secret(),
+                   wanted=None if wanted is None else {p: wanted[p] for p in mine})
+        files[index] = ex.url_of(path)
+    return pid, files
+
+
+def _first_plan(warehouse: str, exchange: str, shards: int, run: JudgeRun) -> dict[str, Any]:
+    """The run's first plan: the strategy's judgments of every pending pair, or with a strategy in rounds its
+    first round (`Strategy.initial()` of each, exactly)."""
+    ex = Exchange(exchange)
+    with Warehouse(warehouse) as wh:
+        wh.judging.register_judge_config(config_record(run.config))
+        work = work_of(wh, run)
+        initial = tuple(run.strategy.initial())
+        wanted = {p: initial for p in work.pending} if run.strategy.judges_in_rounds else None
+        pid, files = _write_plan(wh, ex, run, shards, work.pending, work.states, wanted)
+    return {"plan_id": pid, "judge_config_id": run.config.id, "strategy": run.strategy.label, "pairs": len(work.ids),
+            "pending": len(work.pending), "skipped_cached": work.done.skipped_cached,
+            "skipped_exhausted": work.done.exhausted, "work": files,
+            "how": f"{slots_said(initial)} of every pair without it"}
+
+
 @task(cache_policy=NO_CACHE)
 def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None, limit: int | None) -> dict[str, Any]:
-    """Write one work file per non-empty shard of the pending pairs; returns the plan."""
+    """Write one work file per non-empty shard of the pending pairs (of a strategy that does not judge in
+    rounds); returns the plan."""
     settings = settings_with(warehouse=warehouse)
     # the orchestrator's run: it plans for the workers and judges nothing itself (no endpoints)
     run = JudgeRun.of(settings, config=judge_config_from(settings), run_id=current_run_id(), strategy=strategy,
                       limit=limit)
-    config, plan = run.config, run.strategy
+    return _first_plan(warehouse, exchange, shards, run)
+
+
+@task(cache_policy=NO_CACHE)
+def plan_first_round(warehouse: str, exchange: str, shards: int, run: JudgeRun) -> dict[str, Any]:
+    """`run`'s first plan, written as one work file per non-empty shard."""
+    return _first_plan(warehouse, exchange, shards, run)
+
+
+def _unfinished(wh: Warehouse, run: JudgeRun, work_files: list[str]) -> dict[str, tuple[Slot, ...]]:
+    """What failed shards' work files asked that the warehouse still lacks (not 'ok', not at the attempt limit):
+    pair -> the judgments asked of it. A file that can no longer be trusted is left out (its pairs wait for a
+    rerun)."""
+    asked: dict[str, tuple[Slot, ...]] = {}
+    for url in work_files:
+        try:
+            work = read_work(*Exchange.of_work(url), shared_secret())
+        except (UserError, OSError) as err:
+            get_run_logger().warning("the failed shard's work file %s is not asked again: %s", url, err)
+            continue
+        initial = tuple(run.strategy.initial())
+        asked.update(work.wanted or {p.pair_id: initial for p in work.pairs})
+    ids = sorted(asked)
+    states = as_states(wh.judging.judgment_states(run.config.id, ids))
+    pending, _ = split_pending(ids, run.strategy, states, run.max_attempts, asked)
+    return {p: asked[p] for p in pending}
+
+
+@task(cache_policy=NO_CACHE)
+def decide_round(warehouse: str, exchange: str, shards: int, run: JudgeRun, done: int,
+                 failed_work: list[str]) -> dict[str, Any]:
+    """Round `done` is merged: what a certification at the run's target accepts now, and the next round, written
+    as one work file per shard: what the single-process rounds decide from the warehouse (`CertifyRounds`), and
+    what the round's failed shards (`failed_work`, their work files) were asked and the warehouse still lacks.
+    `next` None, with why (`ended`), when the rounds are over (at the round cap, failed work is not carried)."""
     ex = Exchange(exchange)
     with Warehouse(warehouse) as wh:
-        wh.judging.register_judge_config(config_record(config))
-        work = work_of(wh, run)
-        pending, states = work.pending, work.states
-        pid = make_plan_id(config.id, plan.label, pending)
-        files = {}
-        for index in range(shards):
-            mine = [p for p in pending if pair_bucket(p, shards) == index]
-            if not mine:
-                continue
-            keep = set(mine)
-            path = work_path(ex, pid, index, shards)
-            write_work(ex, path, plan=pid, shard=f"{index}/{shards}", strategy=plan.label,
-                       config=asdict(config), pairs=wh.judging.pair_texts(mine),
-                       states={k: v for k, v in states.items() if k[0] in keep}, secret=shared_secret())
-            files[index] = ex.url_of(path)
-    return {"plan_id": pid, "judge_config_id": config.id, "strategy": plan.label, "pairs": len(work.ids),
-            "pending": len(pending), "skipped_cached": work.done.skipped_cached,
-            "skipped_exhausted": work.done.exhausted, "work": files}
+        rounds = CertifyRounds(wh, run, pairs_of_shard(wh.judging.curation_pair_ids(), None, run.limit))
+        outcome = rounds.after(done)
+        carried = _unfinished(wh, run, failed_work) if failed_work and done + 1 < rounds.cap else {}
+        decided: dict[str, Any] = {"achieved": outcome.achieved, "ended": outcome.ended, "next": None}
+        nxt = outcome.next
+        if nxt is None and not carried:
+            return decided
+        wanted = dict(nxt.wanted) if nxt is not None else {}
+        for pair, slots in carried.items():
+            wanted[pair] = tuple(dict.fromkeys([*wanted.get(pair, ()), *slots]))
+        pending = sorted(wanted)
+        states = as_states(wh.judging.judgment_states(run.config.id, pending))
+        how = [nxt.how] if nxt is not None else []
+        if carried:
+            how.append(f"asked again, their shards having failed: {len(carried):,} pairs")
+        pid, files = _write_plan(wh, ex, run, shards, pending, states, wanted,
+                                 {p.pair_id: p for p in nxt.pairs} if nxt is not None and not carried else None)
+        decided.update(ended=None, next={"plan_id": pid, "work": files, "pairs_asked": len(pending),
+                                         "how": "; ".join(how)})
+    return decided
 
 
 def _watch(runs: list[ShardRun], ex: Exchange, plan: str, poll: float, stale: float, start_timeout: float) -> None:
@@ -159,6 +245,154 @@ def _require_deployment(name: str) -> None:
                 "workers on the gpu pool; without them, judge in process (no --shards)") from None
 
 
+Dispatch = Callable[[dict[str, Any]], list[ShardRun]]  # a plan's work files judged: each shard's run as it ended
+
+
+def _by_deployment(settings: Settings, ex: Exchange, shards: int, start_timeout: float) -> Dispatch:
+    """Each shard's work file judged by a run of the judge deployment on the gpu pool, watched until it ends."""
+    log = get_run_logger()
+
+    def dispatch(plan: dict[str, Any]) -> list[ShardRun]:
+        runs = []
+        for index, work in sorted(plan["work"].items()):
+            fr = run_deployment(settings.judge_deployment, parameters={"work": work}, timeout=0,
+                                flow_run_name=f"judge {plan['plan_id']} {index}/{shards}")
+            runs.append(ShardRun(index, shards, str(fr.id), plan_id=plan["plan_id"]))
+            log.info("shard %d/%d -> flow run %s", index, shards, fr.id)
+        _watch(runs, ex, plan["plan_id"], settings.judge_shard_poll_seconds, settings.judge_shard_stale_seconds,
+               start_timeout)
+        return runs
+
+    return dispatch
+
+
+def _here(shards: int, endpoints: list[str], max_in_flight: int | None, request_timeout: float | None) -> Dispatch:
+    """Each shard's work file judged in this process, one after the other, by the GPU worker's own flow
+    (`judge-worker`, a subflow run here) on `endpoints`: a shard that fails leaves the others to run."""
+    from flows.judge import judge_worker
+
+    def dispatch(plan: dict[str, Any]) -> list[ShardRun]:
+        runs = []
+        for index, work in sorted(plan["work"].items()):
+            state = judge_worker(work, endpoints=endpoints, max_in_flight=max_in_flight,
+                                 request_timeout=request_timeout, return_state=True)
+            runs.append(ShardRun(index, shards, str(state.state_details.flow_run_id), state.type.value,
+                                 state.message or "", plan_id=plan["plan_id"]))
+            if state.type.value != "COMPLETED":
+                get_run_logger().error("shard %d/%d of plan %s: %s", index, shards, plan["plan_id"], state.message)
+        return runs
+
+    return dispatch
+
+
+def _merged_sum(a: dict[str, Any], b: MergeSummary) -> dict[str, Any]:
+    """Two merges' reports as one."""
+    if not a:
+        return dict(b)
+    rejected = Counter(a["rejected_rows"]) + Counter(b["rejected_rows"])
+    return {"files": a["files"] + b["files"], "rows": a["rows"] + b["rows"],
+            "run_records": a["run_records"] + b["run_records"], "rejected_rows": dict(rejected.most_common()),
+            "quarantined": a["quarantined"] + b["quarantined"], "authenticated": a["authenticated"] and b["authenticated"]}
+
+
+def _in_shards(run: JudgeRun, shards: int, ex: Exchange, warehouse: str, dispatch: Dispatch,
+               settings: Settings) -> ShardedJudgeSummary:
+    """Merge what earlier workers left, then judge plan by plan: the run's first (its strategy's judgments, or
+    the first round), and with a strategy in rounds each next round, decided from the warehouse once the last
+    is merged. A shard that fails leaves the others to finish: its pairs get nothing in that round, and the
+    next round, decided afresh, asks them again. Every plan is named by what it asks and every result file is
+    merged once, so a rerun of a killed run pays for nothing merged or written before."""
+    log = get_run_logger()
+    root = str(ex.url)
+    before = merge_exchange(warehouse, root)  # a lost worker's finished part counts before planning
+    plan = plan_first_round(warehouse, root, shards, run)
+    summary: ShardedJudgeSummary = {**{k: v for k, v in plan.items() if k not in ("work", "how")},
+                                    "merged_before": before, "shards": []}
+    in_rounds = run.strategy.judges_in_rounds
+    if not plan["work"] and not in_rounds:
+        log.info("judge: nothing pending (%d pairs, %d judgments cached)", plan["pairs"], plan["skipped_cached"])
+        summary.update(judged=0, failed={}, requests=0, tokens_in=0, tokens_out=0, seconds=0.0, merged={})
+        return summary
+    started = time.perf_counter()
+    merged: dict[str, Any] = {}
+    every: list[ShardRun] = []
+    entries: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = {**plan, "pairs_asked": plan["pending"]}
+    runs: list[ShardRun] = []
+    ended = None
+    while current is not None:
+        runs = dispatch(current) if current["work"] else []
+        if runs:
+            merged = _merged_sum(merged, merge_exchange(warehouse, root))
+            lost = [r.flow_run_id for r in runs if r.state != "COMPLETED"]
+            if lost:
+                with Warehouse(warehouse) as wh:
+                    for run_id in lost:
+                        wh.runs.mark_judge_run(run_id, "lost", "the shard's flow run did not complete; see the "
+                                                               "pipeline run")
+        every += runs
+        if not in_rounds:
+            break
+        failed_work = [current["work"][r.index] for r in runs if r.state != "COMPLETED"]
+        decided = decide_round(warehouse, root, shards, run, len(entries), failed_work)
+        totals = _totals(runs, warehouse)
+        entries.append({"round": len(entries), "requests": totals["requests"], "judged": totals["judged"],
+                        "pairs_asked": current["pairs_asked"], **decided["achieved"], "how": current["how"],
+                        "plan_id": current["plan_id"], "shards": _said(runs)})
+        if runs and all(r.state != "COMPLETED" for r in runs):
+            ended = f"every shard of round {len(entries) - 1} failed"
+            break
+        current, ended = decided["next"], decided["ended"]
+    summary["merged"] = merged
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    summary.update(_totals(every, warehouse))
+    summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
+                                  tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
+                                  model=cost_model(settings))
+    summary["shards"] = _said(every)
+    if in_rounds:
+        summary["rounds"], summary["rounds_ended"] = entries, ended
+        for r in entries:
+            log.info("judge round %d: %d pairs asked in %d shards, %d requests, %d judged; %d pairs certified after "
+                     "it (%s)", r["round"], r["pairs_asked"], len(r["shards"]), r["requests"], r["judged"],
+                     r["certified"], r["how"])
+    create_table_artifact(key="judge-shards", table=summary["shards"] or [{"shard": "-", "state": "nothing to judge"}],
+                          description=f"Judge shards of plan {plan['plan_id']}"
+                                      + (f" and the {len(entries) - 1} rounds after it" if len(entries) > 1 else ""))
+    problem = nothing_merged(merged) if merged else None
+    if problem is not None:
+        raise NothingMergedError(problem)
+    # what the last plan's failed shards were asked is what the run leaves undone (an earlier round's is asked
+    # again by the next round)
+    failed = [r for r in runs if r.state != "COMPLETED"]
+    if failed:
+        why: dict[str, list[str]] = {}  # shards that failed alike are named together
+        for r in failed:
+            why.setdefault(f"{r.state.lower()}: {r.message or 'see flow run ' + r.flow_run_id}", []).append(r.shard)
+        raise ShardsIncompleteError(
+            (f"round {len(entries) - 1}: " if in_rounds else "")
+            + f"{len(failed)} of {len(runs)} judge shards did not finish ("
+            + "; ".join(f"{', '.join(shards)} {message}" for message, shards in why.items())
+            + f"). Their finished judgments are merged ({merged['rows']} rows); rerun to judge the rest.")
+    return summary
+
+
+def _said(runs: list[ShardRun]) -> list[dict[str, str]]:
+    return [{"shard": r.shard, "plan_id": r.plan_id, "flow_run_id": r.flow_run_id, "state": r.state,
+             "message": r.message} for r in runs]
+
+
+def _coordinator(settings: Settings, config: JudgeConfig, strategy: str | None, limit: int | None,
+                 target_agreement: float | None, risk: float | None, policy_path: str | None) -> JudgeRun:
+    """The run the coordinator plans and decides rounds for (it judges nothing itself); a strategy in rounds
+    and its policy refused before anything is planned."""
+    run = JudgeRun.of(settings, config=config, run_id=current_run_id(), strategy=strategy, limit=limit,
+                      target_agreement=target_agreement, risk=risk, policy_path=policy_path)
+    if run.strategy.judges_in_rounds:
+        rounds_policy(run.target_agreement, run.risk, run.policy_path)
+    return run
+
+
 @flow(name="judge-sharded", log_prints=False)
 def judge_sharded(
     shards: int,
@@ -169,62 +403,56 @@ def judge_sharded(
     limit: int | None = None,
     stale_seconds: float | None = None,
     start_timeout: float = 3600.0,
+    target_agreement: float | None = None,
+    risk: float | None = None,
+    policy_path: str | None = None,
 ) -> ShardedJudgeSummary:
-    """Judge the pending pairs in `shards` shards, one run of the judge deployment per shard."""
-    log = get_run_logger()
+    """Judge the pending pairs in `shards` shards, one run of the judge deployment per shard; a strategy in
+    rounds (`certify`) judges each round so, toward `target_agreement` at `risk` (over the policy file's)."""
     if shards < 1:
         raise InvalidInputError(f"shards must be >= 1, not {shards}")
     settings = settings_with(warehouse=warehouse, judge_exchange=exchange, judge_deployment=deployment,
                              judge_shard_stale_seconds=stale_seconds)
+    # the orchestrator plans for the workers' servers, which it does not see: the configuration the settings name
+    run = _coordinator(settings, judge_config_from(settings), strategy, limit, target_agreement, risk, policy_path)
     ex = Exchange(settings.judge_exchange)
-    root = ex.url
-    wh_path = str(settings.warehouse)
     _require_deployment(settings.judge_deployment)
-    before = merge_exchange(wh_path, str(root))  # a lost worker's finished part counts before planning
-    plan = plan_shards(wh_path, str(root), shards, strategy, limit)
-    summary: ShardedJudgeSummary = {**{k: v for k, v in plan.items() if k != "work"}, "merged_before": before,
-                                    "shards": []}
-    if not plan["work"]:
-        log.info("judge: nothing pending (%d pairs, %d judgments cached)", plan["pairs"], plan["skipped_cached"])
-        summary.update(judged=0, failed={}, requests=0, tokens_in=0, tokens_out=0, seconds=0.0, merged={})
-        return summary
-    runs = []
-    for index, work in sorted(plan["work"].items()):
-        fr = run_deployment(settings.judge_deployment, parameters={"work": work}, timeout=0,
-                            flow_run_name=f"judge {plan['plan_id']} {index}/{shards}")
-        runs.append(ShardRun(index, shards, str(fr.id)))
-        log.info("shard %d/%d -> flow run %s", index, shards, fr.id)
-    started = time.perf_counter()
-    _watch(runs, ex, plan["plan_id"], settings.judge_shard_poll_seconds, settings.judge_shard_stale_seconds,
-           start_timeout)
-    summary["merged"] = merge_exchange(wh_path, str(root))
-    lost = [r.flow_run_id for r in runs if r.state != "COMPLETED"]
-    if lost:
-        with Warehouse(wh_path) as wh:
-            for run_id in lost:
-                wh.runs.mark_judge_run(run_id, "lost", "the shard's flow run did not complete; see the pipeline run")
-    summary["seconds"] = round(time.perf_counter() - started, 3)
-    summary.update(_totals(runs, wh_path))
-    summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
-                                  tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
-                                  model=cost_model(settings))
-    summary["shards"] = [{"shard": r.shard, "flow_run_id": r.flow_run_id, "state": r.state, "message": r.message}
-                         for r in runs]
-    create_table_artifact(key="judge-shards", table=summary["shards"],
-                          description=f"Judge shards of plan {plan['plan_id']}")
-    problem = nothing_merged(summary["merged"])
-    if problem is not None:
-        raise NothingMergedError(problem)
-    failed = [r for r in runs if r.state != "COMPLETED"]
-    if failed:
-        why: dict[str, list[str]] = {}  # shards that failed alike are named together
-        for r in failed:
-            why.setdefault(f"{r.state.lower()}: {r.message or 'see flow run ' + r.flow_run_id}", []).append(r.shard)
-        raise ShardsIncompleteError(
-            f"{len(failed)} of {len(runs)} judge shards did not finish ("
-            + "; ".join(f"{', '.join(shards)} {message}" for message, shards in why.items())
-            + f"). Their finished judgments are merged ({summary['merged']['rows']} rows); rerun to judge the rest.")
-    return summary
+    return _in_shards(run, shards, ex, str(settings.warehouse), _by_deployment(settings, ex, shards, start_timeout),
+                      settings)
+
+
+@flow(name="judge-sharded-here", log_prints=False)
+def judge_sharded_here(
+    shards: int,
+    *, endpoints: list[str] | None = None,
+    strategy: str | None = None,
+    launch: str | None = None,
+    port: int | None = None,
+    exchange: str | None = None,
+    warehouse: str | None = None,
+    limit: int | None = None,
+    max_in_flight: int | None = None,
+    request_timeout: float | None = None,
+    target_agreement: float | None = None,
+    risk: float | None = None,
+    policy_path: str | None = None,
+) -> ShardedJudgeSummary:
+    """`curate judge --shards N`: the pending pairs planned in `shards` signed shards through the exchange, as
+    for GPU workers, each judged here by the worker's flow on the given endpoints (or a server launched here),
+    and merged; a strategy in rounds (`certify`) judges each round so."""
+    from flows.judge import JUDGE_SERVERS
+
+    if shards < 1:
+        raise InvalidInputError(f"shards must be >= 1, not {shards}")
+    settings = settings_with(warehouse=warehouse, judge_exchange=exchange, judge_max_in_flight=max_in_flight,
+                             judge_request_timeout=request_timeout)
+    run = _coordinator(settings, judge_config_from(settings), strategy, limit, target_agreement, risk, policy_path)
+    server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
+    with server:
+        # the plans are for what these endpoints serve, as an unsharded run's verdicts are filed
+        run = run.served_by(*checked_targets(targets, run.config, settings, get_run_logger()))
+        return _in_shards(run, shards, Exchange(settings.judge_exchange), str(settings.warehouse),
+                          _here(shards, list(run.targets), max_in_flight, request_timeout), settings)
 
 
 def _totals(runs: list[ShardRun], warehouse: str) -> dict[str, Any]:

@@ -39,7 +39,8 @@ from warehouse.store import Warehouse
 @takes_parameters_of(PipelineRun.of)
 def curate_pipeline(**parameters: Any) -> PipelineSummary:
     """ingest → judge → build version → publish; `skip` names stages to leave out. With `judge_shards` N,
-    judging runs the judge deployment once per shard on the gpu pool instead of in this process. Its
+    judging runs the judge deployment once per shard on the gpu pool instead of in this process (a strategy in
+    rounds: once per shard of each round). Its
     parameters are `PipelineRun.of`'s."""
     run = PipelineRun.of(**parameters)
     run.check_files()
@@ -90,7 +91,8 @@ def _stages(run: PipelineRun) -> PipelineSummary:
         if run.judge_shards:
             summary["judge"] = judge_sharded(run.judge_shards, strategy=run.strategy, deployment=run.judge_deployment,
                                              exchange=run.exchange, warehouse=warehouse,
-                                             stale_seconds=run.stale_seconds)
+                                             stale_seconds=run.stale_seconds,
+                                             policy_path=run.policy_path if run.judges_in_rounds else None)
         else:
             summary["judge"] = judge(endpoints=run.endpoints, strategy=run.strategy, launch=run.launch,
                                      policy_path=run.policy_path if run.judges_in_rounds else None,

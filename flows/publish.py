@@ -1,7 +1,7 @@
 """Publish a dataset version: to a local folder in the Hub's layout (the default), or to the Hub.
 
 Reads like the process: read the version, lay out its files (Parquet shards per format and split, the
-card, the plot), then place them: a local folder by one rename, the Hub by one commit and a tag `vN`.
+card, its plots), then place them: a local folder by one rename, the Hub by one commit and a tag `vN`.
 Publishing what is already published does nothing and says so; a failed upload leaves the version
 marked unpublished.
 """
@@ -28,7 +28,7 @@ from tasks.publish.layout import (
     version_folder,
     write_atomically,
 )
-from tasks.publish.quality_card import RELIABILITY_PLOT, reliability_svg
+from tasks.publish.quality_card import RELIABILITY_PLOT, RISK_COVERAGE_PLOT, reliability_svg, risk_coverage_svg
 from tasks.publish.summary import (  # noqa: F401 - the errors are part of this flow's interface
     OtherWeightsVersionError,
     SimulatedVersionError,
@@ -62,6 +62,9 @@ def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict
         if calibration.get("status") == "fitted":
             (folder / RELIABILITY_PLOT).write_text(
                 reliability_svg(calibration["bins"], calibration.get("ece"), calibration["labelled"]))
+        certification = meta["stats"].get("certification") or {}
+        if certification.get("certified") and certification.get("curve"):  # the card links it (`certification_markdown`)
+            (folder / RISK_COVERAGE_PLOT).write_text(risk_coverage_svg(certification))
         (folder / "README.md").write_text(card_markdown(
             name=meta["name"], version=meta["version"], content_hash=meta["content_hash"], rows=rows,
             stats=meta["stats"], policy=meta["policy"], judge_config=judge_config,

@@ -26,7 +26,7 @@ from tasks.curate.unchanged import unchanged_version
 from tasks.judge.cost import cost_model, cost_report
 from tasks.review.calibration import calibrate_with_reviews
 from tasks.review.certification import certify_version
-from tasks.review.overrides import under_policy
+from tasks.review.overrides import decided_by_reviewers, under_policy
 from tasks.review.pool import ReviewedPool
 from tasks.review.stats import with_reviews
 from warehouse.store import Warehouse
@@ -52,7 +52,7 @@ def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> 
         certified = found.accepted
     decided, overriding = under_policy(reviews, confidences, policy.review_overrides)
     kept, dropped = select_rows(pool, decided, policy, p_correct, overriding, certified)
-    table = version_table(pool, decided, p_correct, kept, policy)
+    table = version_table(pool, decided, p_correct, kept, policy, decided_by_reviewers(overriding))
     stats = version_stats(pool, confidences, table, kept, dropped, calibration, facts)
     if certification is not None:
         stats["certification"] = {**certification, **kept_counts(certified, kept)}

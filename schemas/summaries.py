@@ -45,6 +45,13 @@ class JudgeRound(TypedDict):
     how: str  # how its pairs were chosen (the rule for "sure", and the judgments asked of how many pairs)
 
 
+class ShardedJudgeRound(JudgeRound):
+    """One round of a run in rounds judged in shards (`certify` with `--shards N`)."""
+
+    plan_id: str  # the round's plan in the exchange, named by what it asks
+    shards: list[dict[str, str]]  # shard, plan_id, flow_run_id, state, message
+
+
 class JudgeSummary(TypedDict, total=False):
     pairs: int
     judged: int  # judgments (pair x order x sample) with a verdict
@@ -119,16 +126,18 @@ class ShardedJudgeSummary(TypedDict, total=False):
     skipped_cached: int
     skipped_exhausted: int
     merged_before: MergeSummary
-    shards: list[dict[str, str]]  # shard, flow_run_id, state, message
+    shards: list[dict[str, str]]  # shard, plan_id, flow_run_id, state, message: every plan's
     judged: int
     failed: dict[str, int]
     requests: int
     tokens_in: int
     tokens_out: int
     seconds: float
-    merged: MergeSummary | dict[str, Any]  # {}: nothing was pending, no worker ran
+    merged: MergeSummary | dict[str, Any]  # {}: nothing was pending, no worker ran (every plan's merges together)
     served_models: list[str]
     cost: dict[str, Any]
+    rounds: list[ShardedJudgeRound]  # a run in rounds (`certify`): each round, in order
+    rounds_ended: str | None  # why no further round was sent (as a run in one process says, or every shard failed)
 
 
 class EvaluationSummary(TypedDict, total=False):

@@ -150,6 +150,19 @@ def reliability(snap: Snapshot, f: Filters) -> pd.DataFrame:
                       "ORDER BY predicted", [f.dataset, f.version])
 
 
+def certifications(snap: Snapshot) -> list[dict[str, Any]]:
+    """Each certified version's `stats.certification` as it was stored (dataset, version, simulated, and the
+    report under `certification`), newest version first per dataset; none from a snapshot taken before
+    migration 022."""
+    try:
+        df = snap.frame("SELECT dataset, version, simulated, certification FROM dash_certification "
+                        "ORDER BY dataset, version DESC")
+    except duckdb.CatalogException:
+        return []
+    return [{"dataset": r.dataset, "version": int(r.version), "simulated": bool(r.simulated),
+             "certification": json.loads(r.certification)} for r in df.itertuples()]
+
+
 def version_costs(snap: Snapshot) -> pd.DataFrame:
     return snap.frame("SELECT * FROM dash_version_costs ORDER BY dataset, version")
 

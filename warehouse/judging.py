@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from common.reasons import JudgeFailure
 from warehouse.connection import JUDGMENT_TABLES, Part, _now
 
 
@@ -161,16 +162,29 @@ class JudgingStore(Part):
         ).fetchall())
 
     def judging_status(self) -> list[dict[str, Any]]:
-        """Per judge configuration: judgments ok and failed, curation pairs with a verdict and still pending."""
+        """Per judge configuration: judgments ok and failed; curation pairs with a verdict (`pairs_judged`),
+        those that can never have one as they are (`pairs_over_budget`: without a verdict, and a judgment failed
+        for its length: over the judge's input budget, never sent, or too long for the server's context, never
+        sent again), and the rest (`pairs_pending`): what a run would still ask."""
         cur = self.con.execute(
             "WITH per AS (SELECT judge_config_id, count(*) FILTER (WHERE status = 'ok') AS ok, "
-            "count(*) FILTER (WHERE status <> 'ok') AS failed FROM judgments GROUP BY 1) "
+            "count(*) FILTER (WHERE status <> 'ok') AS failed FROM judgments GROUP BY 1), "
+            "pair_state AS (SELECT c.judge_config_id, p.pair_id, "
+            "bool_or(j.status = 'ok') AS judged, "
+            "bool_or(j.status <> 'ok' AND j.failure_reason IN (?, ?)) AS too_long "
+            "FROM judge_configs c CROSS JOIN pairs_for_curation p LEFT JOIN judgments j "
+            "ON j.pair_id = p.pair_id AND j.judge_config_id = c.judge_config_id GROUP BY ALL), "
+            "pairs AS (SELECT judge_config_id, count(*) FILTER (WHERE judged) AS pairs_judged, "
+            "count(*) FILTER (WHERE judged IS NOT TRUE AND too_long) AS pairs_over_budget, "
+            "count(*) FILTER (WHERE judged IS NOT TRUE AND too_long IS NOT TRUE) AS pairs_pending "
+            "FROM pair_state GROUP BY 1) "
             "SELECT c.judge_config_id, c.model, coalesce(c.simulated, false) AS simulated, c.weights, "
-            "coalesce(per.ok, 0) AS ok, "
-            "coalesce(per.failed, 0) AS failed, (SELECT count(*) FROM pairs_for_curation p WHERE NOT EXISTS (SELECT 1 "
-            "FROM judgments j WHERE j.pair_id = p.pair_id AND j.judge_config_id = c.judge_config_id AND "
-            "j.status = 'ok')) AS pairs_pending FROM judge_configs c LEFT JOIN per USING (judge_config_id) "
-            "WHERE per.judge_config_id IS NOT NULL ORDER BY c.created_at")
+            "coalesce(per.ok, 0) AS ok, coalesce(per.failed, 0) AS failed, "
+            "coalesce(pairs.pairs_judged, 0) AS pairs_judged, coalesce(pairs.pairs_pending, 0) AS pairs_pending, "
+            "coalesce(pairs.pairs_over_budget, 0) AS pairs_over_budget "
+            "FROM judge_configs c LEFT JOIN per USING (judge_config_id) LEFT JOIN pairs USING (judge_config_id) "
+            "WHERE per.judge_config_id IS NOT NULL ORDER BY c.created_at",
+            [JudgeFailure.OVER_BUDGET.value, JudgeFailure.TOO_LONG.value])
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur.fetchall()]
 

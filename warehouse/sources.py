@@ -1,4 +1,4 @@
-"""What each source says about its labels and rows, stored beside its pairs (`source_facts`, migration 021): one
+"""What each source says about its labels and rows, stored beside its pairs (`source_facts`, migration 023): one
 row per source, the facts as JSON, a digest of their meaning, and the first and last ingest runs that recorded
 them. `tasks.ingest.source_facts` says what the facts are; this module only stores and reads them."""
 
@@ -13,7 +13,7 @@ class SourceFactsStore(Part):
     """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
 
     def _has_table(self) -> bool:
-        """Whether the warehouse has `source_facts`: one older than migration 021, opened read-only, has none."""
+        """Whether the warehouse has `source_facts`: one older than migration 023, opened read-only, has none."""
         return bool(self.con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'source_facts'").fetchone()[0])
 

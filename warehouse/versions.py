@@ -33,7 +33,9 @@ _DIGEST_FIELDS = [_field(n, k) for n, k in (
     ("pair_id", ""), ("prompt", "json"), ("chosen", ""), ("rejected", ""), ("chosen_side", ""), ("margin", "float"),
     ("confidence", "float"), ("p_correct", "float"), ("orders_agree", ""), ("scores_agree", ""),
     ("spread", "float"), ("verdicts", ""), ("human_label", "float"), ("human_agrees", ""), ("source", ""),
-    ("source_id", ""), ("source_revision", ""), ("domain", ""), ("language", ""), ("split", ""))]
+    ("source_id", ""), ("source_revision", ""), ("domain", ""), ("language", ""), ("split", ""))] + [
+    # only where reviewers decided the row: concat_ws skips a NULL, so a row without them digests as before
+    "CASE WHEN reviewers_choice IS NOT NULL THEN 'reviewed:' || reviewers_choice || ':' || reviewers::VARCHAR END"]
 
 
 class VersionStore(Part):

@@ -32,18 +32,22 @@ def status(
         interrupted = wh.runs.interrupted_runs(10)
         judging = wh.judging.judging_status()
         found = wh.versions.versions()
+        reviews = wh.reviews.review_progress()
     if as_json:
-        print_json({"counts": counts, "runs": runs, "interrupted": interrupted, "judging": judging, "versions": found})
+        print_json({"counts": counts, "runs": runs, "interrupted": interrupted, "judging": judging, "versions": found,
+                    "reviews": reviews})
         return
     from common.numbers import count, percent
 
     print_summary("warehouse", {k: count(v) for k, v in counts.items()}, False)
     if judging:
-        print_table(out, ["judge configuration", "model", "judgments ok", "failed", "pairs judged", "pairs pending"],
+        # a pair over the judge's budget is never sent: not pending, counted apart
+        print_table(out, ["judge configuration", "model", "judgments ok", "failed", "pairs judged", "pairs pending",
+                          "over budget, never sent"],
                     [(j["judge_config_id"], "SIMULATED stand-in" if j["simulated"] else
                       judge_label(False, j["weights"], j["model"]), count(j["ok"]),
-                      count(j["failed"]), count(counts["pairs_for_curation"] - j["pairs_pending"]),
-                      count(j["pairs_pending"])) for j in judging], title="judging")
+                      count(j["failed"]), count(j["pairs_judged"]), count(j["pairs_pending"]),
+                      count(j["pairs_over_budget"])) for j in judging], title="judging")
     if found:
         def figure(v: dict[str, Any], key: str) -> Any:
             return (v["figures"] or {}).get(key)
@@ -66,6 +70,15 @@ def status(
                         [(v["name"], v["version"], percent(c["target_agreement"]), percent(c["certified_agreement"]),
                           confidence_level(c["risk"]), percent(c["coverage"]), c["labels"]) for v, c in certified],
                         title="certified versions")
+    if reviews:
+        from tasks.review.agreement import agreement_text
+
+        print_table(out, ["review project", "pushed", "not yet pushed", "annotated", "reviewers", "withdrawn",
+                          "judge agrees, audit (unbiased)"],
+                    [(r["project"], count(r["pushed"]), count(r["not_yet_pushed"]), count(r["annotated"]),
+                      count(r["reviewers"]), count(r["withdrawn"]),
+                      agreement_text(r["audit_judge_agrees"], r["audit_decided"])) for r in reviews],
+                    title="reviews")
     if interrupted:
         print_table(out, ["started", "kind", "subject", "run id", "process", "noticed"],
                     [(str(r["started_at"])[:19], r["kind"], r["subject"], r["run_id"], f"{r['pid']} on {r['host']}",

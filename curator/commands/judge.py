@@ -74,6 +74,9 @@ def judge(
     strategy: Optional[str] = typer.Option(None, "--strategy", help=strategy_usage(sep=" | ")),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="judge at most N pairs"),
     shard: Optional[str] = typer.Option(None, "--shard", help="only hash bucket i of n, as i/n (0 <= i < n)"),
+    shards: Optional[int] = typer.Option(None, "--shards", min=1, help="plan the pairs in N signed shards through "
+                                         "the exchange (CURATE_JUDGE_EXCHANGE), judged here one after the other "
+                                         "and merged; with certify, each round"),
     request_timeout: Optional[float] = typer.Option(None, "--request-timeout", min=0.001, help="seconds a request may "
                                                                                                "live in all, its "
                                                                                                "reply body included "
@@ -99,7 +102,8 @@ def judge(
     runner: Runner = None,
 ) -> None:
     """Judge the pending pairs with the GenRM; reruns send only what is missing. `--strategy certify[:K]` judges
-    in rounds toward `--target-agreement`, asking more only of the pairs not yet sure."""
+    in rounds toward `--target-agreement`, asking more only of the pairs not yet sure (with `--shards N`, each
+    round in N shards)."""
     apply_flags(warehouse, judge_allow_other_model=allow_other_model)
     if launch_vllm and launch_standin:
         fail("choose one of --launch-vllm and --launch-standin")
@@ -110,10 +114,22 @@ def judge(
     guarded(refusals.endpoint_given, endpoint, launch, get_settings())  # arguments, the warehouse, the endpoints
     guarded(refusals.strategy, strategy, get_settings())
     guarded(refusals.shard, shard)
-    guarded(refusals.rounds, strategy, shard, target_agreement, risk, policy, get_settings())
+    guarded(refusals.rounds, strategy, shard, target_agreement, risk, policy, get_settings(), shards)
     guarded(refusals.rounds_policy, strategy, target_agreement, risk, policy, get_settings())  # then the files
     guarded(refusals.warehouse, get_settings())
     report = check_judge(endpoint, launch)
+    if shards:  # the coordinator merges the exchange first: never answered from the warehouse alone
+        from flows.judge_shards import judge_sharded_here
+
+        with ProgressBar(as_json):
+            summary = runner.flow(judge_sharded_here, shards=shards, endpoints=endpoint or None, strategy=strategy,
+                                  limit=limit, launch=launch, port=port, max_in_flight=max_in_flight,
+                                  request_timeout=request_timeout, target_agreement=target_agreement, risk=risk,
+                                  policy_path=None if policy is None else str(policy),
+                                  warehouse=str(get_settings().warehouse))
+        print_summary("judge", summary if as_json else with_rounds_apart(summary), as_json)
+        judge_outcome(summary)
+        return
     summary = None
     if report is not None:  # the endpoints are known and answer: is anything left to judge?
         from curator.noop import judge_noop
@@ -138,8 +154,10 @@ def with_rounds_apart(summary: dict[str, Any]) -> dict[str, Any]:
     rounds = summary.get("rounds")
     if not rounds:
         return summary
-    apart = {f"round {r['round']}": f"{r['pairs_asked']:,} pairs asked, {r['requests']:,} requests, {r['judged']:,} "
-                                    f"judged; {r['certified']:,} pairs certified after it ({r['how']})" for r in rounds}
+    apart = {f"round {r['round']}": f"{r['pairs_asked']:,} pairs asked"
+                                    + (f" in {len(r['shards'])} shards" if "shards" in r else "")
+                                    + f", {r['requests']:,} requests, {r['judged']:,} judged; {r['certified']:,} "
+                                      f"pairs certified after it ({r['how']})" for r in rounds}
     return {**{k: v for k, v in summary.items() if k != "rounds"}, **apart}
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from common.numbers import count, percent, rate
-from curator.dashboard import data, reviews
+from curator.dashboard import certification, data, reviews
 from curator.dashboard.data import Filters, NoSnapshotError, Snapshot
 from curator.output import judge_label
 from tasks.evaluate.benchmarks import BENCHMARKS
@@ -289,6 +289,8 @@ def main() -> None:
     if families is not None and len(families):
         st.subheader(f"Model family win rates, arena rows ({label}): judged pool and version")
         show(families, ["stage", "family", "pairs", "wins", "win_rate"], "")
+
+    certification.render(snap, dataset, version, label)
 
     reviews.render(snap)
 

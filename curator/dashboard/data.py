@@ -12,6 +12,7 @@ from warehouse.dashboard import (  # noqa: F401 - the page reads these through t
     NoSnapshotError,
     Snapshot,
     agreement,
+    certifications,
     confidence_histogram,
     domains,
     evaluations,

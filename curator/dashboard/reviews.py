@@ -9,17 +9,9 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
-from common.numbers import count, percent, rate
-from tasks.review.agreement import wilson
+from common.numbers import count, rate
+from tasks.review.agreement import agreement_text
 from warehouse.reviews import review_progress_frame
-
-
-def agreement_text(agree: int, decided: int) -> str:
-    """'85.0% (72.1% – 92.3%) of 40', or '-' with nothing to compare."""
-    interval = wilson(int(agree), int(decided))
-    if interval is None:
-        return "-"
-    return f"{percent(agree / decided)} ({percent(interval[0])} – {percent(interval[1])}) of {count(decided)}"
 
 
 def progress_table(progress: pd.DataFrame) -> pd.DataFrame:

@@ -19,6 +19,14 @@ human reviewers overrode the judge), `confidence` (the heuristic), `p_correct` (
 labelled pairs), `pair_id`, `source`, `domain` and `language`. None carries a column named `margin` unless
 asked: TRL's RewardTrainer adds such a column to its loss (`-logsigmoid(r_chosen - r_rejected - margin)`), so
 the rm export writes it only under the policy's `rm_margin_column`.
+
+A version holding rows that reviewers decided (`reviewed_rows`: the stored `reviewers` column is set on some)
+carries three columns more in every format, after the common ones: `reviewed` (bool), `reviewers_choice` (the
+side of the pair the reviewers' majority chose, "a" or "b"; null on the judge's rows) and `reviewers` (how many
+voted; 0 on the judge's rows). A reviewed row's `confidence` and `p_correct` are null there: they are the
+judge's certainty, and the row's side is the reviewers'. A version without reviewed rows has none of these
+columns, so its files are byte for byte what they were before the columns existed. No trainer of TRL reads a
+column of these names.
 """
 
 from __future__ import annotations
@@ -42,12 +50,40 @@ COMMON_FIELDS = (pa.field("judge_margin", pa.float64()), pa.field("confidence", 
                  pa.field("source", pa.string()), pa.field("domain", pa.string()), pa.field("language", pa.string()))
 COMMON_COLUMNS = ("margin", "confidence", "p_correct", "pair_id", "source", "domain", "language")
 PAIR_COLUMNS = ("prompt", "chosen", "rejected")
+# The columns of a version with rows reviewers decided (`reviewed_rows`), after the common ones, and the stored
+# columns they come from (read only then: a version stored before them has no such rows).
+REVIEWED_ROWS = "reviewed_rows"
+REVIEW_FIELDS = (pa.field("reviewed", pa.bool_()), pa.field("reviewers_choice", pa.string()),
+                 pa.field("reviewers", pa.int64()))
+REVIEW_COLUMNS = ("reviewers", "reviewers_choice")
 
 
-def _common(row: Row) -> Row:
-    return {"judge_margin": row["margin"], "confidence": row["confidence"], "p_correct": row.get("p_correct"),
-            "pair_id": row["pair_id"],
-            "source": row["source"], "domain": row["domain"], "language": row["language"]}
+def common_fields(policy: Policy = NO_POLICY) -> tuple[pa.Field, ...]:
+    """What every format carries after its own columns: the review columns too in a version with reviewed rows."""
+    return COMMON_FIELDS + (REVIEW_FIELDS if policy.get(REVIEWED_ROWS) else ())
+
+
+def _common(row: Row, policy: Policy = NO_POLICY) -> Row:
+    if not policy.get(REVIEWED_ROWS):
+        return {"judge_margin": row["margin"], "confidence": row["confidence"], "p_correct": row.get("p_correct"),
+                "pair_id": row["pair_id"],
+                "source": row["source"], "domain": row["domain"], "language": row["language"]}
+    reviewed = bool(row["reviewers"])
+    # the judge's certainty says nothing of a side reviewers chose: null rather than a figure against them
+    return {"judge_margin": row["margin"], "confidence": None if reviewed else row["confidence"],
+            "p_correct": None if reviewed else row.get("p_correct"), "pair_id": row["pair_id"],
+            "source": row["source"], "domain": row["domain"], "language": row["language"],
+            "reviewed": reviewed, "reviewers_choice": row["reviewers_choice"] if reviewed else None,
+            "reviewers": int(row["reviewers"] or 0)}
+
+
+def export_settings(policy: Policy | None, rows: list[Row]) -> Policy:
+    """What the exports of a version's `rows` are written under: its policy, and whether reviewers decided any
+    row (`reviewed_rows`: the review columns, and the reviewed rows' judge figures null)."""
+    policy = dict(policy or NO_POLICY)
+    if any(r.get("reviewers") for r in rows):
+        policy[REVIEWED_ROWS] = True
+    return policy
 
 
 def _messages(prompt: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -109,10 +145,10 @@ class Dpo(Export):
 
     def fields(self, policy: Policy = NO_POLICY) -> list[pa.Field]:
         return [pa.field("prompt", MESSAGES), pa.field("chosen", MESSAGES), pa.field("rejected", MESSAGES),
-                *COMMON_FIELDS]
+                *common_fields(policy)]
 
     def record(self, row: Row, policy: Policy = NO_POLICY) -> Row:
-        return dpo_record(row)
+        return dpo_record(row, policy)
 
 
 class RewardModel(Export):
@@ -123,10 +159,10 @@ class RewardModel(Export):
 
     def fields(self, policy: Policy = NO_POLICY) -> list[pa.Field]:
         trl_margin = [pa.field("margin", pa.float64())] if policy.get("rm_margin_column") else []
-        return [pa.field("chosen", MESSAGES), pa.field("rejected", MESSAGES), *COMMON_FIELDS, *trl_margin]
+        return [pa.field("chosen", MESSAGES), pa.field("rejected", MESSAGES), *common_fields(policy), *trl_margin]
 
     def record(self, row: Row, policy: Policy = NO_POLICY) -> Row:
-        return rm_record(row, trl_margin=bool(policy.get("rm_margin_column")))
+        return rm_record(row, trl_margin=bool(policy.get("rm_margin_column")), policy=policy)
 
     def card_note(self, policy: Policy = NO_POLICY) -> str:
         if policy.get("rm_margin_column"):
@@ -145,10 +181,10 @@ class HelpSteer3(Export):
 
     def fields(self, policy: Policy = NO_POLICY) -> list[pa.Field]:
         return [pa.field("context", MESSAGES), pa.field("response1", pa.string()), pa.field("response2", pa.string()),
-                pa.field("overall_preference", pa.int64()), *COMMON_FIELDS]
+                pa.field("overall_preference", pa.int64()), *common_fields(policy)]
 
     def record(self, row: Row, policy: Policy = NO_POLICY) -> Row:
-        return helpsteer3_record(row)
+        return helpsteer3_record(row, policy)
 
 
 class Kto(Export):
@@ -159,12 +195,12 @@ class Kto(Export):
 
     def fields(self, policy: Policy = NO_POLICY) -> list[pa.Field]:
         return [pa.field("prompt", MESSAGES), pa.field("completion", MESSAGES), pa.field("label", pa.bool_()),
-                *COMMON_FIELDS]
+                *common_fields(policy)]
 
     def records(self, rows: list[Row], policy: Policy = NO_POLICY) -> list[Row]:
         # each pair gives one desirable and one undesirable row, so the two labels stay balanced
         return [{"prompt": _messages(row["prompt"]), "completion": [{"role": "assistant", "content": row[side]}],
-                 "label": side == "chosen", **_common(row)} for row in rows for side in ("chosen", "rejected")]
+                 "label": side == "chosen", **_common(row, policy)} for row in rows for side in ("chosen", "rejected")]
 
     def card_note(self, policy: Policy = NO_POLICY) -> str:
         return ("The `kto` config is unpaired, as TRL's KTOTrainer reads it: two rows per pair, `prompt`, "
@@ -172,29 +208,29 @@ class Kto(Export):
                 "the pair's `pair_id` and the judge's columns.")
 
 
-def dpo_record(row: Row) -> Row:
+def dpo_record(row: Row, policy: Policy = NO_POLICY) -> Row:
     return {"prompt": _messages(row["prompt"]),
             "chosen": [{"role": "assistant", "content": row["chosen"]}],
             "rejected": [{"role": "assistant", "content": row["rejected"]}],
-            **_common(row)}
+            **_common(row, policy)}
 
 
-def rm_record(row: Row, trl_margin: bool = False) -> Row:
+def rm_record(row: Row, trl_margin: bool = False, policy: Policy = NO_POLICY) -> Row:
     prompt = _messages(row["prompt"])
     return {"chosen": prompt + [{"role": "assistant", "content": row["chosen"]}],
             "rejected": prompt + [{"role": "assistant", "content": row["rejected"]}],
             # a margin TRL subtracts is never negative (a row whose reviewers overrode the judge has a negative one)
-            **_common(row), **({"margin": max(row["margin"], 0.0)} if trl_margin else {})}
+            **_common(row, policy), **({"margin": max(row["margin"], 0.0)} if trl_margin else {})}
 
 
-def helpsteer3_record(row: Row) -> Row:
+def helpsteer3_record(row: Row, policy: Policy = NO_POLICY) -> Row:
     strength = max(1, min(3, round(row["margin"] / MAX_MARGIN * 3)))
     a_chosen = row["chosen_side"] == "a"
     return {"context": _messages(row["prompt"]),
             "response1": row["chosen"] if a_chosen else row["rejected"],
             "response2": row["rejected"] if a_chosen else row["chosen"],
             "overall_preference": -strength if a_chosen else strength,
-            **_common(row)}
+            **_common(row, policy)}
 
 
 # The registry, in the order the layout writes them and the card lists them (the first is the Hub's default).

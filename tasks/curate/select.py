@@ -43,6 +43,8 @@ ROW_SCHEMA = pa.schema([
     ("spread", pa.float64()), ("verdicts", pa.int32()), ("human_label", pa.float64()), ("human_agrees", pa.bool_()),
     ("source", pa.string()), ("source_id", pa.string()), ("source_revision", pa.string()), ("domain", pa.string()),
     ("language", pa.string()), ("split", pa.string()),
+    # a row reviewers decided: how many voted and the side their majority chose (null for the judge's rows)
+    ("reviewers", pa.int32()), ("reviewers_choice", pa.string()),
 ])
 
 
@@ -193,9 +195,12 @@ def _nullable(values: np.ndarray, present: np.ndarray, kind: pa.DataType) -> pa.
 
 
 def version_table(pool: JudgedPool, c: Confidences, p_correct: np.ndarray, kept: np.ndarray,
-                  policy: FilterPolicy) -> pa.Table:
-    """The kept rows as the version stores them, without their texts (ROW_SCHEMA), in pair id order."""
+                  policy: FilterPolicy, reviewers: np.ndarray | None = None) -> pa.Table:
+    """The kept rows as the version stores them, without their texts (ROW_SCHEMA), in pair id order.
+    `reviewers`: per pool pair, how many reviewers decided it (0 where the judge did; `c` holds their choice as
+    its direction); None: no pair was decided by reviewers."""
     a = c.direction[kept] == 1
+    voted = np.zeros(len(kept), np.int64) if reviewers is None else reviewers[kept]
     p = np.round(p_correct[kept], 6)
     orders = c.orders_agree[kept]
     label = pool.human_label[kept]
@@ -216,6 +221,8 @@ def version_table(pool: JudgedPool, c: Confidences, p_correct: np.ndarray, kept:
         "source_revision": pa.array(pool.source_revision[kept], pa.string()),
         "domain": pa.array(pool.domain[kept], pa.string()), "language": pa.array(pool.language[kept], pa.string()),
         "split": pa.array(split, pa.string()),
+        "reviewers": _nullable(voted, voted > 0, pa.int32()),
+        "reviewers_choice": _nullable(np.where(a, "a", "b"), voted > 0, pa.string()),
     }, schema=ROW_SCHEMA)
 
 

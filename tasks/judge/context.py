@@ -15,11 +15,14 @@ from tasks.judge.strategies import Strategy, parse_strategy
 
 
 def check_rounds(strategy: Strategy, shard: str | None, target_agreement: float | None, risk: float | None,
-                 policy_path: str | None = None) -> None:
-    """A strategy that judges in rounds needs a target (a flag, or the policy file's) and the whole pool in one
-    run (no shard); a target, a risk and a policy need such a strategy. (Their values are read and checked as the
-    filter policy's: `tasks.curate.policy.rounds_policy`.)"""
+                 policy_path: str | None = None, shards: int | None = None) -> None:
+    """A strategy that judges in rounds needs a target (a flag, or the policy file's) and the whole pool decided
+    in one run: no shard (`shards`, the coordinator of sharded rounds, splits each round itself); a target, a
+    risk and a policy need such a strategy. (Their values are read and checked as the filter policy's:
+    `tasks.curate.policy.rounds_policy`.)"""
     label = strategy.label
+    if shard is not None and shards:
+        raise InvalidInputError("--shard judges one hash bucket, --shards splits the run into N: give one of them")
     if not strategy.judges_in_rounds:
         given = [flag for flag, value in (("--target-agreement", target_agreement), ("--risk", risk),
                                           ("--policy", policy_path)) if value is not None]
@@ -33,7 +36,7 @@ def check_rounds(strategy: Strategy, shard: str | None, target_agreement: float 
                                 "that sets target_agreement")
     if shard is not None:
         raise InvalidInputError(f"{label} judges in rounds, each decided over the whole judged pool: it cannot judge "
-                                "one shard (drop --shard)")
+                                "one shard (drop --shard; --shards N judges each round in N shards)")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class JudgeRun:
     target_agreement: float | None = None
     risk: float | None = None  # None: the policy's
     policy_path: str | None = None  # the filter policy the version will be built by (its certification keys)
+    # judges what a coordinator planned (a shard's work file, a round's among them): rounds are decided there
+    planned: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "targets", tuple(self.targets))
@@ -68,16 +73,17 @@ class JudgeRun:
         if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int)
                                        or self.limit < 1):
             raise InvalidInputError(f"limit must be a whole number >= 1, not {self.limit!r}")
-        check_rounds(self.strategy, self.shard, self.target_agreement, self.risk, self.policy_path)
+        if not self.planned:
+            check_rounds(self.strategy, self.shard, self.target_agreement, self.risk, self.policy_path)
 
     @classmethod
     def of(cls, settings: Settings, *, config: JudgeConfig, run_id: str, strategy: str | None = None,
               targets: list[str] | tuple[str, ...] = (), shard: str | None = None,
               limit: int | None = None, target_agreement: float | None = None,
-              risk: float | None = None, policy_path: str | None = None) -> JudgeRun:
+              risk: float | None = None, policy_path: str | None = None, planned: bool = False) -> JudgeRun:
         """The run a caller asks for: the strategy from its text (the settings' default when None)."""
         return cls(settings, config, parse_strategy(strategy or settings.judge_strategy, settings), run_id,
-                   tuple(targets), shard, limit, target_agreement, risk, policy_path)
+                   tuple(targets), shard, limit, target_agreement, risk, policy_path, planned)
 
     def served_by(self, targets: list[str], config: JudgeConfig) -> JudgeRun:
         """The same run on the endpoints that passed the preflight, with the configuration it found."""

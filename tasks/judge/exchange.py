@@ -62,6 +62,7 @@ from tasks.judge.exchange_checks import (
     KEY_ON_WORKER_ONLY,
     STATE_COLUMNS,
     TEXT_COLUMNS,
+    WANTED_COLUMNS,
     ShardPlan,
     plan_key,
     record_signature,
@@ -71,8 +72,8 @@ from tasks.judge.exchange_checks import (
     table_digest,
     work_problem,
 )
-from tasks.judge.run import JUDGMENT_SCHEMA, JudgmentState, States
-from tasks.judge.strategies import parse_strategy
+from tasks.judge.run import JUDGMENT_SCHEMA, JudgmentState, States, Wanted
+from tasks.judge.strategies import Slot, parse_strategy
 from warehouse.judging import PairText
 from warehouse.runs import RunOutcome
 
@@ -84,9 +85,12 @@ STATE_TYPE = pa.list_(pa.struct([
     ("failure_reason", pa.string()),
 ]))
 _STATE_FIELDS = JudgmentState._fields
+WANTED_TYPE = pa.list_(pa.struct([("order", pa.string()), ("sample_index", pa.int32())]))
 WORK_SCHEMA = pa.schema([
     ("pair_id", pa.string()), ("history", pa.string()), ("response_a", pa.string()), ("response_b", pa.string()),
     ("states", STATE_TYPE),
+    # the judgments a round of a run in rounds asks of the pair, and those alone; null: the strategy's own
+    ("wanted", WANTED_TYPE),
 ])
 OPTIONS_ENV = "CURATE_JUDGE_EXCHANGE_OPTIONS"
 BLOCK_ENV = "CURATE_JUDGE_EXCHANGE_BLOCK"
@@ -200,12 +204,15 @@ def shard_label(index: int, count: int) -> str:
     return f"shard-{index}-of-{count}"
 
 
-def plan_id(config_id: str, strategy: str, pair_ids: list[str]) -> str:
-    """Names a plan by what it asks: the same pending work planned twice lands in the same folder."""
+def plan_id(config_id: str, strategy: str, pair_ids: list[str], wanted: Wanted | None = None) -> str:
+    """Names a plan by what it asks: the same pending work planned twice lands in the same folder (a round's
+    plan by the judgments it asks of each pair too: another round of the same pairs is another plan)."""
     h = hashlib.blake2b(digest_size=8)
     h.update(f"{config_id}\0{strategy}\0".encode())
     for pid in pair_ids:
         h.update(pid.encode() + b"\0")
+        if wanted is not None:
+            h.update("".join(f"{order}{sample}," for order, sample in wanted[pid]).encode() + b"\0")
     return h.hexdigest()
 
 
@@ -251,11 +258,15 @@ def verify_work(ex: Exchange, path: str, secret: str | None) -> tuple[pa.Table, 
     if not shard or path != work_path(ex, str(meta.get("plan_id")), int(shard.group(1)), int(shard.group(2))):
         raise UntrustedWorkError(f"it names plan {str(meta.get('plan_id'))[:40]} shard {str(meta.get('shard'))[:20]} "
                                  "but lies elsewhere")
+    has_wanted = "wanted" in table.column_names  # a work file written before rounds could be sharded has none
+    if not has_wanted:
+        table = table.append_column("wanted", pa.nulls(table.num_rows, WANTED_TYPE))
     try:
         table = table.select(WORK_SCHEMA.names).cast(WORK_SCHEMA)
     except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
         raise UntrustedWorkError(CHANGED) from None  # its columns are not the ones the orchestrator writes
-    problem = work_problem(meta, table_digest(table, TEXT_COLUMNS), table_digest(table, STATE_COLUMNS), secret)
+    problem = work_problem(meta, table_digest(table, TEXT_COLUMNS), table_digest(table, STATE_COLUMNS), secret,
+                           table_digest(table, WANTED_COLUMNS) if has_wanted else None)
     if problem is not None:
         raise UntrustedWorkError(problem)
     return table, meta
@@ -292,6 +303,7 @@ class ShardWork:
     pairs: list[PairText]
     states: States
     results_key: bytes | None = None  # what this worker signs its results with (keyed exchanges)
+    wanted: dict[str, tuple[Slot, ...]] | None = None  # a round's: exactly the judgments asked of each pair
 
     @property
     def label(self) -> str:
@@ -308,9 +320,10 @@ def results_dir(ex: Exchange, plan: str, label: str) -> str:
 
 
 def write_work(ex: Exchange, path: str, *, plan: str, shard: str, config: dict[str, Any], strategy: str,
-               pairs: list[PairText], states: States, secret: str | None = None) -> None:
-    """One shard's work file, with the digests of its texts and states; signed when `secret` (the exchange's
-    key) is given, and saying whether it is, so that a worker keyed otherwise refuses it."""
+               pairs: list[PairText], states: States, secret: str | None = None, wanted: Wanted | None = None) -> None:
+    """One shard's work file, with the digests of its texts, states and the judgments a round asks (`wanted`,
+    per pair; None: the strategy's own); signed when `secret` (the exchange's key) is given, and saying whether
+    it is, so that a worker keyed otherwise refuses it."""
     by_pair: dict[str, list[dict[str, Any]]] = {}
     for (pid, order, sample), state in states.items():
         by_pair.setdefault(pid, []).append({"order": order, "sample_index": sample, **state._asdict()})
@@ -318,10 +331,15 @@ def write_work(ex: Exchange, path: str, *, plan: str, shard: str, config: dict[s
         "pair_id": [p.pair_id for p in pairs], "history": [json.dumps(p.history, ensure_ascii=False) for p in pairs],
         "response_a": [p.response_a for p in pairs], "response_b": [p.response_b for p in pairs],
         "states": [by_pair.get(p.pair_id, []) for p in pairs],
+        "wanted": [[] if wanted is None else [{"order": o, "sample_index": s} for o, s in wanted[p.pair_id]]
+                   for p in pairs],
     }, schema=WORK_SCHEMA)
     meta = {"plan_id": plan, "shard": shard, "config": config, "strategy": strategy,
             "texts": table_digest(table, TEXT_COLUMNS), "states": table_digest(table, STATE_COLUMNS),
-            "signed": secret is not None}
+            "wanted": table_digest(table, WANTED_COLUMNS), "signed": secret is not None}
+    if wanted is None:  # the strategy's own judgments: the file as it was before rounds could be sharded
+        table = table.drop_columns(list(WANTED_COLUMNS))
+        del meta["wanted"]
     meta = json.loads(json.dumps(meta))  # signed as it is read back
     if secret is not None:
         meta["signature"] = record_signature(plan_key(secret, plan), meta)
@@ -340,7 +358,12 @@ def read_work(ex: Exchange, path: str, secret: str | None = None) -> ShardWork:
         for s in r["states"]:
             states[(r["pair_id"], s["order"], s["sample_index"])] = _state(s)
     key = results_key(secret, meta["plan_id"], meta["texts"]) if secret is not None else None
-    return ShardWork(meta["plan_id"], meta["shard"], meta["config"], meta["strategy"], pairs, states, key)
+    asked = {r["pair_id"]: tuple((w["order"], w["sample_index"]) for w in r["wanted"]) for r in rows
+             if r["wanted"] is not None}
+    if asked and len(asked) != len(rows):
+        raise UntrustedWorkError("it names the judgments a round asks of some of its pairs only")
+    return ShardWork(meta["plan_id"], meta["shard"], meta["config"], meta["strategy"], pairs, states, key,
+                     asked or None)
 
 
 def _state(row: dict[str, Any]) -> JudgmentState:

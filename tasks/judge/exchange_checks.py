@@ -48,6 +48,7 @@ _VERDICT_FIELDS = ("score_1", "score_2", "ranking", "score_a", "score_b", "ranki
 RUN_STATUSES = ("running", "completed", "failed")
 TEXT_COLUMNS = PairText._fields  # what a judge reads, in the order it reads it
 STATE_COLUMNS = ("states",)
+WANTED_COLUMNS = ("wanted",)  # the judgments a round asks of each pair (sharded rounds)
 
 Timestamp = NewType("Timestamp", str)  # a time as `str(datetime)` writes it
 
@@ -156,11 +157,14 @@ BAD_SIGNATURE = (f"its signature does not hold under this side's {KEY_ENV}: it w
                  "the keys differ")
 
 
-def work_problem(meta: dict[str, Any], texts: str, states: str, secret: str | None) -> str | None:
-    """Why a work file must not be judged (or trusted by a keyed merge), given the digests of the texts and
-    states it holds and this side's secret; None: it may."""
+def work_problem(meta: dict[str, Any], texts: str, states: str, secret: str | None,
+                 wanted: str | None = None) -> str | None:
+    """Why a work file must not be judged (or trusted by a keyed merge), given the digests of the texts, states
+    and asked judgments (`wanted`; None: the file has no such column, as before rounds could be sharded) it
+    holds and this side's secret; None: it may."""
     signed = meta.get("signed") is True
-    if ("texts" in meta or signed) and (meta.get("texts"), meta.get("states")) != (texts, states):
+    if ("texts" in meta or signed) and (meta.get("texts"), meta.get("states"), meta.get("wanted")) != (texts, states,
+                                                                                                     wanted):
         return CHANGED
     if signed and secret is None:
         return KEY_ON_ORCHESTRATOR_ONLY

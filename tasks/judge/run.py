@@ -412,8 +412,9 @@ def _client_options(settings: Any, metrics: dict[str, str | None]) -> ClientOpti
 
 def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan, write: Callable[[pa.Table], None],
                 log: logging.Logger | logging.LoggerAdapter | None = None, rounds: Rounds | None = None,
-                ) -> JudgeSummary:
-    """Judge `pairs` (those with work left) as `run` says; every result batch goes through `write` as a
+                wanted: Wanted | None = None) -> JudgeSummary:
+    """Judge `pairs` (those with work left) as `run` says, or exactly the judgments `wanted` names per pair (one
+    round of a run in rounds, decided elsewhere: a shard's); every result batch goes through `write` as a
     judgments table. Returns the summary, with what the cache answered (`done`) and the cost. With `rounds` (a
     strategy that judges in rounds), `pairs` get the first round (`Strategy.initial()`) and `rounds` decides
     each later one; the summary then says what each round sent (`rounds`) and why there was no further one
@@ -427,7 +428,8 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
     seconds = 0.0  # judging, each round's (not the endpoints' check nor the decisions between rounds)
     sink = BatchedSink(lambda batch: write(results_table(batch, config.id, run.run_id)),
                        batch_size=settings.judge_write_batch)
-    total = None if rounds else len(pairs) * len(strategy.initial())  # rounds: unknown until they are decided
+    total = (None if rounds else len(pairs) * len(strategy.initial()) if wanted is None  # rounds: not known yet
+             else sum(len(wanted[p.pair_id]) for p in pairs))
     # Nothing to send, nothing to gate: a rerun with every verdict cached never asks the Prefect API. The
     # endpoints' limits and metrics are read before the first request, whichever round sends it.
     limits: dict[str, int] = {}
@@ -452,7 +454,7 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
             seconds += time.perf_counter() - began
 
     if rounds is None:
-        send(pairs, states)
+        send(pairs, states, wanted)
     else:
         initial = tuple(strategy.initial())
         first = Round(pairs, {p.pair_id: initial for p in pairs}, states,

@@ -45,7 +45,6 @@ class PipelineRun(RunContext):
         name, an hf:// target's repository); its files are `check_files`'s."""
         from tasks.ingest.sources import get_source
         from tasks.judge.endpoints import require_endpoint
-        from tasks.judge.strategies import parse_strategy
 
         unknown = set(skip or []) - set(PIPELINE_STAGES)
         if unknown:
@@ -55,10 +54,6 @@ class PipelineRun(RunContext):
                                  judge_shard_stale_seconds=stale_seconds)
         if "judge" not in (skip or []) and not judge_shards:
             require_endpoint(endpoints, launch, settings)
-        if parse_strategy(strategy or settings.judge_strategy, settings).judges_in_rounds and judge_shards \
-                and "judge" not in (skip or []):
-            raise InvalidInputError(f"{strategy or settings.judge_strategy} judges in rounds, each decided over the "
-                                    "whole judged pool in one process: it cannot judge in shards (drop --shards)")
         check_name(dataset)
         if publish_to and "publish" not in (skip or []):
             hub_repo(publish_to)  # an hf:// target that names no repository

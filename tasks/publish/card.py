@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from common.numbers import count, percent, rate
-from tasks.curate.exports import EXPORTS, Export
+from tasks.curate.exports import EXPORTS, REVIEWED_ROWS, Export, export_settings
 from tasks.curate.figures import size_category
 from tasks.publish.quality_card import bias_markdown, calibration_markdown, certification_markdown, guarantee_paragraph
 from tasks.publish.review_card import review_markdown
@@ -84,14 +84,25 @@ def license_markdown(licenses: list[str]) -> str:
     return "# Licenses\n\nThis dataset carries each source's terms:\n\n" + "".join(f"- {e}\n" for e in licenses)
 
 
+REVIEWED_NOTE = (
+    "Rows that reviewers decided say so: every config has `reviewed` (true for them), `reviewers_choice` (the side "
+    "of the pair the reviewers' majority chose, `a` or `b`: the row's chosen answer) and `reviewers` (how many "
+    "voted; 0 on the judge's rows). Their `confidence` and `p_correct` are null: those are the judge's certainty, "
+    "and a person chose these rows' side; `judge_margin` stays the judge's margin from the chosen side (negative "
+    "where the reviewers overrode the judge). No TRL trainer reads these columns.")
+
+
 def exports_section(exports: list[Export], policy: dict[str, Any]) -> str:
     """Each published export's load_dataset example (comments aligned) in one code block, then the notes the
-    exports give under the version's policy."""
+    exports give under the version's export settings (`exports.export_settings`: the policy, and whether
+    reviewers decided rows)."""
     calls = [(f'{e.card_variable} = load_dataset("<this repo or folder>", "{e.name}")', e.card_summary)
              for e in exports]
     width = max((len(call) for call, _ in calls), default=0) + 3
     block = "\n".join(f"{call:<{width}}# {summary}" for call, summary in calls)
     notes = [note for e in exports if (note := e.card_note(policy))]
+    if policy.get(REVIEWED_ROWS):
+        notes.append(REVIEWED_NOTE)
     return "\n\n".join([f"```python\nfrom datasets import load_dataset\n{block}\n```", *notes])
 
 
@@ -225,7 +236,7 @@ def card_markdown(
 {notice + chr(10) + chr(10) if notice else ''}{guarantee + chr(10) + chr(10) if guarantee else ''}Preference pairs (a conversation ending with a user turn, a chosen and a rejected answer) kept from
 human-preference sources after {judged_with} and {how}. Content hash `{content_hash}`.
 
-{exports_section(exports, policy)}
+{exports_section(exports, export_settings(policy, rows))}
 
 ## Counts
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from common.errors import InvalidInputError, UserError
 from common.processes import process_alive
-from tasks.curate.exports import missing_columns, selected_exports
+from tasks.curate.exports import REVIEW_COLUMNS, REVIEWED_ROWS, export_settings, missing_columns, selected_exports
 
 MARKER = ".curate-version.json"
 PLOT = "margin_confidence.svg"
@@ -32,10 +32,11 @@ class MissingColumnsError(InvalidInputError):
 def export_files(folder: Path, rows: list[dict[str, Any]], policy: dict[str, Any] | None = None) -> dict[str, list[str]]:
     """Write data/<config>/<split>-NNNNN-of-NNNNN.parquet for each export the policy selects (its declared
     schema, so a column null in every row keeps its type); return {config: [splits written]}."""
-    policy = policy or {}
+    policy = export_settings(policy, rows)  # a version with reviewed rows carries the review columns
     exports = selected_exports(policy)
     for export in exports if rows else []:  # every export checked before anything is written
         missing = missing_columns(export, rows[0].keys())
+        missing += [c for c in REVIEW_COLUMNS if policy.get(REVIEWED_ROWS) and c not in rows[0]]
         if missing:
             raise MissingColumnsError(f"export {export.name!r} needs the column(s) {', '.join(missing)}, "
                                       "which this version's rows lack")

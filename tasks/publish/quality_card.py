@@ -1,14 +1,16 @@
-"""The card's calibration and bias sections: a reliability diagram (SVG, no plotting library), ECE and Brier
-score overall and per domain with the labelled pairs behind each, and the bias table of the pool beside the
-version's own."""
+"""The card's calibration, certification and bias sections: a reliability diagram and a risk-coverage curve (SVG,
+no plotting library), ECE and Brier score overall and per domain with the labelled pairs behind each, a certified
+version's guarantee, and the bias table of the pool beside the version's own."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from common.numbers import count, percent
 
 RELIABILITY_PLOT = "reliability.svg"
+RISK_COVERAGE_PLOT = "risk_coverage.svg"
 
 
 def reliability_svg(bins: list[dict[str, Any]], ece: float | None, labelled: int) -> str:
@@ -159,6 +161,57 @@ def confidence_level(risk: float) -> str:
     return f"{round(100 * (1 - risk), 6):g}%"
 
 
+def risk_coverage_svg(cert: dict[str, Any]) -> str:
+    """The certification's risk-coverage curve: the agreement each threshold tried certifies (1 - its bound)
+    against the share of the judged pool it accepts, one line through every threshold tried, a dot (with its
+    figures) at each threshold the card's table shows, the certified one filled in red, and the target dashed."""
+    width, height, pad = 480, 320, 48
+    plot_w, plot_h = width - 2 * pad, height - 2 * pad
+    curve = cert.get("curve") or []
+    target = cert["target_agreement"]
+    # the agreement axis starts at a round figure below the lowest point and the target, so the points near the
+    # target are not squeezed against the top by a threshold that certified nothing
+    low = min([target] + [p["agreement_bound"] for p in curve])
+    bottom = min(target - 0.05, math.floor(low * 20) / 20)
+
+    def x(coverage: float) -> float:
+        return pad + coverage * plot_w
+
+    def y(agreement: float) -> float:
+        return pad + (1 - (agreement - bottom) / (1 - bottom)) * plot_h
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+             'font-size="11">',
+             f'<text x="{pad}" y="{pad - 20}">certified agreement against coverage ({cert["thresholds_tested"]} '
+             f'thresholds tried, risk {cert["risk"]:g})</text>',
+             f'<rect x="{pad}" y="{pad}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>',
+             f'<line class="target" x1="{x(0):.1f}" y1="{y(target):.1f}" x2="{x(1):.1f}" y2="{y(target):.1f}" '
+             f'stroke="#bbb" stroke-dasharray="4 3"><title>target {percent(target)}</title></line>',
+             f'<text x="{x(1) - 70:.1f}" y="{y(target) - 4:.1f}">target {percent(target)}</text>']
+    drawn = [p for p in curve if p["coverage"] is not None]
+    if len(drawn) > 1:
+        parts.append('<polyline class="curve" fill="none" stroke="#4c78a8" points="'
+                     + " ".join(f"{x(p['coverage']):.1f},{y(p['agreement_bound']):.1f}" for p in drawn) + '"/>')
+    chosen = cert.get("threshold") if cert.get("certified") else object()
+    for p in curve_rows(curve, cert.get("threshold")):
+        if p["coverage"] is None:
+            continue
+        certified = p["threshold"] == chosen
+        parts.append(
+            f'<circle cx="{x(p["coverage"]):.1f}" cy="{y(p["agreement_bound"]):.1f}" r="{5 if certified else 3.5}" '
+            f'fill="{"#e45756" if certified else "#4c78a8"}" data-threshold="{p["threshold"]}" '
+            f'data-coverage="{p["coverage"]}" data-agreement="{p["agreement_bound"]}"><title>'
+            f'{threshold_text(p["threshold"])}{" (certified)" if certified else ""}: coverage '
+            f'{percent(p["coverage"])}, certified agreement {percent(p["agreement_bound"])}</title></circle>')
+    parts += [f'<text x="{pad}" y="{height - pad + 16}">0%</text>',
+              f'<text x="{width - pad - 24}" y="{height - pad + 16}">100%</text>',
+              f'<text x="{width // 2 - 70}" y="{height - 10}">coverage of the judged pool</text>',
+              f'<text x="4" y="{pad + 4}">{percent(1.0)}</text>',
+              f'<text x="4" y="{height - pad}">{percent(bottom)}</text>',
+              f'<text x="4" y="{pad - 6}">certified agreement</text>', "</svg>"]
+    return "\n".join(parts)
+
+
 def guarantee_paragraph(cert: dict[str, Any] | None) -> str:
     """The card's first words of a certified version ("" for any other)."""
     if not cert or not cert.get("certified"):
@@ -169,11 +222,11 @@ def guarantee_paragraph(cert: dict[str, Any] | None) -> str:
             f"{percent(cert['coverage'])} of the judged pool).")
 
 
-def _threshold_text(threshold: float | None) -> str:
+def threshold_text(threshold: float | None) -> str:
     return "every scored pair" if threshold is None else f">= {threshold:.4f}"
 
 
-def _curve_rows(curve: list[dict[str, Any]], chosen: float | None) -> list[dict[str, Any]]:
+def curve_rows(curve: list[dict[str, Any]], chosen: float | None) -> list[dict[str, Any]]:
     """At most CURVE_ROWS points of the curve, evenly spaced, the certified threshold and the last tried kept."""
     if len(curve) <= CURVE_ROWS:
         return curve
@@ -204,7 +257,7 @@ def certification_markdown(cert: dict[str, Any], stats: dict[str, Any]) -> str:
         f"{cert['bound']}.",
         "",
         "| | |", "|---|---|",
-        f"| threshold | {_threshold_text(chosen)} ({cert['thresholds_tested']} thresholds tried) |",
+        f"| threshold | {threshold_text(chosen)} ({cert['thresholds_tested']} thresholds tried) |",
         f"| held-out labelled pairs ({cert['labels']} labels) | {count(cert['calibration_pairs'])} |",
         f"| of them accepted / disagreeing with the person | {count(cert['calibration_accepted'])} / "
         f"{count(cert['calibration_disagreements'])} |",
@@ -232,14 +285,15 @@ def certification_markdown(cert: dict[str, Any], stats: dict[str, Any]) -> str:
                   f"{count(cert.get('min_audit_reviews'))} decided pairs certifies on the whole pool instead.", "",
                   "| | judged pool | pairs with a clear label |", "|---|---:|---:|",
                   *_mix_rows(mix.get("by_source") or {}, "source"), *_mix_rows(mix.get("by_domain") or {}, "domain")]
-    curve = _curve_rows(cert.get("curve") or [], chosen)
+    curve = curve_rows(cert.get("curve") or [], chosen)
     if curve:
-        lines += ["", "Risk and coverage at thresholds tried (strict to loose; the test stops at the first that "
-                  "fails):", "", "| threshold | coverage of the judged pool | held-out accepted | disagreeing | "
+        lines += ["", f"![risk-coverage curve: certified agreement against coverage]({RISK_COVERAGE_PLOT})", "",
+                  "Risk and coverage at thresholds tried (strict to loose; the test stops at the first that "
+                  "fails; the plot draws every threshold tried and marks these):", "", "| threshold | coverage of the judged pool | held-out accepted | disagreeing | "
                   "agreement it certifies |", "|---|---:|---:|---:|---:|"]
         for p in curve:
             mark = " (certified)" if p["threshold"] == chosen else ""
-            lines.append(f"| {_threshold_text(p['threshold'])}{mark} | {percent(p['coverage'])} | "
+            lines.append(f"| {threshold_text(p['threshold'])}{mark} | {percent(p['coverage'])} | "
                          f"{count(p['calibration_accepted'])} | {count(p['disagreements'])} | "
                          f"{percent(p['agreement_bound'])} |")
     return "\n".join(lines)

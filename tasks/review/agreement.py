@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from common.numbers import count, percent
 from tasks.review.majority import CODES
 
 Z95 = 1.959963984540054
@@ -30,6 +31,14 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float] | None:
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def agreement_text(agree: int, decided: int) -> str:
+    """'85.0% (72.1% – 92.3%) of 40', or '-' with nothing to compare (the dashboard and `curate status`)."""
+    interval = wilson(int(agree), int(decided))
+    if interval is None:
+        return "-"
+    return f"{percent(agree / decided)} ({percent(interval[0])} – {percent(interval[1])}) of {count(decided)}"
 
 
 def agreement(judge: np.ndarray, outcome: np.ndarray) -> dict[str, Any]:

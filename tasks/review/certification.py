@@ -30,6 +30,9 @@ from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
 from tasks.ingest.source_facts import SourceFacts
 from tasks.review.overrides import PoolReviews
+from tasks.review.select import Candidates, uncertified_order
+
+QUEUE_SHOWN = 10  # the uncertified pairs nearest the threshold a version's stats name
 
 
 def certification_labels(pool: JudgedPool, reviews: PoolReviews, share: float, min_audit_reviews: int,
@@ -52,15 +55,31 @@ def certified_pairs(pool: JudgedPool, c: Confidences, reviews: PoolReviews, poli
     return certify_pool(pool, c, labels, policy.target_agreement, policy.risk, certifiable(pool, c, policy))
 
 
+def review_queue(pool: JudgedPool, c: Confidences, certified: Certified, reviews: PoolReviews,
+                 shown: int = QUEUE_SHOWN) -> dict[str, Any]:
+    """What `curate review push NAME --select uncertified` draws from, as the version was built: the pairs the
+    certification could have accepted but did not (`pairs`), of them those reviewers have not decided or
+    dropped yet (`not_reviewed`: a push sends these, reviewed ones it skips), and the first `shown` of those in
+    the push's order (the highest score, nearest the threshold, first) with their scores."""
+    candidates = Candidates.of_pool(pool, c, np.full(len(pool), np.nan), certified)
+    order = uncertified_order(candidates)
+    at = {p: i for i, p in enumerate(pool.pair_id.tolist())}
+    reviewed = reviews.reviewed[np.array([at[p] for p in candidates.pair_id[order]], dtype=np.int64)]
+    queue = order[~reviewed]
+    return {"pairs": int(len(order)), "not_reviewed": int(len(queue)),
+            "nearest": [{"pair_id": str(candidates.pair_id[i]), "score": round(float(candidates.certification_score[i]), 6)}
+                        for i in queue[:shown]]}
+
+
 def certify_version(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy,
                     facts: Mapping[str, SourceFacts]) -> tuple[Certified, dict[str, Any]]:
     """A version's certification (`certified_pairs`) and its report (`stats.certification`: what every surface
-    reads), with how the labelled pairs differ from the judged pool. No threshold certifying the target:
-    `NotCertifiedError`."""
+    reads), with how the labelled pairs differ from the judged pool and the review queue of the pairs it did not
+    accept (`uncertified`). No threshold certifying the target: `NotCertifiedError`."""
     certified = certified_pairs(pool, c, reviews, policy, facts)
     judged = c.verdicts > 0
     report = {**certification_report(certified, int(judged.sum())), "min_audit_reviews": policy.min_audit_reviews,
               "population": labelled_mix(pool, certified.labels, judged)}
     if not report["certified"]:
         raise not_certified(report)
-    return certified, report
+    return certified, {**report, "uncertified": review_queue(pool, c, certified, reviews)}

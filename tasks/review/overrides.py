@@ -86,3 +86,11 @@ def under_policy(reviews: PoolReviews, c: Confidences, overrides: bool) -> tuple
     """(the confidences a version selects and writes rows with, the reviews its selection applies): with
     `review_overrides` off, the judge's own and none."""
     return (reviews.decide(c), reviews) if overrides else (c, None)
+
+
+def decided_by_reviewers(reviews: PoolReviews | None) -> np.ndarray | None:
+    """Per pair, how many reviewers decided it (chose A or B by a majority), 0 where they did not; None when the
+    version applies no reviews (`under_policy`). A version's rows store it with the reviewers' choice."""
+    if reviews is None or not reviews.decided.any():
+        return None
+    return np.where(reviews.decided, reviews.reviewers, 0).astype(np.int64)

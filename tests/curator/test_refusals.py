@@ -127,7 +127,12 @@ DEAD = "http://127.0.0.1:9/v1"
     (["judge", "--endpoint", DEAD, "--strategy", "certify"], "certify:2 judges in rounds toward a target: give "
                                                              "--target-agreement A"),
     (["judge", "--endpoint", DEAD, "--strategy", "certify:1", "--target-agreement", "0.9", "--shard", "0/2"],
-     "certify:1 judges in rounds, each decided over the whole judged pool: it cannot judge one shard"),
+     "certify:1 judges in rounds, each decided over the whole judged pool: it cannot judge one shard (drop --shard; "
+     "--shards N judges each round in N shards)"),
+    (["judge", "--endpoint", DEAD, "--shard", "0/2", "--shards", "2"],
+     "--shard judges one hash bucket, --shards splits the run into N: give one of them"),
+    (["judge", "--endpoint", DEAD, "--strategy", "certify", "--shards", "2"], "certify:2 judges in rounds toward a "
+                                                                              "target: give --target-agreement A"),
     (["judge", "--endpoint", DEAD, "--target-agreement", "0.9"],
      "--target-agreement applies to a strategy that judges in rounds (certify[:K]), not to swap"),
     (["judge", "--endpoint", DEAD, "--strategy", "single", "--risk", "0.1", "--policy", "missing.toml"],
@@ -141,8 +146,9 @@ DEAD = "http://127.0.0.1:9/v1"
      "target_agreement certifies the selection itself: min_abs_margin = 1.5 cannot be set beside it"),
     (["judge", "--endpoint", DEAD, "--strategy", "certify", "--policy", "untargeted.toml"],
      "untargeted.toml sets no target_agreement: judging in rounds escalates toward a certified version's target"),
+    # in shards too: each round is split by the pipeline (no refusal of --shards), toward the policy's target
     (["run", "--source", "helpsteer3=hs.jsonl", "--strategy", "certify", "--shards", "2"],
-     "certify judges in rounds, each decided over the whole judged pool in one process: it cannot judge in shards"),
+     "no target: judging in rounds escalates toward a certified version's target (set target_agreement in the policy"),
     (["run", "--source", "helpsteer3=hs.jsonl", "--strategy", "certify", "--endpoint", DEAD],
      "no target: judging in rounds escalates toward a certified version's target (set target_agreement in the policy"),
 ])

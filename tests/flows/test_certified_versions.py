@@ -11,11 +11,13 @@ import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -29,6 +31,7 @@ from tasks.curate.policy import load_policy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
 from tasks.ingest.sources import known_facts
+from tasks.publish.quality_card import RISK_COVERAGE_PLOT
 from tasks.review.certification import certification_labels
 from tasks.review.majority import resolve
 from tasks.review.overrides import PoolReviews
@@ -115,6 +118,13 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
     assert "apply after the certification" in section
     mix = cert["population"]
     assert mix["labelled"] < mix["judged"] and f"{percent(mix['labelled_share'])} of the judged pool" in section
+    # the risk-coverage plot lies beside the card, linked from it, its dots the table's rows
+    assert f"]({RISK_COVERAGE_PLOT})" in section
+    svg = ET.fromstring((folder / RISK_COVERAGE_PLOT).read_text())
+    dots = [c.find("{http://www.w3.org/2000/svg}title").text for c in svg.iter("{http://www.w3.org/2000/svg}circle")]
+    table = section.split("| threshold | coverage of the judged pool |", 1)[1].strip().splitlines()[2:]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in table]
+    assert dots == [f"{c[0]}: coverage {c[1]}, certified agreement {c[4]}" for c in cells] and len(dots) >= 2
 
     # versions --json and status read the same figure
     listed = CliRunner().invoke(app, ["versions", "sure", "--warehouse", str(judged), "--json"])
@@ -229,6 +239,30 @@ def test_pairs_reviewers_decided_are_kept_with_their_choice(judged, tmp_path):
     accepted = _accepted_anew(warehouse, {"target_agreement": 0.95})
     assert cert["kept_by_reviewers"] == len([p for p in decisions if decisions[p] != "tie" and p not in accepted]) >= 1
     assert cert["kept_certified"] + cert["kept_by_reviewers"] == after["rows"]
+    # the exported rows say which the reviewers decided, and claim no judge certainty for those
+    from flows.publish import publish
+
+    folder = Path(publish("reviewed", to=str(tmp_path / "out"), warehouse=str(warehouse))["target"])
+    for config in ("dpo", "rm", "helpsteer3"):
+        exported = pa.concat_tables([pq.read_table(f) for f in sorted((folder / "data" / config).glob("*.parquet"))])
+        by_pair = {r["pair_id"]: r for r in exported.to_pylist()}
+        assert len(by_pair) == after["rows"] and exported.schema.names[-3:] == ["reviewed", "reviewers_choice",
+                                                                                  "reviewers"]
+        for pair, r in by_pair.items():
+            side = decisions.get(pair)
+            if side in ("a", "b"):
+                assert (r["reviewed"], r["reviewers_choice"], r["reviewers"]) == (True, side, 1), (config, pair)
+                assert r["confidence"] is None and r["p_correct"] is None
+            else:
+                assert (r["reviewed"], r["reviewers_choice"], r["reviewers"]) == (False, None, 0), (config, pair)
+                assert r["confidence"] is not None and r["p_correct"] is not None
+    card = (folder / "README.md").read_text()
+    assert "Rows that reviewers decided say so" in card
+    # the version before the reviews landed has no such rows, and its files no such columns
+    first_folder = Path(publish("reviewed", version=first["version"], to=str(tmp_path / "out"),
+                                warehouse=str(warehouse))["target"])
+    assert "reviewed" not in pq.read_schema(next((first_folder / "data" / "dpo").glob("*.parquet"))).names
+    assert "Rows that reviewers decided say so" not in (first_folder / "README.md").read_text()
     # with review overrides off, a reviewed pair is one like any other: certified or dropped as not certified
     off = build_version("reviewed-off", policy_overrides={"target_agreement": 0.95, "review_overrides": False},
                         warehouse=str(warehouse))
@@ -321,3 +355,40 @@ def test_review_selections_draw_from_the_whole_judged_pool(judged, tmp_path):
     assert set(borderline.pair_id) == judged_pairs and len(judged_pairs) > len(kept_plain)
     least_sure = set(borderline.pair_id[ranked(borderline, "borderline")[:50]])
     assert least_sure - kept_plain
+
+
+def test_status_counts_pairs_over_budget_apart_and_shows_the_reviews(judged, tmp_path):
+    from tasks.review.agreement import agreement_text
+
+    warehouse = tmp_path / "status.duckdb"
+    shutil.copy(judged, warehouse)
+    with Warehouse(warehouse) as wh:
+        pairs = [p for (p,) in wh.query("SELECT pair_id FROM pairs_for_curation ORDER BY pair_id")]
+        over, too_long, pending = pairs[:7], pairs[7:10], pairs[10:15]
+        # as the judge records them: over the input budget (never sent), too long for the server's context, and
+        # failures a run sends again
+        for chosen, reason in ((over, "over_budget"), (too_long, "too_long"), (pending, "timeout")):
+            wh.con.execute("UPDATE judgments SET status = 'failed', failure_reason = ?, margin_a = NULL "
+                           f"WHERE pair_id IN ({', '.join('?' * len(chosen))})", [reason, *chosen])
+    audit = {p: ("a" if i % 4 else "b") for i, p in enumerate(pairs[100:140])}
+    _land_reviews(warehouse, audit, "audit")
+    result = CliRunner().invoke(app, ["status", "--warehouse", str(warehouse), "--json"])
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.stdout)
+    (judging,) = status["judging"]
+    assert (judging["pairs_over_budget"], judging["pairs_pending"]) == (len(over) + len(too_long), len(pending))
+    assert judging["pairs_judged"] == len(pairs) - len(over) - len(too_long) - len(pending)
+    (review,) = status["reviews"]
+    assert (review["pushed"], review["annotated"], review["audit_decided"]) == (40, 40, 40)
+    # the helper's judge side is A for every pair: the judge agrees wherever the reviewer chose A
+    assert review["audit_judge_agrees"] == sum(side == "a" for side in audit.values())
+
+    table = CliRunner().invoke(app, ["status", "--warehouse", str(warehouse)]).stdout
+    judging_table = table.split("\njudging\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert judging_table[0].endswith("pairs judged  pairs pending  over budget, never sent")
+    line = next(row for row in judging_table if row.startswith(judging["judge_config_id"]))
+    assert line.split()[-3:] == [count(judging["pairs_judged"]), str(len(pending)), str(len(over) + len(too_long))]
+    header, row = table.split("\nreviews\n", 1)[1].splitlines()[:2]
+    assert header.split("  ")[0] == "review project" and header.endswith("judge agrees, audit (unbiased)")
+    assert row.startswith("review 1 ") and row.endswith(agreement_text(review["audit_judge_agrees"], 40))
+    assert row.split()[2:7] == ["40", "0", "40", "1", "0"]  # pushed, not yet pushed, annotated, reviewers, withdrawn

@@ -284,3 +284,52 @@ def test_a_keyless_worker_under_a_keyed_orchestrator_fails_its_shards_naming_the
     message = str(err.value)
     assert message.startswith("2 of 2 judge shards did not finish (0/2, 1/2 failed: ") and message.count(KEY) == 1
     assert "a key on one side only" in message and "\n" not in message
+
+
+def test_the_pipelines_sharded_judging_runs_rounds_one_deployment_run_per_shard_of_each(tmp_path, ingested,
+                                                                                        monkeypatch, dispatch_here):
+    """`curate run --shards N` with a strategy in rounds: the pipeline judges each round's shards through the
+    judge deployment (each run here as its subflow), toward its policy's target, keyed, and asks what the rounds
+    of one process ask on the same pairs."""
+    from flows.judge import judge
+    from flows.pipeline import curate_pipeline
+
+    path, n = ingested
+    alone = tmp_path / "alone.duckdb"
+    alone.write_bytes(open(path, "rb").read())
+    policy = tmp_path / "certified.toml"
+    policy.write_text("[policy]\ntarget_agreement = 0.9\n")
+    monkeypatch.setenv(KEY, "k1")
+    server = dispatch_here["server"]
+    one = judge(endpoints=[server.url], strategy="certify:1", policy_path=str(policy), warehouse=str(alone))
+    server.reset_stats()
+    run = curate_pipeline(sources=[], skip=["ingest", "version", "publish"], strategy="certify:1", judge_shards=2,
+                          policy_path=str(policy), exchange=str(tmp_path / "exchange"), warehouse=path)
+    s = run["judge"]
+    assert_summary(s, ShardedJudgeSummary)
+    keys = ("pairs_asked", "requests", "judged", "certified", "how")
+    assert [{k: r[k] for k in keys} for r in s["rounds"]] == [{k: r[k] for k in keys} for r in one["rounds"]]
+    assert len(s["rounds"]) == 2 and s["rounds"][0]["pairs_asked"] == n and s["rounds"][1]["pairs_asked"] > 0
+    assert all({x["state"] for x in r["shards"]} == {"COMPLETED"} for r in s["rounds"])
+    assert s["requests"] == server.stats()["requests"] == one["requests"] and s["merged"]["authenticated"]
+    assert sorted(_judgments(path))[0][:4] and [j[:4] for j in _judgments(path)] == [j[:4] for j in _judgments(alone)]
+
+
+def test_judging_in_shards_here_plans_signed_shards_and_merges_them_once(tmp_path, ingested, monkeypatch):
+    """`curate judge --shards N` with a strategy that does not judge in rounds: one plan of N signed shards,
+    each judged in this process by the worker's flow, merged; a rerun merges nothing twice and sends nothing."""
+    from flows.judge_shards import judge_sharded_here
+
+    path, n = ingested
+    monkeypatch.setenv(KEY, "k1")
+    exchange = str(tmp_path / "exchange")
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
+        s = judge_sharded_here(3, endpoints=[server.url], strategy="swap", exchange=exchange, warehouse=path)
+        assert server.stats()["requests"] == 2 * n
+        again = judge_sharded_here(3, endpoints=[server.url], strategy="swap", exchange=exchange, warehouse=path)
+        assert server.stats()["requests"] == 2 * n
+    assert_summary(s, ShardedJudgeSummary)
+    assert "rounds" not in s and [x["state"] for x in s["shards"]] == ["COMPLETED"] * 3
+    assert len({x["plan_id"] for x in s["shards"]}) == 1 and s["merged"]["authenticated"]
+    assert s["judged"] == s["requests"] == s["merged"]["rows"] == 2 * n and len(_judgments(path)) == 2 * n
+    assert again["pending"] == 0 and again["merged"] == {} and again["merged_before"]["rows"] == 0

@@ -1,4 +1,4 @@
-"""The sources' facts stored beside their pairs (`source_facts`, migration 021): recorded once per run, read back
+"""The sources' facts stored beside their pairs (`source_facts`, migration 023): recorded once per run, read back
 whole, filled for the built-in sources of a warehouse made before the table existed."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_facts_are_recorded_once_per_run_and_the_first_run_stays(warehouse_path)
 
 
 def test_a_warehouse_made_before_gets_the_facts_its_built_in_sources_state(warehouse_path):
-    con = warehouse_before(warehouse_path, 21)
+    con = warehouse_before(warehouse_path, 23)
     for k, name in enumerate(PAIR_SOURCES):
         _pair(con, f"p{k}", name)
         _run(con, f"{name}-old", name, datetime(2026, 1, 1 + k))
@@ -56,7 +56,7 @@ def test_a_warehouse_made_before_gets_the_facts_its_built_in_sources_state(wareh
     with Warehouse(warehouse_path, read_only=True) as wh:  # a reader does not migrate: it reads the same facts
         unmigrated = stored_facts(wh.sources, known_facts())
     with Warehouse(warehouse_path) as wh:
-        assert wh.schema_version() >= 21
+        assert wh.schema_version() >= 23
         rows = wh.sources.source_facts()
         migrated = stored_facts(wh.sources, known_facts())
     assert set(rows) == set(PAIR_SOURCES)  # nobody knows the other one's facts: none are made up for it
@@ -76,10 +76,10 @@ def test_a_warehouse_made_before_gets_the_facts_its_built_in_sources_state(wareh
 
 
 def test_the_migration_s_facts_are_those_of_every_built_in_pair_source():
-    """The literal facts in 021 cover every built-in pair source, with the digest of their meaning."""
+    """The literal facts in 023 cover every built-in pair source, with the digest of their meaning."""
     from warehouse.store import migrations
 
-    sql = next(text for number, _, text in migrations() if number == 21)
+    sql = next(text for number, _, text in migrations() if number == 23)
     for name, facts in known_facts().items():
         said = f"('{name}', '{facts.meaning_digest()}'"
         assert (said in sql) == (name in PAIR_SOURCES), name

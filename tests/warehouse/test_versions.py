@@ -77,3 +77,23 @@ def test_row_digests_see_every_field_and_null_apart_from_empty(warehouse_path):
         assert base not in digests and len(set(digests)) == len(digests)
         both = wh.versions.row_digests(pa.Table.from_pylist([{**row, "pair_id": "p2"}, row], schema=ROW_SCHEMA))
         assert both == [base, digest(pair_id="p2")]  # in pair id order
+
+
+def test_a_row_no_reviewer_decided_digests_as_before_the_review_columns(warehouse_path):
+    """Versions built before rows stored their reviewers keep their content hashes: a row without reviewers has
+    the digest it had then (pinned: computed before migration 021), and a reviewed row's digest sees who decided."""
+    with Warehouse(warehouse_path) as wh:
+        _insert_pairs(wh, [("p1", [{"role": "user", "content": "q"}], "A", "B")])
+        row = {"pair_id": "p1", "chosen_side": "a", "margin": 2.5, "confidence": 1.0, "p_correct": 0.9,
+               "orders_agree": True, "scores_agree": True, "spread": 0.0, "verdicts": 2, "human_label": 2.0,
+               "human_agrees": True, "source": "helpsteer3", "source_id": "p1", "source_revision": "r",
+               "domain": "general", "language": "english", "split": "train"}
+
+        def digest(**change) -> str:
+            return wh.versions.row_digests(pa.Table.from_pylist([{**row, **change}], schema=ROW_SCHEMA))[0]
+
+        assert digest() == "d8059c2bd5983574a6a877567932b3d5"
+        assert digest(p_correct=None, domain=None) == "8104ae4e638119b7d2e53f0181543fd9"
+        reviewed = [digest(reviewers=1, reviewers_choice="a"), digest(reviewers=3, reviewers_choice="a"),
+                    digest(reviewers=1, reviewers_choice="b")]
+        assert len(set(reviewed)) == 3 and digest() not in reviewed

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from tasks.ingest.sources.base import Adapter
     from tasks.ingest.synth_rows import SynthRows
 
-FORMAT_NAMES = ("trl", "trl-implicit", "pairwise", "rated", "hh")
+FORMAT_NAMES = ("trl", "trl-implicit", "pairwise", "rated", "hh", "helpsteer3")
 AUTO = "auto"
 
 
@@ -66,6 +66,8 @@ class Format:
     name: ClassVar[str]
     required_columns: ClassVar[tuple[str, ...]]  # logical names every row must carry
     optional_columns: ClassVar[tuple[str, ...]] = ()
+    # logical names of keys inside a column's values (`rated`: each response's text and score), renamable too
+    inner_columns: ClassVar[tuple[str, ...]] = ()
     label_keys: ClassVar[frozenset[str]] = frozenset()  # the keys its `label = {...}` may hold
 
     def check(self, decl: Declaration) -> list[str]:
@@ -76,6 +78,11 @@ class Format:
     def detect(self, columns: set[str]) -> bool:
         """Whether rows with these top-level columns look like this format (the format's own column names)."""
         raise NotImplementedError
+
+    def looks_like(self, row: dict[str, Any]) -> bool:
+        """Whether a raw row's values (under the format's own column names) look like this format: what tells
+        formats with the same columns apart (`hh` and `trl-implicit`) when a source is declared `auto`."""
+        return True
 
     def missing_columns(self, decl: Declaration, columns: set[str]) -> list[str]:
         """The file's names of the required columns absent from `columns` (the first batch's)."""
@@ -100,6 +107,15 @@ class Format:
         """What the labels mean, as stored with the pairs (scale, direction, clear-label rule, ties and both-bad
         values): a later run compares it and refuses a change for a source already ingested."""
         raise NotImplementedError
+
+    def names_models(self, decl: Declaration) -> bool:
+        """Whether its pairs name the models that wrote each answer (`Source.names_models`)."""
+        return bool(decl.models)
+
+    def finite_checked(self, decl: Declaration) -> tuple[str, ...]:
+        """The file's columns whose NaN / Infinity the adapter judges part by part (`Source.finite_checked_by_adapter`:
+        `rated`'s responses, where a NaN score loses that response, not the row)."""
+        return ()
 
     def synth(self, decl: Declaration) -> type[SynthRows]:
         """The synthetic rows of this format under `decl`'s column names (`curate synth NAME`)."""

@@ -12,10 +12,13 @@ from tasks.curate.exports import (
     DEFAULT_EXPORTS,
     EXPORT_POLICY_KEYS,
     EXPORTS,
+    REVIEW_COLUMNS,
+    REVIEWED_ROWS,
     Export,
     ExportContractError,
     UnknownExportError,
     export_options,
+    export_settings,
     missing_columns,
     selected_exports,
 )
@@ -25,20 +28,23 @@ ROW = {"pair_id": "p1", "prompt": [{"role": "system", "content": "be brief"}, {"
        "chosen": "good", "rejected": "bad", "chosen_side": "a", "margin": 1.5, "confidence": 0.7, "p_correct": 0.91,
        "orders_agree": True, "scores_agree": True, "spread": 0.2, "verdicts": 2, "human_label": 1.0,
        "human_agrees": True, "source": "helpsteer3", "source_id": "s1", "source_revision": "rev", "domain": "code",
-       "language": "en", "split": "train"}
+       "language": "en", "split": "train", "reviewers": None, "reviewers_choice": None}
+REVIEWED = {**ROW, "pair_id": "p3", "chosen_side": "b", "margin": -0.5, "reviewers": 3, "reviewers_choice": "b"}
 
 
 def _policies(export: Export):
-    """The default policy and every combination of the export's own keys switched on."""
-    for on in itertools.product((False, True), repeat=len(export.policy_keys)):
-        yield {k: True for k, v in zip(export.policy_keys, on) if v}
+    """The default policy and every combination of the export's own keys switched on, each without and with rows
+    reviewers decided."""
+    keys = (*export.policy_keys, REVIEWED_ROWS)
+    for on in itertools.product((False, True), repeat=len(keys)):
+        yield {k: True for k, v in zip(keys, on) if v}
 
 
 @pytest.mark.parametrize("name", list(EXPORTS))
 def test_records_have_the_declared_columns_in_order_and_types(name):
     export = EXPORTS[name]
     for policy in _policies(export):
-        records = export.records([ROW, {**ROW, "pair_id": "p2", "chosen_side": "b"}], policy)
+        records = export.records([ROW, {**ROW, "pair_id": "p2", "chosen_side": "b"}, REVIEWED], policy)
         assert records and all(list(r) == export.schema(policy).names for r in records)
         # the declared schema is what Arrow reads from the records themselves: the published files' schema
         assert pa.Table.from_pylist(records).schema == export.schema(policy)
@@ -48,9 +54,11 @@ def test_records_have_the_declared_columns_in_order_and_types(name):
 @pytest.mark.parametrize("name", list(EXPORTS))
 def test_an_export_reads_only_the_columns_it_declares(name):
     export = EXPORTS[name]
-    only = {k: ROW[k] for k in export.needs_columns}
     for policy in _policies(export):
-        assert export.records([only], policy) == export.records([ROW], policy)
+        reads = export.needs_columns + (REVIEW_COLUMNS if policy.get(REVIEWED_ROWS) else ())
+        for row in (ROW, REVIEWED):
+            only = {k: row[k] for k in reads}
+            assert export.records([only], policy) == export.records([row], policy)
     assert missing_columns(export, ROW) == [] and missing_columns(export, {"pair_id": "p1"})
 
 
@@ -103,3 +111,23 @@ def test_export_options_are_what_changes_the_files_and_nothing_under_the_default
     # rm's key changes nothing when rm is not published; a selection other than the default does
     assert export_options({"rm_margin_column": True, "exports": ["dpo"]}) == {"exports": ["dpo"]}
     assert {"exports", "rm_margin_column"} <= set(EXPORT_POLICY_KEYS)
+
+
+@pytest.mark.parametrize("name", list(EXPORTS))
+def test_a_version_with_reviewed_rows_says_which_and_drops_the_judges_certainty_on_them(name):
+    export = EXPORTS[name]
+    rows = [ROW, REVIEWED]
+    settings = export_settings({}, rows)
+    assert settings == {REVIEWED_ROWS: True} and export_settings({}, [ROW]) == {}
+    names = export.schema(settings).names
+    assert names[-3:] == ["reviewed", "reviewers_choice", "reviewers"] and "reviewed" not in export.schema({}).names
+    for record in export.records(rows, settings):
+        if record["pair_id"] == "p3":
+            assert (record["reviewed"], record["reviewers_choice"], record["reviewers"]) == (True, "b", 3)
+            assert record["confidence"] is None and record["p_correct"] is None and record["judge_margin"] == -0.5
+        else:
+            assert (record["reviewed"], record["reviewers_choice"], record["reviewers"]) == (False, None, 0)
+            assert record["confidence"] == ROW["confidence"] and record["p_correct"] == ROW["p_correct"]
+    # a version without reviewed rows writes exactly the records it wrote before the review columns existed
+    plain = [{k: v for k, v in ROW.items() if k not in REVIEW_COLUMNS}]
+    assert export.records(plain, export_settings({}, plain)) == export.records([ROW], {})

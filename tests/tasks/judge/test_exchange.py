@@ -68,10 +68,11 @@ def test_a_work_file_keeps_the_layout_and_digests_of_the_files_already_written(t
     """Workers of one release read work files of another: the texts in the order a judge reads them, each state
     as a judgment state, and digests (and a signature over them) that stay what they were for the same work."""
     from tasks.judge.exchange import STATE_TYPE, WORK_SCHEMA
-    from tasks.judge.exchange_checks import STATE_COLUMNS, TEXT_COLUMNS
+    from tasks.judge.exchange_checks import STATE_COLUMNS, TEXT_COLUMNS, WANTED_COLUMNS
 
     assert TEXT_COLUMNS == PairText._fields == ("pair_id", "history", "response_a", "response_b")
-    assert tuple(WORK_SCHEMA.names) == (*TEXT_COLUMNS, *STATE_COLUMNS)
+    # a round's judgments per pair come last, and only in a round's files: any other is written as it was
+    assert tuple(WORK_SCHEMA.names) == (*TEXT_COLUMNS, *STATE_COLUMNS, *WANTED_COLUMNS)
     assert [f.name for f in STATE_TYPE.value_type] == ["order", "sample_index", *S._fields]
     pairs = [PAIRS[0], PairText("p2", PAIRS[1].history, "A two", "")]
     states = {("p1", "ab", 0): S("failed", 2, None, None, None, 3, "no_json"), ("p2", "ba", 1): S("ok", 1, 1.5, 4, 2, 1)}
@@ -80,12 +81,40 @@ def test_a_work_file_keeps_the_layout_and_digests_of_the_files_already_written(t
     write_work(ex, path, plan="plan1", shard="0/2", config={"model": "m"}, strategy="swap", pairs=pairs,
                states=states, secret="s3cret")
     meta = json.loads(pq.read_schema(path).metadata[b"curator.shard_work"])
+    assert pq.read_schema(path).names == [*TEXT_COLUMNS, *STATE_COLUMNS] and "wanted" not in meta
     assert (meta["texts"], meta["states"], meta["signature"]) == (
         "1cd9a1d0a1ece025a187cd7f03bda45c", "4767cd881b513d1df077b8b0cb04f0bc", "0f1c1c4fa9031777fea5be67d6bee1db")
     work = read_work(ex, path, "s3cret")
     assert work.pairs == pairs and all(isinstance(p, PairText) for p in work.pairs)
     assert work.pairs[1].pair_id == "p2" and work.pairs[1].history[-1]["content"] == "q2"
     assert work.results_key.hex() == "aa6cb3846ae4127b3227a7d299ce53590c7a5538a1c2f684b523f6f6bd16a45f"
+
+
+def test_a_rounds_work_file_carries_the_judgments_asked_of_each_pair_under_its_digests(tmp_path):
+    """A round's shard (sharded rounds) names exactly what it asks of each pair; a change to that, or dropping it
+    (the worker would then ask the strategy's own judgments), is refused like a change to the texts."""
+    from tasks.judge.exchange import UntrustedWorkError
+
+    ex = Exchange(tmp_path)
+    wanted = {"p1": (("ba", 0),), "p2": (("ab", 1), ("ba", 1))}
+    path = work_path(ex, "plan2", 0, 1)
+    write_work(ex, path, plan="plan2", shard="0/1", config=CONFIG, strategy="certify:2", pairs=PAIRS, states={},
+               secret="s3cret", wanted=wanted)
+    assert read_work(ex, path, "s3cret").wanted == wanted
+    table = pq.read_table(path)
+    meta = table.schema.metadata
+    changed = table.set_column(5, "wanted", pa.array([[{"order": "ab", "sample_index": 1}],
+                                                      [{"order": "ab", "sample_index": 1}]], table.column(5).type))
+    for bad in (changed, table.drop_columns(["wanted"])):
+        pq.write_table(bad.replace_schema_metadata(meta), path)
+        with pytest.raises(UntrustedWorkError, match="does not match the digests it was written with"):
+            read_work(ex, path, "s3cret")
+    # unsigned too: a careless change is caught by the digests
+    write_work(ex, path, plan="plan2", shard="0/1", config=CONFIG, strategy="certify:2", pairs=PAIRS, states={},
+               wanted=wanted)
+    pq.write_table(changed.replace_schema_metadata(pq.read_table(path).schema.metadata), path)
+    with pytest.raises(UntrustedWorkError, match="does not match the digests"):
+        read_work(ex, path)
 
 
 def test_reading_a_missing_or_foreign_file_is_a_clear_error(tmp_path):
@@ -103,6 +132,11 @@ def test_plan_id_names_the_pending_work():
     assert plan_id("jc", "swap", ["a", "b"]) == plan_id("jc", "swap", ["a", "b"])
     assert len({plan_id("jc", "swap", ["a", "b"]), plan_id("jc", "swap", ["a"]), plan_id("jc", "single", ["a", "b"]),
                 plan_id("jc2", "swap", ["a", "b"])}) == 4
+    # a round's plan: the same pairs asked other judgments is another plan, the same ones the same plan
+    asked = {"a": [("ba", 0)], "b": [("ba", 0)]}
+    assert plan_id("jc", "certify:2", ["a", "b"], asked) == plan_id("jc", "certify:2", ["a", "b"], dict(asked))
+    assert len({plan_id("jc", "certify:2", ["a", "b"], asked), plan_id("jc", "certify:2", ["a", "b"]),
+                plan_id("jc", "certify:2", ["a", "b"], {**asked, "b": [("ab", 1), ("ba", 1)]})}) == 3
 
 
 def test_result_writer_numbers_batches_and_fold_prefers_ok_then_attempts(tmp_path):

@@ -14,7 +14,7 @@ from tasks.curate.select import select_rows, version_table
 from tasks.ingest.sources import known_facts
 from tasks.judge.genrm import Verdict, to_a_side
 from tasks.review.calibration import calibrate_with_reviews, reviewed_right
-from tasks.review.overrides import PoolReviews, under_policy
+from tasks.review.overrides import PoolReviews, decided_by_reviewers, under_policy
 from tasks.review.stats import review_stats
 
 STRONG_A = [("ab", (5, 1, 1)), ("ba", (1, 5, 6))]
@@ -30,16 +30,19 @@ def _pair(i, verdicts, **kw):
     return JudgedPair(**base, verdicts=[(o, to_a_side(Verdict(*v), o)) for o, v in verdicts])
 
 
-def _build(pairs, outcomes, selections=(), **policy):
+def _build(pairs, outcomes, selections=(), reviewers=None, **policy):
     pool = JudgedPool.of(pairs)
     c = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
+    reviewers = reviewers or {}
     reviews = PoolReviews.align(pool.pair_id, pa.table({
-        "pair_id": list(outcomes), "outcome": list(outcomes.values()), "reviewers": [1] * len(outcomes)}),
+        "pair_id": list(outcomes), "outcome": list(outcomes.values()),
+        "reviewers": [reviewers.get(p, 1) for p in outcomes]}),
         pa.table({"pair_id": [p for p, _ in selections], "selection": [s for _, s in selections]}))
     policy = make_policy(policy)
     decided, overriding = under_policy(reviews, c, policy.review_overrides)
     kept, dropped = select_rows(pool, decided, policy, None, overriding)
-    rows = version_table(pool, decided, np.full(len(pool), np.nan), kept, policy).to_pylist()
+    rows = version_table(pool, decided, np.full(len(pool), np.nan), kept, policy,
+                         decided_by_reviewers(overriding)).to_pylist()
     return {r["pair_id"]: r for r in rows}, dropped, review_stats(c, reviews, kept, policy.review_overrides)
 
 
@@ -59,6 +62,15 @@ def test_reviewers_decide_the_pairs_they_reviewed():
     assert rows["p003"]["margin"] == 0.0 and str(rows["p003"]["margin"]) == "0.0"  # no -0.0 in a digest
     # a review cannot lift contamination or make verdicts that do not exist
     assert dropped == Counter(reviewed_tie=1, reviewed_split=1, contaminated=1, not_judged=1)
+
+
+def test_a_row_reviewers_decided_stores_their_choice_and_count():
+    rows, _, _ = _build(PAIRS, OUTCOMES, reviewers={"p001": 3, "p002": 2})
+    assert {p: (r["reviewers"], r["reviewers_choice"]) for p, r in rows.items()} == {
+        "p000": (None, None), "p001": (3, "b"), "p002": (2, "a"), "p003": (1, "b"), "p007": (1, "a")}
+    # without overrides no row is the reviewers', and none says so
+    off, _, _ = _build(PAIRS, OUTCOMES, review_overrides=False)
+    assert all(r["reviewers"] is None and r["reviewers_choice"] is None for r in off.values())
 
 
 def test_with_review_overrides_off_rows_follow_the_judge():
