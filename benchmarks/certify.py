@@ -30,6 +30,7 @@ from scipy.stats import beta
 from tasks.curate.calibration import clear_human_directions
 from tasks.curate.certification import CertificationLabels, certify_pool, next_rungs
 from tasks.curate.confidence import pool_confidences
+from tasks.ingest.sources import known_facts
 from tasks.judge.strategies import parse_strategy
 from testing.simulated_worlds import (
     CLEAR_STEP,
@@ -56,7 +57,7 @@ def confidences(pool):
 
 
 def labels_of(pool) -> CertificationLabels:
-    direction = clear_human_directions(pool.source, pool.human_label, pool.both_bad)
+    direction = clear_human_directions(pool.source, pool.human_label, pool.both_bad, known_facts())
     return CertificationLabels(direction, direction, "source", 0.5)
 
 

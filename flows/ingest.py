@@ -34,6 +34,7 @@ from tasks.ingest.read import (
     limit_rows,
 )
 from tasks.ingest.revisions import pin_revision, source_batches
+from tasks.ingest.source_facts import facts_changes, record_facts
 from tasks.ingest.sources import EvalPrompt, Source, get_source
 from tasks.ingest.summary import SUMMARY_KEYS, record_if_unchanged, summarize
 from warehouse.store import Warehouse
@@ -133,8 +134,14 @@ def ingest(
                          batch_size=batch_size)
     settings, src, path, limit = asked.settings, asked.src, asked.file, asked.limit  # the checked values from here
     with Warehouse(settings.warehouse) as wh:
+        # what the source says of its labels travels with its pairs: a changed meaning is refused before anything
+        # is written, and the facts are recorded once the revision is pinned (the run is recorded next)
+        facts = src.facts()
+        facts_changes(wh.sources, facts)
         rev, location = pin_revision(wh.ingest, src, asked.revision, path)
         run_id = current_run_id()
+        for note in record_facts(wh.sources, facts, run_id):
+            log.warning("ingest %s: %s", src.name, note)
         unchanged = None if asked.force or limit is not None else record_if_unchanged(wh, src, rev, location, run_id,
                                                                                         settings, started)
         if unchanged is not None:

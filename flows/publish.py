@@ -15,7 +15,8 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from schemas.summaries import PublishSummary
-from tasks.ingest.sources import SOURCES
+from tasks.ingest.source_facts import ASSUMED, SourceFacts, facts_in
+from tasks.ingest.sources import warehouse_facts
 from tasks.publish.card import LICENSE_FILE, card_markdown, distributions_svg, license_fields, license_markdown
 from tasks.publish.context import PublishRun
 from tasks.publish.layout import (
@@ -40,15 +41,20 @@ from tasks.publish.summary import (  # noqa: F401 - the errors are part of this 
 from warehouse.store import Warehouse
 
 
-def _licenses(rows: list[dict[str, Any]]) -> list[str]:
-    """Each source's license, as its card states it."""
-    return [f"{s}: {SOURCES[s].license}" if s in SOURCES else f"{s}: unknown" for s in sorted({r["source"] for r in rows})]
+def _licenses(rows: list[dict[str, Any]], facts: dict[str, SourceFacts]) -> list[str]:
+    """Each source's license, as its card states it: from the facts stored with its pairs."""
+    def license_of(name: str) -> str:
+        f = facts_in(facts, name)
+        return f.license if f.origin != ASSUMED and f.license else "unknown"
+
+    return [f"{s}: {license_of(s)}" for s in sorted({r["source"] for r in rows})]
 
 
-def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict[str, Any]):
+def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict[str, Any],
+            facts: dict[str, SourceFacts]):
     def fill(folder: Path) -> None:
         configs = export_files(folder, rows, meta["policy"])
-        licenses = _licenses(rows)
+        licenses = _licenses(rows, facts)
         if license_fields(licenses).get("license_link"):
             (folder / LICENSE_FILE).write_text(license_markdown(licenses))
         (folder / PLOT).write_text(distributions_svg([r["margin"] for r in rows], [r["confidence"] for r in rows]))
@@ -86,8 +92,9 @@ def publish(
         meta = version_to_publish(wh.versions, name, version)
         rows = wh.versions.version_rows(name, meta["version"])
         judge_config = wh.judging.judge_config(meta["judge_config_id"])
+        facts = warehouse_facts(wh.sources)
     tag = f"v{meta['version']}"
-    fill = _filler(meta, rows, judge_config)
+    fill = _filler(meta, rows, judge_config, facts)
 
     if run.repo is not None:
         import tempfile

@@ -44,16 +44,16 @@ def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> 
     With a target agreement the selection is certified first (`stats.certification`), on the judge's own
     verdicts; refused when nothing certifies it."""
     read = ReviewedPool.read(wh, config_id)
-    pool, confidences, reviews = read.pool, read.judge, read.reviews
-    p_correct, calibration = calibrate_with_reviews(pool, confidences, reviews)
+    pool, confidences, reviews, facts = read.pool, read.judge, read.reviews, read.facts
+    p_correct, calibration = calibrate_with_reviews(pool, confidences, reviews, facts)
     certified, certification = None, None
     if policy.target_agreement is not None:
-        found, certification = certify_version(pool, confidences, reviews, policy)
+        found, certification = certify_version(pool, confidences, reviews, policy, facts)
         certified = found.accepted
     decided, overriding = under_policy(reviews, confidences, policy.review_overrides)
     kept, dropped = select_rows(pool, decided, policy, p_correct, overriding, certified)
     table = version_table(pool, decided, p_correct, kept, policy, decided_by_reviewers(overriding))
-    stats = version_stats(pool, confidences, table, kept, dropped, calibration)
+    stats = version_stats(pool, confidences, table, kept, dropped, calibration, facts)
     if certification is not None:
         stats["certification"] = {**certification, **kept_counts(certified, kept)}
     return table, with_reviews(stats, pool, confidences, decided, reviews, kept, policy.review_overrides)

@@ -4,6 +4,7 @@ and named queries grouped by bounded context, each in its own module:
 - `connection.py`: opening the file (locked, damaged), migrations, transactions, shared helpers;
 - `runs.py`: runs of every kind, and marking those whose process is gone as interrupted;
 - `ingest.py`: a batch's look-ups and writes, the near-duplicate index, evaluation prompts, source pins;
+- `sources.py`: what each source says about its labels and rows, stored beside its pairs;
 - `judging.py`: judge configurations, the judgment cache, merging worker results, evaluations, cost;
 - `versions.py`: dataset versions, their rows and their publication;
 - `reviews.py`: human review in Label Studio: projects, tasks, selections, annotations, outcomes;
@@ -25,6 +26,7 @@ from warehouse.ingest import IngestStore
 from warehouse.judging import JudgingStore
 from warehouse.reviews import ReviewStore
 from warehouse.runs import RunRecords
+from warehouse.sources import SourceFactsStore
 from warehouse.versions import VersionStore
 
 __all__ = ["JUDGMENT_TABLES", "Warehouse", "WarehouseLockedError", "WarehouseUnreadableError", "migrations"]
@@ -32,12 +34,13 @@ __all__ = ["JUDGMENT_TABLES", "Warehouse", "WarehouseLockedError", "WarehouseUnr
 
 class Warehouse(Connection):
     """The warehouse file, open read-write (migrated, interrupted runs marked) or read-only. Its named queries are
-    grouped in parts, one per bounded context: `wh.runs`, `wh.ingest`, `wh.judging`, `wh.versions.versions`,
-    `wh.reviews`."""
+    grouped in parts, one per bounded context: `wh.runs`, `wh.ingest`, `wh.sources`, `wh.judging`,
+    `wh.versions`, `wh.reviews`."""
 
     def __init__(self, path: Path | str, read_only: bool = False):
         self.runs = RunRecords(self)
         self.ingest = IngestStore(self)
+        self.sources = SourceFactsStore(self)
         self.judging = JudgingStore(self)
         self.versions = VersionStore(self)
         self.reviews = ReviewStore(self)

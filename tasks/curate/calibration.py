@@ -1,7 +1,8 @@
 """Calibrated confidence: the probability that the judge's direction matches a clear human preference.
 
 Fitted per judge configuration (a version is built from one) on the pairs that carry a clear human label
-(|human_label| at least the clear label its source declares, neither a tie nor both-bad), from the
+(|human_label| at least the clear label its source states, as the warehouse stores it with the pairs:
+`tasks.ingest.source_facts`; neither a tie nor both-bad), from the
 judge's own signals: |mean margin| (a spline: the relation is not linear), the margin in each order toward
 the chosen side, order and score agreement, the spread across samples, how many verdicts, and the domain.
 The model is scikit-learn's logistic regression, cross-fitted: a labelled pair's probability comes from a
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -25,7 +27,7 @@ import pandas as pd
 
 from tasks.curate.confidence import Confidences
 from tasks.curate.pool import JudgedPool
-from tasks.ingest.sources import clear_label_of
+from tasks.ingest.source_facts import SourceFacts, facts_in
 
 MIN_LABELLED = 200  # labelled pairs (with at least MIN_PER_CLASS right and wrong) needed to fit at all
 MIN_PER_CLASS = 10
@@ -36,29 +38,33 @@ MAX_FIT = 100_000  # labelled pairs one model is fitted on (a sample by pair id 
 # dozen coefficients, and a million-pair version fits in seconds
 
 
-def clear_human_direction(source: str, human_label: float | None, both_bad: bool) -> str | None:
-    """ "a" or "b" when the human preference is clear, else None."""
+def clear_human_direction(source: str, human_label: float | None, both_bad: bool,
+                          facts: Mapping[str, SourceFacts]) -> str | None:
+    """ "a" or "b" when the human preference is clear, else None. `facts`: each source's, as the warehouse stores
+    them (`tasks.ingest.sources.warehouse_facts`); a source it holds none for counts one step of the scale clear."""
     if human_label is None or both_bad or (isinstance(human_label, float) and math.isnan(human_label)):
         return None
-    if abs(human_label) < clear_label_of(source):
+    if abs(human_label) < facts_in(facts, source).clear_label:
         return None
     return "a" if human_label > 0 else "b"
 
 
-def clear_human_directions(source: np.ndarray, human_label: np.ndarray, both_bad: np.ndarray) -> np.ndarray:
+def clear_human_directions(source: np.ndarray, human_label: np.ndarray, both_bad: np.ndarray,
+                           facts: Mapping[str, SourceFacts]) -> np.ndarray:
     """`clear_human_direction` for every pair: int8, 1 A, -1 B, 0 not clear."""
     codes, names = pd.factorize(source)
-    threshold = np.array([clear_label_of(s) for s in names] or [1.0])[codes]
+    threshold = np.array([facts_in(facts, s).clear_label for s in names] or [1.0])[codes]
     label = np.nan_to_num(human_label)
     clear = ~np.isnan(human_label) & ~both_bad & (np.abs(label) >= threshold)
     return np.where(clear, np.sign(label), 0).astype(np.int8)
 
 
-def evidence(pool: JudgedPool, c: Confidences) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def evidence(pool: JudgedPool, c: Confidences,
+             facts: Mapping[str, SourceFacts]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(the pool indices with calibration evidence, their features, whether the judge is right: int8 1 right,
     0 wrong, -1 no clear label). A pair without verdicts or with a judge tie has no direction to be right about."""
     idx = np.flatnonzero((c.verdicts > 0) & (c.direction != 0))
-    human = clear_human_directions(pool.source[idx], pool.human_label[idx], pool.both_bad[idx])
+    human = clear_human_directions(pool.source[idx], pool.human_label[idx], pool.both_bad[idx], facts)
     right = np.where(human == 0, -1, (human == c.direction[idx]).astype(np.int8)).astype(np.int8)
     return idx, features_of(c, idx), right
 
@@ -196,9 +202,9 @@ def by_domain(domains: np.ndarray, probabilities: np.ndarray, outcomes: np.ndarr
     return out
 
 
-def calibrate(pool: JudgedPool, c: Confidences) -> tuple[np.ndarray, dict[str, Any]]:
+def calibrate(pool: JudgedPool, c: Confidences, facts: Mapping[str, SourceFacts]) -> tuple[np.ndarray, dict[str, Any]]:
     """p_correct for every pair of the pool (NaN where there is none) and the calibration report."""
-    idx, features, right = evidence(pool, c)
+    idx, features, right = evidence(pool, c, facts)
     p = np.full(len(pool), np.nan)
     fitted, report = fit_p_correct(pool.pair_id[idx], pool.domain[idx], features, right)
     p[idx] = fitted

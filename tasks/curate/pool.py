@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from collections.abc import Set
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -161,3 +162,14 @@ class JudgedPool:
             # genrm.scores_agree, over the whole column at once
             v_scores_agree=(score_a == score_b) | ((score_a > score_b) == (margin > 0)),
         )
+
+
+def models_as_stated(pool: JudgedPool, naming: Set[str]) -> JudgedPool:
+    """`pool` with the model names of the pairs of the sources in `naming` only (those whose facts say their pairs
+    name the models that wrote them): a name under the model keys of another source's pair says nothing the bias
+    audit may count."""
+    stated = np.isin(pool.source, list(naming)) if len(pool) else np.zeros(0, bool)
+    if stated.all():
+        return pool
+    return replace(pool, model_a=np.where(stated, pool.model_a, None).astype(object),
+                   model_b=np.where(stated, pool.model_b, None).astype(object))

@@ -4,6 +4,7 @@ with human labels; the calibration report; and the bias audit of the pool beside
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from tasks.curate.confidence import Confidences
 from tasks.curate.figures import version_figures
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import pool_index, preferences
+from tasks.ingest.source_facts import SourceFacts, facts_in
 
 
 def _counts(column: pa.ChunkedArray) -> dict[str, int]:
@@ -25,10 +27,25 @@ def _counts(column: pa.ChunkedArray) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
+def source_facts_stats(pool: JudgedPool, facts: Mapping[str, SourceFacts]) -> dict[str, dict[str, Any]]:
+    """Each source of the judged pool: its pairs, how many carry a label, and what its facts say of the labels
+    (people's or not, the clear label) and where those facts were read (`SourceFacts.origin`): what the card
+    says of the labels the calibration read."""
+    names, codes = np.unique(pool.source.astype(str), return_inverse=True) if len(pool) else (np.array([]), None)
+    labelled = ~np.isnan(pool.human_label)
+    out = {}
+    for k, name in enumerate(names.tolist()):
+        mine = codes == k
+        f = facts_in(facts, name)
+        out[name] = {"pairs": int(mine.sum()), "labelled": int((mine & labelled).sum()),
+                     "human_labels": f.human_labels, "clear_label": f.clear_label, "facts": f.origin}
+    return out
+
+
 def version_stats(pool: JudgedPool, c: Confidences, table: pa.Table, kept: np.ndarray, dropped: Counter,
-                  calibration: dict[str, Any]) -> dict[str, Any]:
-    """`table`: the kept rows (`select.version_table`); `kept`: their pool indices. The counts every surface
-    shows come from `tasks.curate.figures`."""
+                  calibration: dict[str, Any], facts: Mapping[str, SourceFacts]) -> dict[str, Any]:
+    """`table`: the kept rows (`select.version_table`); `kept`: their pool indices; `facts`: each source's, as
+    the warehouse stores them. The counts every surface shows come from `tasks.curate.figures`."""
     probabilities = table.column("p_correct").drop_null()
     return {
         **version_figures(c.verdicts, c.direction, pool.contaminated, pool.human_label, pool.both_bad, kept, dropped),
@@ -39,4 +56,5 @@ def version_stats(pool: JudgedPool, c: Confidences, table: pa.Table, kept: np.nd
         "calibration": {**calibration, "kept_mean_p_correct":
                         round(pc.mean(probabilities).as_py(), 4) if len(probabilities) else None},
         "bias": {"pool": audit(preferences(pool, c, pool_index(c))), "kept": audit(preferences(pool, c, kept))},
+        "source_facts": source_facts_stats(pool, facts),
     }

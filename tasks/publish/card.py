@@ -277,7 +277,7 @@ Dropped, by reason:
 
 ## Calibrated confidence (p_correct)
 
-{calibration_markdown(stats.get('calibration'))}
+{calibration_markdown(stats.get('calibration'), stats.get('source_facts'))}
 
 ## Bias audit
 

@@ -50,17 +50,45 @@ def _num(v: float | None, digits: int = 3) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
-def calibration_markdown(calibration: dict[str, Any] | None) -> str:
+def labels_markdown(sources: dict[str, dict[str, Any]]) -> str:
+    """Which sources of the judged pool carried labels, people's or a model's, and from which |label| each counts
+    as clear, as the facts stored with their pairs say (`stats.source_facts`); a source with no facts stored is
+    said to be read by the defaults."""
+    def said(name: str, s: dict[str, Any]) -> str:
+        if s.get("facts") == "assumed":
+            return (f"{name} ({count(s['labelled'])} labelled pairs; no facts stored with its pairs: read by the "
+                    f"defaults, people's labels, clear from |label| {s['clear_label']:g}, one step of the scale)")
+        return f"{name} ({count(s['labelled'])} labelled pairs, clear from |label| {s['clear_label']:g})"
+
+    carrying = {n: s for n, s in sources.items() if s.get("labelled")}
+    human = [said(n, s) for n, s in carrying.items() if s.get("human_labels")]
+    model = [said(n, s) for n, s in carrying.items() if not s.get("human_labels")]
+    none = [n for n in sources if n not in carrying]
+    parts = [f"Human labels came from {'; '.join(human) if human else 'no source'}."]
+    if model:
+        parts.append(f"Labels given by a model, not people, counted alike: {'; '.join(model)}.")
+    if none:
+        parts.append(f"No labels: {', '.join(none)}.")
+    return " ".join(parts)
+
+
+def calibration_markdown(calibration: dict[str, Any] | None, sources: dict[str, dict[str, Any]] | None = None) -> str:
+    """The calibration section; `sources` (`stats.source_facts`, recorded by versions built since the facts travel
+    with the pairs) adds which sources carried labels."""
     if not calibration:
-        return "No calibration was computed for this version."
+        return "No calibration was computed for this version." + (f"\n\n{labels_markdown(sources)}" if sources else "")
     if calibration.get("status") != "fitted":
         return (f"**No calibrated p_correct**: {calibration.get('note', 'too few labelled pairs')}. The "
-                "`p_correct` column is empty; `confidence` (the heuristic) is the only confidence here.")
+                "`p_correct` column is empty; `confidence` (the heuristic) is the only confidence here."
+                + (f"\n\n{labels_markdown(sources)}" if sources else ""))
+    rule = ("|label| at least its source's clear label, below" if sources else
+            "HelpSteer3 |overall_preference| >= 2; arena votes that are neither ties nor both-bad")
     lines = [
         f"`p_correct` is the probability that the judge's direction matches a clear human preference, fitted by "
-        f"{calibration['method']} on {count(calibration['labelled'])} pairs with a clear human label (HelpSteer3 "
-        "|overall_preference| >= 2; arena votes that are neither ties nor both-bad). Each labelled pair's "
+        f"{calibration['method']} on {count(calibration['labelled'])} pairs with a clear human label ({rule}). "
+        "Each labelled pair's "
         "probability comes from a model that never saw its label; the figures below are measured on those.",
+        *(["", labels_markdown(sources)] if sources else []),
         "",
         f"![reliability diagram]({RELIABILITY_PLOT})",
         "",

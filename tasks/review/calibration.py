@@ -10,6 +10,7 @@ probabilities.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 from tasks.curate.calibration import evidence, fit_p_correct, reliability
 from tasks.curate.confidence import Confidences
 from tasks.curate.pool import JudgedPool
+from tasks.ingest.source_facts import SourceFacts
 from tasks.review.overrides import PoolReviews
 
 LABEL_SOURCES = ("source", "review")
@@ -42,10 +44,12 @@ def by_label_source(probabilities: np.ndarray, right: np.ndarray, reviewed: np.n
     return out
 
 
-def calibrate_with_reviews(pool: JudgedPool, c: Confidences, reviews: PoolReviews) -> tuple[np.ndarray, dict[str, Any]]:
+def calibrate_with_reviews(pool: JudgedPool, c: Confidences, reviews: PoolReviews,
+                           facts: Mapping[str, SourceFacts]) -> tuple[np.ndarray, dict[str, Any]]:
     """`tasks.curate.calibration.calibrate` with reviewed pairs as labels: p_correct for every pair of the pool
-    (NaN where there is none) and the report, with `label_sources`. `c`: the judge's own confidences."""
-    idx, features, right = evidence(pool, c)
+    (NaN where there is none) and the report, with `label_sources`. `c`: the judge's own confidences; `facts`:
+    each source's, as the warehouse stores them."""
+    idx, features, right = evidence(pool, c, facts)
     right = reviewed_right(right, c.direction[idx], reviews.outcome[idx])
     p = np.full(len(pool), np.nan)
     fitted, report = fit_p_correct(pool.pair_id[idx], pool.domain[idx], features, right)

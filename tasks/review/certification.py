@@ -10,6 +10,7 @@ split: no label), else its clear source label. A calibration pair's label never 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -27,14 +28,17 @@ from tasks.curate.confidence import Confidences
 from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
+from tasks.ingest.source_facts import SourceFacts
 from tasks.review.overrides import PoolReviews
 from tasks.review.select import Candidates, uncertified_order
 
 QUEUE_SHOWN = 10  # the uncertified pairs nearest the threshold a version's stats name
 
 
-def certification_labels(pool: JudgedPool, reviews: PoolReviews, share: float, min_audit_reviews: int) -> CertificationLabels:
-    source = clear_human_directions(pool.source, pool.human_label, pool.both_bad)
+def certification_labels(pool: JudgedPool, reviews: PoolReviews, share: float, min_audit_reviews: int,
+                         facts: Mapping[str, SourceFacts]) -> CertificationLabels:
+    """`facts`: each source's, as the warehouse stores them (its clear label says which source labels are clear)."""
+    source = clear_human_directions(pool.source, pool.human_label, pool.both_bad, facts)
     reviewed = reviews.direction()
     training = np.where(reviews.reviewed, reviewed, source).astype(np.int8)
     audit = reviews.selected.get("audit", np.zeros(len(pool), bool)) & reviews.decided
@@ -43,10 +47,11 @@ def certification_labels(pool: JudgedPool, reviews: PoolReviews, share: float, m
     return CertificationLabels(source, training, "source", share)
 
 
-def certified_pairs(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy) -> Certified:
+def certified_pairs(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy,
+                    facts: Mapping[str, SourceFacts]) -> Certified:
     """The pool certified at its policy's target and risk (`c`: the judge's own confidences) over the pairs the
     policy's label-free filters keep; a pair that could be certified but is not has a score and is not accepted."""
-    labels = certification_labels(pool, reviews, policy.calibration_share, policy.min_audit_reviews)
+    labels = certification_labels(pool, reviews, policy.calibration_share, policy.min_audit_reviews, facts)
     return certify_pool(pool, c, labels, policy.target_agreement, policy.risk, certifiable(pool, c, policy))
 
 
@@ -66,12 +71,12 @@ def review_queue(pool: JudgedPool, c: Confidences, certified: Certified, reviews
                         for i in queue[:shown]]}
 
 
-def certify_version(pool: JudgedPool, c: Confidences, reviews: PoolReviews,
-                    policy: FilterPolicy) -> tuple[Certified, dict[str, Any]]:
+def certify_version(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy,
+                    facts: Mapping[str, SourceFacts]) -> tuple[Certified, dict[str, Any]]:
     """A version's certification (`certified_pairs`) and its report (`stats.certification`: what every surface
     reads), with how the labelled pairs differ from the judged pool and the review queue of the pairs it did not
     accept (`uncertified`). No threshold certifying the target: `NotCertifiedError`."""
-    certified = certified_pairs(pool, c, reviews, policy)
+    certified = certified_pairs(pool, c, reviews, policy, facts)
     judged = c.verdicts > 0
     report = {**certification_report(certified, int(judged.sum())), "min_audit_reviews": policy.min_audit_reviews,
               "population": labelled_mix(pool, certified.labels, judged)}

@@ -7,18 +7,21 @@ should not have stored, or one whose poster Label Studio no longer knows, is not
 its reason (`common.reasons.ReviewReject`), and the others go on.
 
 On the human-label scale (from response A's side) a reviewer's pick is a clear preference without a strength:
-it counts as the weakest clear label of the pair's source (the clear label the source declares), a tie as 0,
+it counts as the weakest clear label of the pair's source (the clear label its facts state, as the warehouse
+stores them with its pairs), a tie as 0,
 both-bad as a tie flagged both-bad (as a source's own both-bad votes are).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from common.reasons import ReviewReject
+from tasks.ingest.source_facts import SourceFacts, facts_in
 from tasks.review.interface import ANSWER_1, ANSWER_2, BOTH_BAD, CHOICE_VALUES, PREFERENCE, TIE
 
 OUTCOMES = ("a", "b", TIE, BOTH_BAD)
@@ -81,13 +84,11 @@ def side_of(choice: str, answer_1: str) -> str:
     raise ValueError(f"unknown choice {choice!r}")
 
 
-def human_label_of(outcome: str, source: str) -> tuple[float | None, bool]:
-    """(label on A's side, both-bad) for a reviewed outcome; (None, False) for a split."""
+def human_label_of(outcome: str, source: str, facts: Mapping[str, SourceFacts]) -> tuple[float | None, bool]:
+    """(label on A's side, both-bad) for a reviewed outcome; (None, False) for a split. `facts`: each source's, as
+    the warehouse stores them; a source it holds none for counts one step of the scale."""
     if outcome in ("a", "b"):
-        # the registry loads every source's schema: only when a label is made, not when the review CLI starts
-        from tasks.ingest.sources import clear_label_of
-
-        clear = clear_label_of(source)  # the weakest clear label of the source's scale, as the calibration counts
+        clear = facts_in(facts, source).clear_label  # the weakest clear label of its scale, as the calibration counts
         return (clear if outcome == "a" else -clear), False
     if outcome in (TIE, BOTH_BAD):
         return 0.0, outcome == BOTH_BAD

@@ -65,7 +65,7 @@ class CertifyRounds:
         p = self.policy
         read = ReviewedPool.read(self.wh, config_id)
         pool, c, reviews = read.pool, read.judge, read.reviews
-        labels = certification_labels(pool, reviews, p.calibration_share, p.min_audit_reviews)
+        labels = certification_labels(pool, reviews, p.calibration_share, p.min_audit_reviews, read.facts)
         certified = certify_pool(pool, c, labels, p.target_agreement, p.risk, certifiable(pool, c, p))
         may_hold = ~pool.contaminated if p.exclude_contaminated else np.ones(len(pool), bool)
         rungs, how = next_rungs(pool, c, labels, p.target_agreement, p.risk, may_hold, self.ladder)

@@ -152,8 +152,9 @@ def version_candidates(wh: Warehouse, name: str, version: int, selection: str) -
         raise NotCertifiedVersion(f"the selection `uncertified` needs a certified version: {name} v{version} was "
                                   "built without target_agreement")
     read = ReviewedPool.read(wh, meta["judge_config_id"])
-    p_correct, _ = calibrate_with_reviews(read.pool, read.judge, read.reviews)
-    certified = certified_pairs(read.pool, read.judge, read.reviews, policy) if selection == "uncertified" else None
+    p_correct, _ = calibrate_with_reviews(read.pool, read.judge, read.reviews, read.facts)
+    certified = (certified_pairs(read.pool, read.judge, read.reviews, policy, read.facts) if selection == "uncertified"
+                 else None)
     return Candidates.of_pool(read.pool, read.judge, p_correct, certified), meta["judge_config_id"]
 
 

@@ -30,6 +30,7 @@ from tasks.curate.confidence import pool_confidences
 from tasks.curate.policy import load_policy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
+from tasks.ingest.sources import known_facts
 from tasks.publish.quality_card import RISK_COVERAGE_PLOT
 from tasks.review.certification import certification_labels
 from tasks.review.majority import resolve
@@ -70,7 +71,7 @@ def _accepted_anew(warehouse: Path, policy_values: dict) -> set[str]:
         pool = JudgedPool.from_arrow(*wh.versions.judged_pool(config_id, MARKDOWN_RE2))
         reviews = PoolReviews.align(pool.pair_id, wh.reviews.review_outcomes(), wh.reviews.review_selections())
     c = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
-    labels = certification_labels(pool, reviews, policy.calibration_share, policy.min_audit_reviews)
+    labels = certification_labels(pool, reviews, policy.calibration_share, policy.min_audit_reviews, known_facts())
     found = certify_pool(pool, c, labels, policy.target_agreement, policy.risk, certifiable(pool, c, policy))
     return set(pool.pair_id[found.accepted].tolist())
 

@@ -26,6 +26,7 @@ from flows.publish import publish
 from schemas.summaries import ReviewPullSummary, ReviewPushSummary, ReviewSyncSummary, VersionSummary
 from tasks.curate.calibration import clear_human_direction
 from tasks.ingest.latent import latent_quality
+from tasks.ingest.sources import known_facts
 from tests.flows.conftest import judged_version
 from tests.summary_checks import assert_summary
 from warehouse.snapshot import refresh_snapshot, snapshot_path
@@ -56,7 +57,7 @@ def _judged(warehouse: Path) -> tuple[dict[str, str], dict[str, float]]:
         sides = {p: "a" if m > 0 else "b" if m < 0 else "tie" for p, m in wh.query(
             "SELECT pair_id, avg(margin_a) FROM judgments WHERE status = 'ok' GROUP BY pair_id")}
         read = ReviewedPool.read(wh, wh.versions.latest_judge_config_id())
-    p_correct, _ = calibrate_with_reviews(read.pool, read.judge, PoolReviews.none(len(read.pool)))
+    p_correct, _ = calibrate_with_reviews(read.pool, read.judge, PoolReviews.none(len(read.pool)), read.facts)
     return sides, {p: float(x) for p, x in zip(read.pool.pair_id, p_correct) if p in sides}
 
 
@@ -282,7 +283,7 @@ def test_reviewers_labels_count_for_the_calibration_apart_from_the_sources(revie
     with Warehouse(reviewed.warehouse, read_only=True) as wh:
         labels = {p: (s, h, b) for p, s, h, b in wh.query(
             "SELECT pair_id, source, human_label, both_bad FROM candidate_pairs")}
-    had_clear_label = sum(clear_human_direction(*labels[p]) is not None for p in outcomes)
+    had_clear_label = sum(clear_human_direction(*labels[p], known_facts()) is not None for p in outcomes)
     before, after = reviewed.v1["stats"]["calibration"], reviewed.v2["stats"]["calibration"]
     assert before["label_sources"]["review"]["labelled"] == 0
     sources = after["label_sources"]

@@ -1,11 +1,18 @@
-"""The source registry: a name on the command line -> its `Source`, and the facts a source declares, read by
-name wherever a pair's source is all that is known (the calibration, human reviews)."""
+"""The source registry: a name on the command line -> its `Source`; and what the readers of a warehouse read a
+pair's source by: the facts stored with its pairs (`tasks.ingest.source_facts.stored_facts`), this build's only where the warehouse
+stores none."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from common.errors import InvalidInputError, choices
+from tasks.ingest.source_facts import SourceFacts, stored_facts
 from tasks.ingest.sources import arena, chatbot_arena, eval_sets, helpsteer3, ultrafeedback
-from tasks.ingest.sources.base import DEFAULT_CLEAR_LABEL, AdapterContext, EvalPrompt, Source
+from tasks.ingest.sources.base import AdapterContext, EvalPrompt, Source
+
+if TYPE_CHECKING:
+    from warehouse.sources import SourceFactsStore
 
 SOURCES: dict[str, Source] = {
     s.name: s
@@ -28,11 +35,15 @@ def get_source(name: str, kind: str | None = None) -> Source:
     return source
 
 
-def clear_label_of(name: str) -> float:
-    """|human_label| from which a pair of source `name` carries a clear preference; a source this build does not
-    know (a warehouse written by another) counts as one step of the scale."""
-    source = SOURCES.get(name)
-    return source.clear_label if source is not None else DEFAULT_CLEAR_LABEL
+def known_facts() -> dict[str, SourceFacts]:
+    """The facts of every source this build knows, as an ingest of it would record them."""
+    return {name: s.facts() for name, s in SOURCES.items()}
+
+
+def warehouse_facts(store: SourceFactsStore) -> dict[str, SourceFacts]:
+    """Every source's facts as the warehouse holds them (this build's where it holds none, else the defaults):
+    what the calibration, reviews, the bias audit and the card read a pair's source by."""
+    return stored_facts(store, known_facts())
 
 
 def parse_source(spec: str) -> tuple[str, str | None]:
@@ -41,5 +52,5 @@ def parse_source(spec: str) -> tuple[str, str | None]:
     return name.strip(), (path.strip() or None)
 
 
-__all__ = ["PAIR_SOURCES", "SOURCES", "AdapterContext", "EvalPrompt", "Source", "clear_label_of", "get_source",
-           "parse_source"]
+__all__ = ["PAIR_SOURCES", "SOURCES", "AdapterContext", "EvalPrompt", "Source", "SourceFacts", "get_source",
+           "known_facts", "parse_source", "warehouse_facts"]

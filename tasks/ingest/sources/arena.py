@@ -12,12 +12,13 @@ from typing import Any
 from common.reasons import AdapterRejection, SchemaCheck, ValueFault, column_reason
 from schemas import checks as c
 from schemas.pair import CandidatePair, Rejection, model_names
-from tasks.ingest.sources.arena_common import arena_pair, arena_raw_schema
+from tasks.ingest.sources.arena_common import arena_pair, arena_raw_schema, winner_label_meaning
 from tasks.ingest.sources.base import AdapterContext, Source, one_per_row
 from tasks.ingest.synth_rows import BAD_KINDS_COMMON, SynthRows
 
 # message contents are lists of typed parts
-RAW_SCHEMA = arena_raw_schema("id", ("model_a", "model_b", "tie", "both_bad"), c.is_part_message_list)
+WINNERS = ("model_a", "model_b", "tie", "both_bad")
+RAW_SCHEMA = arena_raw_schema("id", WINNERS, c.is_part_message_list)
 
 
 def flatten_message(message: dict[str, Any] | None) -> dict[str, str] | str:
@@ -203,5 +204,6 @@ SOURCE = Source(
     source_id=source_id,
     description="LMArena human votes between two anonymous models, 2025",
     names_models=True,
+    label_meaning=winner_label_meaning(WINNERS),
     synth=ArenaRows,
 )

@@ -29,6 +29,15 @@ WINNER_LABELS = {
 }
 
 
+def winner_label_meaning(winners: tuple[str, ...]) -> dict[str, object]:
+    """What an arena-style source's labels mean (stored with its pairs: `Source.label_meaning`), for its winners."""
+    said = {1.0: "+1", -1.0: "-1", 0.0: "0"}
+    return {"scale": "-1..1 from response A's side (a vote: no strength)", "direction": "positive: response A preferred",
+            "raw": "winner", "mapping": ", ".join(
+                f"{w} {said[WINNER_LABELS[w][0]]}" + (" flagged both_bad" if WINNER_LABELS[w][1] else "") for w in winners),
+            "tie": 0, "both_bad": "0 flagged both_bad", "clear": "|label| >= 1", "labelled_by": "people (votes)"}
+
+
 def arena_raw_schema(id_column: str, winners: tuple[str, ...],
                      is_conversation: Callable[[Any], bool]) -> pa.DataFrameSchema:
     """An arena-style vote's raw row: an id, two model names, a winner among `winners`, two conversations."""

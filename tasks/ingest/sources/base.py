@@ -1,6 +1,8 @@
-"""What a source is: where its rows live, the pandera schema of a raw row, its adapter, and the facts the
-rest of the pipeline reads from it (its license, what counts as a clear human label on its scale, whether
-its pairs name the models that wrote them, the synthetic rows of its shape that tests and benchmarks use).
+"""What a source is: where its rows live, the pandera schema of a raw row, its adapter, the synthetic rows of its
+shape that tests and benchmarks use, and the facts it states about its rows (its license, what its labels mean
+and from which |label| one is clear, whether people gave them, whether its pairs name the models that wrote
+them): `Source.facts()`, which an ingest stores with the pairs and every later reader reads from the warehouse
+(`tasks.ingest.source_facts`).
 
 A new source is one module that builds a `Source` and registers it in `tasks.ingest.sources`: nothing
 outside that package knows a source by name.
@@ -15,11 +17,10 @@ from typing import Any, Literal
 import pandera.pandas as pa
 
 from common.settings import Settings
+from tasks.ingest.source_facts import DEFAULT_CLEAR_LABEL, SourceFacts, default_label_meaning
 from tasks.ingest.synth_rows import SynthRows
 
-# |human_label| from which a preference counts as clear on a source that declares nothing else (one step of
-# the scale: an arena vote, a "slightly better").
-DEFAULT_CLEAR_LABEL = 1.0
+__all__ = ["DEFAULT_CLEAR_LABEL", "Adapter", "AdapterContext", "EvalPrompt", "Source", "one_per_row"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +60,27 @@ class Source:
     clear_label: float = DEFAULT_CLEAR_LABEL
     # its pairs name the models that wrote each answer, under `schemas.pair.MODEL_A` / `MODEL_B` in the metadata
     names_models: bool = False
+    # its labels were given by people (False: a model's ratings stand where a person's label would)
+    human_labels: bool = True
+    # what its labels mean, as stored with its pairs (JSON: scale, direction, clear rule, ties, both-bad); None:
+    # the canonical scale with `clear_label` as the clear rule (`tasks.ingest.source_facts.default_label_meaning`)
+    label_meaning: dict[str, Any] | None = None
+    # a declared source's declaration as read (JSON), stored with its facts; None for a source of the code
+    declaration: dict[str, Any] | None = None
     # its synthetic rows (`curate synth NAME`): a `tasks.ingest.synth_rows.SynthRows` class beside its adapter
     synth: type[SynthRows] | None = None
     # top-level fields whose NaN / Infinity the adapter judges part by part (one completion, not the row): the
     # raw stage's row-wide `not_finite:<field>` leaves them to it
     finite_checked_by_adapter: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def facts(self) -> SourceFacts:
+        """What this source says about its labels and rows, as an ingest stores it beside its pairs."""
+        meaning = self.label_meaning if self.label_meaning is not None else default_label_meaning(self.clear_label)
+        return SourceFacts(name=self.name, clear_label=float(self.clear_label), names_models=self.names_models,
+                           human_labels=self.human_labels and self.kind == "pairs", license=self.license,
+                           description=self.description, label_meaning=dict(meaning),
+                           declaration=dict(self.declaration) if self.declaration is not None else None)
 
 
 def one_per_row(make: Callable[[dict[str, Any], AdapterContext], Any]) -> Adapter:

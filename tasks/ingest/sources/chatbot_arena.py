@@ -6,11 +6,12 @@ from typing import Any
 
 from schemas import checks as c
 from schemas.pair import CandidatePair, Rejection, model_names
-from tasks.ingest.sources.arena_common import arena_pair, arena_raw_schema
+from tasks.ingest.sources.arena_common import arena_pair, arena_raw_schema, winner_label_meaning
 from tasks.ingest.sources.base import AdapterContext, Source, one_per_row
 
 # message contents are plain strings
-RAW_SCHEMA = arena_raw_schema("question_id", ("model_a", "model_b", "tie", "tie (bothbad)"), c.is_message_list)
+WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
+RAW_SCHEMA = arena_raw_schema("question_id", WINNERS, c.is_message_list)
 
 
 def source_id(row: dict[str, Any]) -> str:
@@ -40,4 +41,5 @@ SOURCE = Source(
     source_id=source_id,
     description="Chatbot Arena conversations with pairwise human preferences, 2023",
     names_models=True,
+    label_meaning=winner_label_meaning(WINNERS),
 )

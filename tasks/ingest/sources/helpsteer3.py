@@ -128,5 +128,10 @@ SOURCE = Source(
     description="HelpSteer3 preference: multi-domain, multi-turn, 3 annotators, -3..3 preference",
     # on its scale 1 is "slightly better": a clear preference says at least "better" (2)
     clear_label=2.0,
+    label_meaning={"scale": "-3..3 from response A's side", "direction": "positive: response A preferred",
+                   "raw": "overall_preference: -3 response 1 (A) much better, -2 better, -1 slightly better, 0 about "
+                          "the same, 1..3 response 2 (B) slightly better / better / much better",
+                   "mapping": "-overall_preference", "tie": 0, "both_bad": "none",
+                   "clear": "|label| >= 2 (at least \"better\")", "labelled_by": "people (3 annotators)"},
     synth=HelpSteer3Rows,
 )

@@ -358,6 +358,11 @@ SOURCE = Source(
     description="UltraFeedback: 4 completions per instruction rated by GPT-4; the best against each one 1.0 below",
     clear_label=CLEAR_LABEL,
     names_models=True,
+    human_labels=False,  # GPT-4's ratings stand where the others have a person's label
+    label_meaning={"scale": "-3..3 from response A's side", "direction": "positive: response A preferred",
+                   "raw": "fine-grained_score (1..5) of each completion",
+                   "mapping": "A's fine-grained_score minus B's, capped at 3", "tie": "none (pairs differ by 1.0 or more)",
+                   "both_bad": "none", "clear": f"|label| >= {CLEAR_LABEL:g}", "labelled_by": "GPT-4 (ratings)"},
     synth=UltraFeedbackRows,
     finite_checked_by_adapter=("completions",),  # a NaN score is that completion's fault, not the row's
 )

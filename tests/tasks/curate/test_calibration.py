@@ -12,6 +12,7 @@ from tasks.curate.calibration import MIN_LABELLED, calibrate, fit_p_correct, rel
 from tasks.curate.confidence import pool_confidences
 from tasks.curate.pool import JudgedPair, JudgedPool
 from tasks.ingest.latent import human_label, latent_direction
+from tasks.ingest.sources import known_facts
 from tasks.judge.genrm import Verdict, build_messages, to_a_side
 from testing.genrm_standin import StandinConfig, verdict_for
 
@@ -44,7 +45,7 @@ def p_correct(pairs: list[JudgedPair]) -> tuple[dict[str, float], dict]:
     """{pair id: p_correct} for the pairs that have one, and the report."""
     pool = JudgedPool.of(pairs)
     c = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
-    p, report = calibrate(pool, c)
+    p, report = calibrate(pool, c, known_facts())
     return {pool.pair_id[i]: float(p[i]) for i in np.flatnonzero(~np.isnan(p))}, report
 
 
@@ -80,7 +81,7 @@ def test_held_out_pairs_are_calibrated_and_p_correct_09_keeps_pairs_right_at_lea
         if x.pair_id not in p:
             continue  # a judge tie: no direction
         c = pair_confidence(x.verdicts)
-        human = clear_human_direction(x.source, x.human_label, False)
+        human = clear_human_direction(x.source, x.human_label, False, known_facts())
         if human is not None:
             probabilities.append(p[x.pair_id])
             outcomes.append(int(human == c.direction))
@@ -113,24 +114,27 @@ def test_one_outcome_only_is_not_a_model():
     assert np.isnan(p).all() and report["status"] == "too_few_labelled"
 
 
-def test_a_clear_human_label_is_the_one_its_source_declares(monkeypatch):
-    """Which labels are evidence is read from the pair's source in the registry, never from a list here."""
+def test_a_clear_human_label_is_the_one_its_source_s_facts_state():
+    """Which labels are evidence is read from the facts passed in (the warehouse's), never from the registry or a
+    list here; a source the facts do not hold counts one step of the scale."""
     import dataclasses
 
     from tasks.curate.calibration import clear_human_direction, clear_human_directions
-    from tasks.ingest.sources import SOURCES, clear_label_of
+    from tasks.ingest.source_facts import DEFAULT_CLEAR_LABEL
 
-    monkeypatch.setitem(SOURCES, "strict-made-up", dataclasses.replace(SOURCES["helpsteer3"], name="strict-made-up",
-                                                                        clear_label=2.5))
-    names = [*SOURCES, "strict-made-up", "a-source-another-build-wrote"]
-    for name in names:
-        clear = clear_label_of(name)
-        assert clear_human_direction(name, clear, False) == "a" and clear_human_direction(name, -clear, False) == "b"
-        assert clear_human_direction(name, clear - 0.25, False) is None
-        assert clear_human_direction(name, clear, True) is None  # both bad: no direction
-    assert clear_human_direction("strict-made-up", 2.0, False) is None
-    assert clear_human_direction("a-source-another-build-wrote", 2.0, False) == "a"
-    labels = np.array([clear for name in names for clear in (clear_label_of(name), -(clear_label_of(name) - 0.25))])
-    sources = np.array([name for name in names for _ in range(2)], dtype=object)
-    got = clear_human_directions(sources, labels, np.zeros(len(labels), bool))
-    assert got.tolist() == [1, 0] * len(names)
+    facts = known_facts()
+    facts["strict-made-up"] = dataclasses.replace(facts["helpsteer3"], name="strict-made-up", clear_label=2.5)
+    clear_of = {**{name: f.clear_label for name, f in facts.items()}, "a-source-another-build-wrote": DEFAULT_CLEAR_LABEL}
+    assert clear_of["helpsteer3"] == 2.0 and clear_of["arena"] == 1.0
+    for name, clear in clear_of.items():
+        assert clear_human_direction(name, clear, False, facts) == "a"
+        assert clear_human_direction(name, -clear, False, facts) == "b"
+        assert clear_human_direction(name, clear - 0.25, False, facts) is None
+        assert clear_human_direction(name, clear, True, facts) is None  # both bad: no direction
+    assert clear_human_direction("strict-made-up", 2.0, False, facts) is None
+    assert clear_human_direction("a-source-another-build-wrote", 2.0, False, facts) == "a"
+    assert clear_human_direction("helpsteer3", 1.0, False, {}) == "a"  # no facts given: the default, not the registry
+    labels = np.array([clear for c in clear_of.values() for clear in (c, -(c - 0.25))])
+    sources = np.array([name for name in clear_of for _ in range(2)], dtype=object)
+    got = clear_human_directions(sources, labels, np.zeros(len(labels), bool), facts)
+    assert got.tolist() == [1, 0] * len(clear_of)

@@ -16,6 +16,7 @@ from tasks.curate.certification import (
     next_rungs,
 )
 from tasks.curate.confidence import pool_confidences
+from tasks.ingest.sources import known_facts
 from tasks.judge.strategies import parse_strategy
 from testing.simulated_worlds import clear_agreement, judge, make_world, pool_of
 
@@ -25,7 +26,7 @@ def confidences(pool):
 
 
 def source_labels(pool, share=0.5):
-    d = clear_human_directions(pool.source, pool.human_label, pool.both_bad)
+    d = clear_human_directions(pool.source, pool.human_label, pool.both_bad, known_facts())
     return CertificationLabels(d, d, "source", share)
 
 

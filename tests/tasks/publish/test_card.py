@@ -150,3 +150,34 @@ def test_a_card_shows_only_the_exports_published():
     assert "RewardTrainer" not in card  # rm's note comes with rm
     front = yaml.safe_load(card.split("---\n")[1])
     assert front["tags"] == ["preference", "llm-judge"] and front["configs"][0]["default"] is True
+
+
+CALIBRATION = {"status": "fitted", "method": "logistic regression", "labelled": 900, "ece": 0.02, "brier": 0.2,
+               "bins": [], "by_domain": {}}
+SOURCE_FACTS = {
+    "helpsteer3": {"pairs": 1000, "labelled": 1000, "human_labels": True, "clear_label": 2.0, "facts": "warehouse"},
+    "ultrafeedback": {"pairs": 400, "labelled": 400, "human_labels": False, "clear_label": 1.0, "facts": "warehouse"},
+    "unlabelled-src": {"pairs": 50, "labelled": 0, "human_labels": True, "clear_label": 1.0, "facts": "warehouse"},
+    "another-build-s": {"pairs": 30, "labelled": 30, "human_labels": True, "clear_label": 1.0, "facts": "assumed"},
+}
+
+
+def test_the_card_says_which_sources_carried_human_labels_as_their_stored_facts_say():
+    card = _card(stats={**STATS, "calibration": CALIBRATION, "source_facts": SOURCE_FACTS}, rows=ROWS * 2059)
+    section = card.split("## Calibrated confidence (p_correct)")[1].split("\n## ")[0]
+    assert ("Human labels came from helpsteer3 (1,000 labelled pairs, clear from |label| 2); another-build-s (30 "
+            "labelled pairs; no facts stored with its pairs: read by the defaults") in section
+    assert ("Labels given by a model, not people, counted alike: ultrafeedback (400 labelled pairs, clear from "
+            "|label| 1).") in section
+    assert "No labels: unlabelled-src." in section and "HelpSteer3 |overall_preference|" not in section
+    too_few = _card(stats={**STATS, "calibration": {"status": "too_few_labelled", "note": "n"},
+                           "source_facts": SOURCE_FACTS})
+    assert "Human labels came from helpsteer3" in too_few
+
+
+def test_a_version_built_before_the_facts_travelled_keeps_its_card_text():
+    """Its stats hold no `source_facts`: the calibration paragraph is the one it was published with."""
+    card = _card(stats={**STATS, "calibration": CALIBRATION}, rows=ROWS * 2059)
+    assert "(HelpSteer3 |overall_preference| >= 2; arena votes that are neither ties nor both-bad). Each labelled " \
+           "pair's probability comes from a model that never saw its label" in card
+    assert "Human labels came from" not in card

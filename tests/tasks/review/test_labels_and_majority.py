@@ -30,19 +30,23 @@ def test_choices_map_onto_the_pair_through_the_task_s_order():
 
 
 def test_a_reviewer_s_pick_is_the_weakest_clear_label_of_the_source():
-    assert human_label_of("a", "helpsteer3") == (2.0, False) and human_label_of("b", "arena") == (-1.0, False)
-    assert human_label_of("both_bad", "arena") == (0.0, True) and human_label_of("split", "arena") == (None, False)
+    from tasks.ingest.sources import known_facts
+
+    facts = known_facts()
+    assert human_label_of("a", "helpsteer3", facts) == (2.0, False) and human_label_of("b", "arena", facts) == (-1.0, False)
+    assert human_label_of("both_bad", "arena", facts) == (0.0, True)
+    assert human_label_of("split", "arena", facts) == (None, False)
 
 
-def test_the_clear_label_is_read_from_the_source_s_declaration(monkeypatch):
-    import dataclasses
+def test_the_clear_label_is_read_from_the_facts_passed_in():
+    """The warehouse's facts of the pair's source, not this build's registry: a source it does not know (another
+    host's) reads as stored, and one nobody stated facts for is one step of the scale."""
+    from tasks.ingest.source_facts import DEFAULT_CLEAR_LABEL, SourceFacts
 
-    from tasks.ingest.sources import SOURCES
-    from tasks.ingest.sources.base import DEFAULT_CLEAR_LABEL
-
-    monkeypatch.setitem(SOURCES, "made-up", dataclasses.replace(SOURCES["arena"], name="made-up", clear_label=1.5))
-    assert human_label_of("a", "made-up") == (1.5, False) and human_label_of("b", "made-up") == (-1.5, False)
-    assert human_label_of("a", "unknown-source") == (DEFAULT_CLEAR_LABEL, False)
+    facts = {"made-up": SourceFacts("made-up", clear_label=1.5)}
+    assert human_label_of("a", "made-up", facts) == (1.5, False) and human_label_of("b", "made-up", facts) == (-1.5, False)
+    assert human_label_of("a", "unknown-source", facts) == (DEFAULT_CLEAR_LABEL, False)
+    assert human_label_of("a", "helpsteer3", facts) == (DEFAULT_CLEAR_LABEL, False)  # not the registry's 2
 
 
 def test_a_task_shows_both_answers_in_its_order_and_nothing_of_the_judge():

@@ -11,6 +11,7 @@ from tasks.curate.confidence import pool_confidences
 from tasks.curate.policy import make_policy
 from tasks.curate.pool import JudgedPair, JudgedPool
 from tasks.curate.select import select_rows, version_table
+from tasks.ingest.sources import known_facts
 from tasks.judge.genrm import Verdict, to_a_side
 from tasks.review.calibration import calibrate_with_reviews, reviewed_right
 from tasks.review.overrides import PoolReviews, decided_by_reviewers, under_policy
@@ -116,7 +117,7 @@ def test_calibration_reports_each_kind_of_label_apart():
     reviews = PoolReviews.align(pool.pair_id, pa.table({"pair_id": list(outcomes), "outcome": list(outcomes.values()),
                                                          "reviewers": [1] * len(outcomes)}),
                                 pa.table({"pair_id": [], "selection": []}))
-    p, report = calibrate_with_reviews(pool, c, reviews)
+    p, report = calibrate_with_reviews(pool, c, reviews, known_facts())
     sources = report["label_sources"]
     assert sources["review"]["labelled"] == 60 and sources["review"]["judge_right"] == 50
     assert sources["source"]["labelled"] == 200 and report["labelled"] == 260

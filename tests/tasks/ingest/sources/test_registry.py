@@ -11,18 +11,29 @@ import pytest
 
 from common.errors import InvalidInputError
 from schemas.pair import MODEL_A, MODEL_B, CandidatePair
-from tasks.ingest.sources import PAIR_SOURCES, SOURCES, AdapterContext, clear_label_of, get_source
+from tasks.ingest.sources import PAIR_SOURCES, SOURCES, AdapterContext, get_source, known_facts
 from tasks.ingest.sources.base import DEFAULT_CLEAR_LABEL
 from tasks.ingest.synth import synth_class, synth_kinds, synth_lines
 from tests.registry_names import allow, module_of, names_said
 
 
-def test_clear_label_of_reads_what_the_source_declares(monkeypatch):
-    made_up = dataclasses.replace(get_source("helpsteer3"), name="made-up", clear_label=0.75)
+def test_a_source_s_facts_are_what_it_declares(monkeypatch):
+    made_up = dataclasses.replace(get_source("helpsteer3"), name="made-up", clear_label=0.75, names_models=True,
+                                  label_meaning=None, human_labels=False)
     monkeypatch.setitem(SOURCES, "made-up", made_up)
-    assert clear_label_of("made-up") == 0.75
-    assert all(clear_label_of(name) == SOURCES[name].clear_label for name in PAIR_SOURCES)
-    assert clear_label_of("a-source-another-build-wrote") == DEFAULT_CLEAR_LABEL
+    facts = known_facts()
+    assert facts["made-up"].clear_label == 0.75 and facts["made-up"].names_models and not facts["made-up"].human_labels
+    assert facts["made-up"].label_meaning["clear"] == "|label| >= 0.75"  # the default meaning says its clear rule
+    assert facts["made-up"].declaration is None and facts["made-up"].license == made_up.license
+    for name in PAIR_SOURCES:
+        s, f = SOURCES[name], facts[name]
+        assert (f.clear_label, f.names_models, f.license, f.description) == (s.clear_label, s.names_models, s.license,
+                                                                            s.description), name
+        assert f"|label| >= {s.clear_label:g}" in f.label_meaning["clear"], name  # its stated rule is its clear label
+        assert f.label_meaning["scale"] and f.label_meaning["direction"] and f.label_meaning["labelled_by"], name
+    assert facts["helpsteer3"].human_labels and not facts["ultrafeedback"].human_labels  # GPT-4 rated it
+    assert not any(f.human_labels for f in facts.values() if SOURCES[f.name].kind == "eval_prompts")
+    assert DEFAULT_CLEAR_LABEL == 1.0
 
 
 def test_every_pair_source_declares_its_facts():

@@ -11,7 +11,7 @@ from schemas.pair import HUMAN_LABEL_MAX, MODEL_A, MODEL_B, CandidatePair, Rejec
 from tasks.curate.calibration import clear_human_direction
 from tasks.ingest.prepare import prepare_batch
 from tasks.ingest.read import RawBatch
-from tasks.ingest.sources import SOURCES, AdapterContext, get_source
+from tasks.ingest.sources import SOURCES, AdapterContext, get_source, known_facts
 from tasks.ingest.sources.ultrafeedback import PAIR_THRESHOLD, pair_source_id, source_id
 
 SRC = get_source("ultrafeedback")
@@ -116,7 +116,7 @@ def test_human_label_is_the_difference_from_a_s_side_and_a_is_drawn_by_hash(sett
             a_better = p.response_a == texts[better]
             assert {p.response_a, p.response_b} == {texts[better], texts[worse]}
             assert p.human_label == (difference if a_better else -difference)
-            assert clear_human_direction(p.source, p.human_label, p.both_bad) == ("a" if a_better else "b")
+            assert clear_human_direction(p.source, p.human_label, p.both_bad, known_facts()) == ("a" if a_better else "b")
             a, b = (better, worse) if a_better else (worse, better)
             assert p.raw_label.startswith(f"fine-grained {row['completions'][a]['fine-grained_score']:g} vs "
                                           f"{row['completions'][b]['fine-grained_score']:g}")
