@@ -40,7 +40,6 @@ from tasks.judge.targets import (
     refuse_unplanned,
 )
 from tasks.judge.warehouse_run import JudgeWork, judge_and_record, work_of
-from tasks.review.rounds import CertifyRounds
 from warehouse.store import Warehouse
 
 JUDGE_SUMMARY_KEYS = ("pairs", "judged", "failed", "skipped_cached", "requests", "tokens_in", "tokens_out", "seconds")
@@ -73,6 +72,8 @@ def judge_shard(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSummary:
 def judge_in_rounds(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSummary:
     """Round by round (`certify`): each round's verdicts are written before the next round is decided from the
     warehouse, so a killed run's rerun decides afresh and pays nothing twice."""
+    from tasks.review.rounds import CertifyRounds  # here: the certification's numerics only for this strategy
+
     return judge_and_record(wh, work, run, CertifyRounds(wh, run, work.ids))
 
 
