@@ -15,7 +15,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from schemas.summaries import PublishSummary
-from tasks.ingest.sources import SOURCES
+from tasks.ingest.sources import license_of
 from tasks.publish.card import LICENSE_FILE, card_markdown, distributions_svg, license_fields, license_markdown
 from tasks.publish.context import PublishRun
 from tasks.publish.layout import (
@@ -42,7 +42,7 @@ from warehouse.store import Warehouse
 
 def _licenses(rows: list[dict[str, Any]]) -> list[str]:
     """Each source's license, as its card states it."""
-    return [f"{s}: {SOURCES[s].license}" if s in SOURCES else f"{s}: unknown" for s in sorted({r["source"] for r in rows})]
+    return [f"{s}: {license_of(s) or 'unknown'}" for s in sorted({r["source"] for r in rows})]
 
 
 def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict[str, Any]):

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from common.errors import InvalidInputError
+
 if TYPE_CHECKING:
     import pandera.pandas as pa
 
@@ -55,8 +57,9 @@ class Declaration:
         return self.columns.get(logical, logical)
 
 
-class DeclarationError(ValueError):
-    """A declaration that cannot be used: one line, naming the source and the key."""
+class DeclarationError(InvalidInputError):
+    """A declaration that cannot be used: one line, naming the source and the key (a `UserError`: the CLI prints
+    it as that line, exit 2)."""
 
 
 class Format:
