@@ -98,6 +98,8 @@ def print_pipeline(summary: PipelineSummary) -> None:
     from common.numbers import count
 
     for name, s in summary["ingest"].items():
+        if s.get("format"):  # a declared source: its format, and whether it was told from the rows
+            name = f"{name} ({s['format']}{', told from its columns' if s.get('format_detected') else ''})"
         if str(s.get("note", "")).startswith("unchanged"):
             out.print(f"ingest {name}: unchanged, nothing read ({s['source_revision']} was read in full before)")
             continue
@@ -167,6 +169,8 @@ def demo(
     from flows.ingest import load_eval_set
     from flows.pipeline import curate_pipeline
     from tasks.ingest import synth as s
+    from tasks.ingest.declared.model import AUTO, FORMAT_NAMES
+    from tasks.ingest.declared.registry import sources_file
     from testing.genrm_standin import StandinConfig, StandinProcess
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -206,6 +210,14 @@ def demo(
         f"--trust-remote-code --seed=1 --host 0.0.0.0 --port 5000 --served-model-name "
         f"nvidia/Qwen3-Nemotron-235B-A22B-GenRM --tensor-parallel-size=8 --max-model-len=40000 "
         f"--gpu-memory-utilization=0.95\n"
-        f"  {me} run --source helpsteer3 --endpoint http://GPU-HOST:5000/v1 --dataset preferences\n",
+        f"  {me} run --source helpsteer3 --endpoint http://GPU-HOST:5000/v1 --dataset preferences\n"
+        f"  # your own preference data, no code: a table in {sources_file(get_settings())[0]} "
+        f"(docs/sources.md#declared-sources)\n"
+        f"  #   [sources.my-pairs]\n"
+        f"  #   path = \"my-pairs.jsonl\"   # beside that file; or hub_id = \"ORG/NAME\"\n"
+        f"  #   format = \"trl\"            # {' | '.join((*FORMAT_NAMES, AUTO))}\n"
+        f"  #   license = \"cc-by-4.0\"\n"
+        f"  {me} sources\n"
+        f"  {me} ingest --source my-pairs\n",
         soft_wrap=True,
     )

@@ -153,8 +153,8 @@ def parse_declaration(name: str, table: Any, origin: Path, formats: Mapping[str,
                                       "\"internal\")")
     format_name = table.get("format", AUTO)
     if format_name != AUTO and format_name not in formats:
-        raise where.refuse("format", f"unknown format {format_name!r}" + _nearest(format_name, [*formats, AUTO]) +
-                           f" (formats: {', '.join([*formats, AUTO])})")
+        raise where.refuse("format", f"unknown format {format_name!r}" + (_nearest(format_name, [*formats, AUTO])
+                                                                          or f" (formats: {', '.join([*formats, AUTO])})"))
     decl = Declaration(
         name=name, origin=origin.resolve(), format=format_name, license=license_,
         description=table.get("description", ""), path=path, hub_id=hub_id, config=table.get("config"),
@@ -163,31 +163,32 @@ def parse_declaration(name: str, table: Any, origin: Path, formats: Mapping[str,
         language=table.get("language"),
     )
     if format_name != AUTO:
-        check_with_format(decl, formats[format_name])
+        check_with_format(decl, formats[format_name], where)
     else:
         _check_keys_of_any_format(where, decl, formats)
     return decl
 
 
-def check_with_format(decl: Declaration, fmt: Format) -> None:
+def check_with_format(decl: Declaration, fmt: Format, where: _Where | None = None) -> None:
     """The declaration against its format: its column and label keys are the format's, then the format's own
-    `check` (a label rule's mistakes); the first mistake as a `DeclarationError`, the others counted."""
-    where = _Where(str(decl.origin), decl.name)
+    `check` (a label rule's mistakes); the first mistake as a `DeclarationError`, the others counted. `where`: how
+    the file is named (default: its full path)."""
+    where = where or _Where(str(decl.origin), decl.name)
     known = (*fmt.required_columns, *fmt.optional_columns)
     for key in decl.columns:
         if key not in known:
-            raise where.refuse(f"columns.{key}", f"not a column of the {fmt.name} format" + _nearest(key, known) +
-                               f" (its columns: {', '.join(known)})")
+            raise where.refuse(f"columns.{key}", f"not a column of the {fmt.name} format" +
+                               (_nearest(key, known) or f" (its columns: {', '.join(known)})"))
     for key in decl.label:
         if not fmt.label_keys:
             raise where.refuse("label", f"the {fmt.name} format takes no label rule: its label is the data's own")
         if key not in fmt.label_keys:
             raise where.refuse(f"label.{key}", f"not a label key of the {fmt.name} format" +
-                               _nearest(key, fmt.label_keys) + f" (its keys: {', '.join(sorted(fmt.label_keys))})")
+                               (_nearest(key, fmt.label_keys) or f" (its keys: {', '.join(sorted(fmt.label_keys))})"))
     mistakes = fmt.check(decl)
     if mistakes:
         more = f" (and {len(mistakes) - 1} more)" if len(mistakes) > 1 else ""
-        raise DeclarationError(f"{decl.origin}: [sources.{decl.name}] {mistakes[0]}{more}")
+        raise DeclarationError(f"{where.origin}: [sources.{where.name}] {mistakes[0]}{more}")
 
 
 def _check_keys_of_any_format(where: _Where, decl: Declaration, formats: Mapping[str, Format]) -> None:
