@@ -59,7 +59,7 @@ def test_the_pipeline_s_parameters_are_declared_once():
     assert schema["properties"]["dataset"]["default"] == "preferences"
 
 
-def test_the_nightly_deployment_s_parameters_take_a_declared_source(tmp_path, monkeypatch):
+def test_the_nightly_deployment_s_parameters_take_a_declared_source(tmp_path):
     """prefect.yaml's nightly parameters with a source declared in sources.toml beside the warehouse, as a deployment
     passes them: the run is built, the declared name among its sources, and its file is checked as NAME=FILE's is."""
     from pathlib import Path
@@ -68,9 +68,6 @@ def test_the_nightly_deployment_s_parameters_take_a_declared_source(tmp_path, mo
     import yaml
 
     from common.errors import InvalidInputError
-    from tests.tasks.ingest.declared.standin_formats import use_standin_formats
-
-    use_standin_formats(monkeypatch)
     spec = yaml.safe_load((Path(__file__).resolve().parents[2] / "prefect.yaml").read_text())
     nightly = next(d for d in spec["deployments"] if d["name"] == "nightly")["parameters"]
     (tmp_path / "sources.toml").write_text('[sources.team-pairs]\npath = "pairs.jsonl"\nformat = "trl"\n'

@@ -170,21 +170,9 @@ def parse_declaration(name: str, table: Any, origin: Path, formats: Mapping[str,
 
 
 def check_with_format(decl: Declaration, fmt: Format, where: _Where | None = None) -> None:
-    """The declaration against its format: its column and label keys are the format's, then the format's own
-    `check` (a label rule's mistakes); the first mistake as a `DeclarationError`, the others counted. `where`: how
-    the file is named (default: its full path)."""
+    """The declaration against its format's own `check` (its columns, models and label rule); the first mistake
+    as a `DeclarationError`, the others counted. `where`: how the file is named (default: its full path)."""
     where = where or _Where(str(decl.origin), decl.name)
-    known = (*fmt.required_columns, *fmt.optional_columns)
-    for key in decl.columns:
-        if key not in known:
-            raise where.refuse(f"columns.{key}", f"not a column of the {fmt.name} format" +
-                               (_nearest(key, known) or f" (its columns: {', '.join(known)})"))
-    for key in decl.label:
-        if not fmt.label_keys:
-            raise where.refuse("label", f"the {fmt.name} format takes no label rule: its label is the data's own")
-        if key not in fmt.label_keys:
-            raise where.refuse(f"label.{key}", f"not a label key of the {fmt.name} format" +
-                               (_nearest(key, fmt.label_keys) or f" (its keys: {', '.join(sorted(fmt.label_keys))})"))
     mistakes = fmt.check(decl)
     if mistakes:
         more = f" (and {len(mistakes) - 1} more)" if len(mistakes) > 1 else ""
@@ -194,7 +182,8 @@ def check_with_format(decl: Declaration, fmt: Format, where: _Where | None = Non
 def _check_keys_of_any_format(where: _Where, decl: Declaration, formats: Mapping[str, Format]) -> None:
     """`format = "auto"`: the format is told from the first batch, when `check_with_format` runs; a column or label
     key no format knows is refused now."""
-    columns = sorted({c for f in formats.values() for c in (*f.required_columns, *f.optional_columns)})
+    columns = sorted({c for f in formats.values() for c in (*f.required_columns, *f.optional_columns,
+                                                             *f.inner_columns)})
     labels = sorted({k for f in formats.values() for k in f.label_keys})
     for key in decl.columns:
         if key not in columns:

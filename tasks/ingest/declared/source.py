@@ -8,7 +8,7 @@ batch's columns (`settle_format`) before any row is adapted, and says which it c
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pandera.pandas as pa
@@ -23,7 +23,8 @@ FORMAT = "format"  # ... and for its Format (absent while it is `auto`)
 DETECTED = "format_detected"  # ... and True when the format was told from the rows (declared `auto`)
 _SHOWN_COLUMNS = 30
 
-Detect = Callable[[set[str]], "Format | str | None"]
+# columns (and sample rows) -> the name of the format they are; a DeclarationError when none fits
+Detect = Callable[[set[str], Sequence[dict[str, Any]]], str]
 
 
 def declared_source(decl: Declaration, fmt: Format | None) -> Source:
@@ -32,14 +33,15 @@ def declared_source(decl: Declaration, fmt: Format | None) -> Source:
     common: dict[str, Any] = dict(
         name=decl.name, hub_id=decl.hub_id or str(decl.path), config=decl.config, splits=decl.splits,
         license=decl.license, kind="pairs", description=decl.description or f"declared in {decl.origin}",
-        local_path=decl.path, revision=decl.revision, names_models=bool(decl.models),
+        local_path=decl.path, revision=decl.revision,
     )
     if fmt is None:
         return Source(raw_schema=pa.DataFrameSchema({}, strict=False), adapt=_not_settled(decl),
                       source_id=_not_settled(decl), extra={DECLARATION: decl}, **common)
     return Source(raw_schema=fmt.raw_schema(decl), adapt=fmt.adapter(decl), source_id=fmt.source_id(decl),
-                  clear_label=fmt.clear_label(decl), synth=fmt.synth(decl),
-                  extra={DECLARATION: decl, FORMAT: fmt}, **common)
+                  clear_label=fmt.clear_label(decl), synth=fmt.synth(decl), names_models=fmt.names_models(decl),
+                  finite_checked_by_adapter=fmt.finite_checked(decl), extra={DECLARATION: decl, FORMAT: fmt},
+                  **common)
 
 
 def declaration_of(source: Source) -> Declaration | None:
@@ -66,15 +68,14 @@ def settle_format(source: Source, rows: Iterable[dict[str, Any]], formats: Mappi
     decl = declaration_of(source)
     if decl is None or decl.format != AUTO:
         return source
-    seen = columns_of(rows)
-    # the declaration's own names for the file's columns count as the format's (detection reads the format's names)
-    logical = seen | {name for name, column in decl.columns.items() if column in seen}
-    found = detect(logical)
-    fmt = formats[found] if isinstance(found, str) else found
-    if fmt is None:
-        raise DeclarationError(f"{decl.origin}: [sources.{decl.name}] format: auto, and the first rows' columns "
-                               f"({shown_columns(seen)}) are no format's; declare format = one of "
-                               f"{', '.join(formats)}")
+    rows = [r for r in rows if isinstance(r, dict)]
+    # detection reads the formats' own names: the declaration's names for the file's columns count as those
+    renamed = {column: name for name, column in decl.columns.items()}
+    logical = [{renamed.get(k, k): v for k, v in row.items()} for row in rows]
+    try:
+        fmt = formats[detect(columns_of(logical), logical)]
+    except DeclarationError as err:
+        raise DeclarationError(f"{decl.origin}: [sources.{decl.name}] format: auto, and {err}") from None
     settled = dataclasses.replace(decl, format=fmt.name)
     check_with_format(settled, fmt)
     told = declared_source(settled, fmt)

@@ -12,9 +12,8 @@ from typer.testing import CliRunner
 
 from curator.cli import app
 from tasks.ingest.sources import SOURCES
-from tests.tasks.ingest.declared.standin_formats import standin_formats  # noqa: F401 - a fixture
 
-pytestmark = [pytest.mark.prefect, pytest.mark.usefixtures("standin_formats", "clean_settings")]
+pytestmark = [pytest.mark.prefect, pytest.mark.usefixtures("clean_settings")]
 runner = CliRunner()
 
 DECLARED = '''
@@ -39,9 +38,11 @@ def clean_settings(monkeypatch):
     from common.settings import get_settings
 
     for name in ("CURATE_WAREHOUSE", "CURATE_SOURCES_FILE"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # recorded as it was, so that what the flags set is undone after the test
+        monkeypatch.delenv(name)
     get_settings.cache_clear()
     yield
+    monkeypatch.undo()
     get_settings.cache_clear()
 
 
