@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     hub_retries: int = Field(5, ge=0, description="attempts to resume a failed Hub read, or to redo a failed "
                              "publishing step (network errors: 10 s in all)")
     hub_retry_wait: float = Field(2.0, ge=0.0, description="first back-off in seconds, doubled each attempt")
+    # declared sources (docs/sources.md#declared-sources): a file named here must exist; the default may be absent
+    sources_file: Path | None = Field(None, description="the TOML file that declares sources without code (unset: "
+                                      "sources.toml beside the warehouse, when there is one)")
 
     # -- the judge (docs/genrm-protocol.md): what changes a verdict, then where and how requests go --
     judge_model: str = JUDGE_MODEL

@@ -15,6 +15,11 @@ def warehouse_option() -> Any:
                         "else ./data/warehouse.duckdb)")
 
 
+def sources_file_option() -> Any:
+    return typer.Option(None, "--sources-file", metavar="FILE", help="the TOML file that declares sources without "
+                        "code (default: CURATE_SOURCES_FILE, else sources.toml beside the warehouse)")
+
+
 def json_option() -> Any:
     return typer.Option(False, "--json", help="print the result as one JSON object on stdout (messages on stderr)")
 

@@ -23,6 +23,8 @@ from common.settings import Settings, settings_with
 from flows.runs import current_run_id
 from schemas.summaries import EvalSetSummary, IngestSummary
 from tasks.ingest.context import IngestRun
+from tasks.ingest.declared.registry import chosen_format, with_format_settled
+from tasks.ingest.declared.source import is_settled
 from tasks.ingest.decontam import Decontaminator
 from tasks.ingest.dedup import NearDupIndex
 from tasks.ingest.land import BackgroundWriter, BatchCounts, flag_contamination, land_batch
@@ -123,6 +125,7 @@ def ingest(
     warehouse: str | None = None,
     batch_size: int | None = None,
     force: bool = False,
+    sources_file: str | None = None,
 ) -> IngestSummary:
     """Ingest one source (a local JSONL/Parquet file, or the Hub at a pinned revision) into the warehouse.
 
@@ -131,16 +134,18 @@ def ingest(
     log = get_run_logger()
     started = time.perf_counter()
     asked = IngestRun.of(source, path=path, revision=revision, limit=limit, force=force, warehouse=warehouse,
-                         batch_size=batch_size)
+                         batch_size=batch_size, sources_file=sources_file)
     settings, src, path, limit = asked.settings, asked.src, asked.file, asked.limit  # the checked values from here
     with Warehouse(settings.warehouse) as wh:
         # what the source says of its labels travels with its pairs: a changed meaning is refused before anything
         # is written, and the facts are recorded once the revision is pinned (the run is recorded next)
-        facts = src.facts()
-        facts_changes(wh.sources, facts)
+        # (a declared `auto` source's facts are known once its format is told from the first batch, below)
+        facts = src.facts() if is_settled(src) else None
+        if facts is not None:
+            facts_changes(wh.sources, facts)
         rev, location = pin_revision(wh.ingest, src, asked.revision, path)
         run_id = current_run_id()
-        for note in record_facts(wh.sources, facts, run_id):
+        for note in record_facts(wh.sources, facts, run_id) if facts is not None else ():
             log.warning("ingest %s: %s", src.name, note)
         unchanged = None if asked.force or limit is not None else record_if_unchanged(wh, src, rev, location, run_id,
                                                                                         settings, started)
@@ -162,7 +167,16 @@ def ingest(
                 # connection (the checkpoint settings restored, the run recorded), and is committed before the run
                 # says it completed.
                 with wh.ingest.checkpoints_per_row_group(), _fewer_collections(), writer:
-                    for n, batch in enumerate(limit_rows(source_batches(src, path, rev, settings), limit)):
+                    batches = limit_rows(source_batches(src, path, rev, settings), limit)
+                    src, batches = with_format_settled(src, batches)  # a declared `auto` source: its format told
+                    if facts is None and is_settled(src):  # ... and with it what its labels mean, before any row lands
+                        facts_changes(wh.sources, src.facts())
+                        for note in record_facts(wh.sources, src.facts(), run_id):
+                            log.warning("ingest %s: %s", src.name, note)
+                    if chosen_format(src).get("format_detected"):
+                        log.info("ingest %s: format auto: reading it as %s, told from the first batch's columns",
+                                 src.name, chosen_format(src)["format"])
+                    for n, batch in enumerate(batches):
                         # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
                         # futures, twice per task: about a second per 5,000-row batch, measured.
                         counts.add(ingest_batch(wh, quote(batch), source=src, settings=settings, revision=rev,
@@ -176,7 +190,7 @@ def ingest(
             run.summary = summary = summarize(
                 counts, source=src.name, location=location, source_revision=rev, run_id=run_id,
                 warehouse=str(settings.warehouse), decontaminated_against=wh.ingest.eval_prompt_counts(),
-                seconds=round(time.perf_counter() - started, 3),
+                seconds=round(time.perf_counter() - started, 3), **chosen_format(src),
             )
     log.info(
         "ingest %s: read %d, valid %d, quarantined %d, exact dups %d, near dups %d, contaminated %d, new pairs %d",

@@ -85,7 +85,8 @@ def _stages(run: PipelineRun) -> PipelineSummary:
     if "ingest" not in skip:
         for spec in run.sources:
             name, path = parse_source(spec)
-            summary["ingest"][name] = ingest(name, path=path, limit=run.limit, warehouse=warehouse)
+            summary["ingest"][name] = ingest(name, path=path, limit=run.limit, warehouse=warehouse,
+                                             sources_file=run.sources_file)
         after("ingest", any(s.get("new_pairs") or s.get("new_quarantined") for s in summary["ingest"].values()))
     if "judge" not in skip:
         if run.judge_shards:

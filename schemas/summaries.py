@@ -32,6 +32,8 @@ class IngestSummary(TypedDict, total=False):
     decontaminated_against: dict[str, int]
     seconds: float
     note: str
+    format: str  # a declared source's format (docs/sources.md#declared-sources); built-in sources have none
+    format_detected: bool  # ... told from the first batch's columns (declared `auto`)
 
 
 class JudgeRound(TypedDict):

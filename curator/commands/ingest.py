@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from common.settings import Settings
-from curator.options import bounds, json_option, warehouse_option
-from curator.output import err, out, print_summary, print_table
+from curator.options import bounds, json_option, sources_file_option, warehouse_option
+from curator.output import err, out, print_json, print_summary, print_table
 from curator.progress_bar import ProgressBar
 from curator.runner import Runner, apply_flags, fail, guarded, runs_flows
 from tasks.ingest.context import IngestRun
@@ -38,8 +38,9 @@ def _preflight(source: str, path: Optional[Path], kind: str, batch_size: Optiona
 @commands.command()
 @runs_flows("ingest")
 def ingest(
-    source: str = typer.Option(..., "--source", "-s", help="a pair source by name, e.g. helpsteer3 (an unknown "
-                                                         "name is refused with the list of them)"),
+    source: str = typer.Option(..., "--source", "-s", help="a pair source by name, built-in or declared (`curate "
+                                                         "sources` lists them; an unknown name is refused with the "
+                                                         "list of them)"),
     path: Optional[Path] = typer.Option(None, "--path", help="local JSONL(.gz) or Parquet file instead of the Hub"),
     revision: Optional[str] = typer.Option(None, "--revision", help="Hub branch, tag or commit (default: the pinned "
                                                                     "one)"),
@@ -49,11 +50,12 @@ def ingest(
                                                   "CURATE_BATCH_SIZE, 5000)"),
     force: bool = typer.Option(False, "--force", help="read a revision again even if it was read in full"),
     warehouse: Optional[Path] = warehouse_option(),
+    sources_file: Optional[Path] = sources_file_option(),
     as_json: bool = json_option(),
     runner: Runner = None,
 ) -> None:
     """Read a source, validate, deduplicate, decontaminate, and land new pairs in the warehouse."""
-    apply_flags(warehouse)
+    apply_flags(warehouse, sources_file=sources_file)
     run = guarded(IngestRun.of, source=source, path=path, revision=revision, limit=limit, force=force,
                   batch_size=batch_size)
     if force or limit is not None or not run.warehouse.exists():
@@ -96,7 +98,8 @@ def eval_set_load(
 
 @commands.command()
 def synth(
-    kind: str = typer.Argument(..., help="a source with synthetic rows (`curate sources` marks them) or eval"),
+    kind: str = typer.Argument(..., help="a source with synthetic rows, built-in or declared (`curate sources` marks "
+                                         "them), or eval"),
     out_path: Path = typer.Argument(..., metavar="OUT", help="JSONL file to write (a .manifest.json goes beside it)"),
     rows: int = typer.Option(1000, "--rows", "-n", min=1, help="rows to write"),
     seed: int = typer.Option(0, "--seed", help="the same seed writes the same rows (any integer)"),
@@ -112,13 +115,14 @@ def synth(
                                                                                "(0 .. 1)"),
     eval_prompts: int = typer.Option(200, "--eval-prompts", min=1, help="size of the made-up evaluation set (the "
                                                                         "`eval` kind writes it)"),
+    sources_file: Optional[Path] = sources_file_option(),
 ) -> None:
     """Write seeded synthetic rows with planted duplicates, near duplicates and bad rows."""
     from tasks.ingest import synth as s
 
-    kinds = (*s.synth_kinds(), "eval")
-    if kind not in kinds:
-        fail(f"unknown kind {kind!r}: use {', '.join(kinds[:-1])} or {kinds[-1]}")
+    apply_flags(sources_file=sources_file)
+    if kind != "eval":
+        guarded(s.synth_class, kind)  # a source, built-in or declared, with synthetic rows
     for flag, rate in (("--exact-dup-rate", exact_dup_rate), ("--near-dup-rate", near_dup_rate),
                        ("--bad-rate", bad_rate), ("--contamination-rate", contamination_rate)):
         if not 0.0 <= rate <= 1.0:
@@ -143,10 +147,20 @@ def synth(
 
 
 @commands.command()
-def sources() -> None:
-    """List the sources and evaluation sets this build knows."""
-    from tasks.ingest.sources import SOURCES
+def sources(
+    sources_file: Optional[Path] = sources_file_option(),
+    warehouse: Optional[Path] = warehouse_option(),
+    as_json: bool = json_option(),
+) -> None:
+    """List the sources: the built-in ones and evaluation sets, then those the sources file declares."""
+    apply_flags(warehouse, sources_file=sources_file)
+    from tasks.ingest.sources import all_sources, source_listing
 
-    print_table(out, ["name", "kind", "hub dataset", "splits", "license", "synthetic rows"],
-                [(s.name, s.kind, s.hub_id + (f" ({s.config})" if s.config else ""), ", ".join(s.splits), s.license,
-                  s.synth is not None) for s in SOURCES.values()])
+    facts = [source_listing(s) for s in guarded(all_sources).values()]
+    if as_json:
+        print_json(facts)
+        return
+    print_table(out, ["name", "kind", "format", "rows", "license", "synthetic rows", "from"],
+                [(f["name"], f["kind"], f["format"] or "-", f["location"] + (f" ({f['config']})" if f["config"] else "")
+                  + (f" [{', '.join(f['splits'])}]" if f["location"].startswith("hf://") else ""), f["license"],
+                  f["synthetic_rows"], f["origin"]) for f in facts])

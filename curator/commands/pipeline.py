@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from curator.commands.judge import check_judge, judge_outcome
-from curator.options import json_option, warehouse_option
+from curator.options import json_option, sources_file_option, warehouse_option
 from curator.output import out, print_json
 from curator.runner import Runner, apply_flags, guarded, runs_flows
 from schemas.summaries import PipelineSummary
@@ -24,7 +24,8 @@ commands = typer.Typer()
 @commands.command()
 @runs_flows("run")
 def run(
-    source: Optional[list[str]] = typer.Option(None, "--source", "-s", help="NAME (Hub) or NAME=FILE, repeatable"),
+    source: Optional[list[str]] = typer.Option(None, "--source", "-s", help="NAME (built-in or declared) or NAME=FILE, "
+                                                                         "repeatable"),
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="judge base URL, repeatable"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this host to judge"),
     strategy: Optional[str] = typer.Option(None, "--strategy", help=f"{strategy_usage(sep=' | ')}, K >= 1 "
@@ -38,6 +39,7 @@ def run(
     skip: Optional[list[str]] = typer.Option(None, "--skip", help="a stage to leave out, repeatable: ingest | judge | "
                                                                   "version | publish"),
     warehouse: Optional[Path] = warehouse_option(),
+    sources_file: Optional[Path] = sources_file_option(),
     shards: int = typer.Option(0, "--shards", min=0, help="judge in N shards on the gpu work pool (needs a Prefect "
                                                           "server; 0: here)"),
     allow_other_model: bool = typer.Option(False, "--allow-other-model", help="judge with an endpoint that serves "
@@ -48,7 +50,7 @@ def run(
     runner: Runner = None,
 ) -> None:
     """The whole pipeline: ingest → judge → build version → publish."""
-    apply_flags(warehouse, judge_allow_other_model=allow_other_model)
+    apply_flags(warehouse, judge_allow_other_model=allow_other_model, sources_file=sources_file)
     from common.settings import get_settings
     from curator import refusals
     from tasks.pipeline.context import PipelineRun
@@ -58,7 +60,8 @@ def run(
     parameters = {"sources": source, "endpoints": endpoint or None, "launch": launch, "strategy": strategy,
                   "dataset": dataset, "policy_path": str(policy) if policy else None, "publish_to": publish_to,
                   "skip": skip, "judge_shards": shards, "allow_other_weights": allow_other_weights,
-                  "warehouse": str(settings.warehouse)}
+                  "warehouse": str(settings.warehouse),
+                  "sources_file": str(settings.sources_file) if settings.sources_file is not None else None}
     # the run's arguments and files as the flow checks them, then the warehouse, the endpoints and the Hub
     run = guarded(PipelineRun.of, **parameters)
     guarded(run.check_files)
@@ -95,6 +98,8 @@ def print_pipeline(summary: PipelineSummary) -> None:
     from common.numbers import count
 
     for name, s in summary["ingest"].items():
+        if s.get("format"):  # a declared source: its format, and whether it was told from the rows
+            name = f"{name} ({s['format']}{', told from its columns' if s.get('format_detected') else ''})"
         if str(s.get("note", "")).startswith("unchanged"):
             out.print(f"ingest {name}: unchanged, nothing read ({s['source_revision']} was read in full before)")
             continue
@@ -164,6 +169,8 @@ def demo(
     from flows.ingest import load_eval_set
     from flows.pipeline import curate_pipeline
     from tasks.ingest import synth as s
+    from tasks.ingest.declared.model import AUTO, FORMAT_NAMES
+    from tasks.ingest.declared.registry import sources_file
     from testing.genrm_standin import StandinConfig, StandinProcess
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -203,6 +210,14 @@ def demo(
         f"--trust-remote-code --seed=1 --host 0.0.0.0 --port 5000 --served-model-name "
         f"nvidia/Qwen3-Nemotron-235B-A22B-GenRM --tensor-parallel-size=8 --max-model-len=40000 "
         f"--gpu-memory-utilization=0.95\n"
-        f"  {me} run --source helpsteer3 --endpoint http://GPU-HOST:5000/v1 --dataset preferences\n",
+        f"  {me} run --source helpsteer3 --endpoint http://GPU-HOST:5000/v1 --dataset preferences\n"
+        f"  # your own preference data, no code: a table in {sources_file(get_settings())[0]} "
+        f"(docs/sources.md#declared-sources)\n"
+        f"  #   [sources.my-pairs]\n"
+        f"  #   path = \"my-pairs.jsonl\"   # beside that file; or hub_id = \"ORG/NAME\"\n"
+        f"  #   format = \"trl\"            # {' | '.join((*FORMAT_NAMES, AUTO))}\n"
+        f"  #   license = \"cc-by-4.0\"\n"
+        f"  {me} sources\n"
+        f"  {me} ingest --source my-pairs\n",
         soft_wrap=True,
     )

@@ -15,8 +15,6 @@ is stored, compared and shown as before they existed), and setting one of them a
 
 from __future__ import annotations
 
-import os
-import stat
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -24,6 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from common.errors import UserError, validated
+from common.files import UnreadableTextError, read_small_text
 from tasks.curate.exports import DEFAULT_EXPORTS, EXPORTS, check_export_names
 
 MAX_POLICY_BYTES = 1 << 20  # a policy is a few hundred bytes
@@ -149,29 +148,10 @@ def make_policy(values: dict) -> FilterPolicy:
 def _read_policy_text(path: Path) -> str:
     """The file's text: a regular file (opened without blocking, so a FIFO cannot hang), at most
     `MAX_POLICY_BYTES`, in UTF-8; else `PolicyError`."""
-    def refuse(why: str) -> PolicyError:
-        return PolicyError(f"{path}: cannot read the policy: {why}")
-
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as err:
-        raise refuse(err.strerror or str(err)) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise refuse("not a regular file")
-        data = b""
-        while len(data) <= MAX_POLICY_BYTES and (chunk := os.read(fd, MAX_POLICY_BYTES + 1 - len(data))):
-            data += chunk
-    except OSError as err:
-        raise refuse(err.strerror or str(err)) from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_POLICY_BYTES:
-        raise refuse(f"over {MAX_POLICY_BYTES} bytes: not a policy file")
-    try:
-        return data.decode("utf-8-sig")  # a byte-order mark some editors write is no error
-    except UnicodeDecodeError as err:
-        raise refuse(f"not UTF-8 text (byte {err.start})") from None
+        return read_small_text(path, MAX_POLICY_BYTES, "a policy file")
+    except UnreadableTextError as err:
+        raise PolicyError(f"{path}: cannot read the policy: {err}") from None
 
 
 def policy_values(path: Path) -> dict:

@@ -25,24 +25,31 @@ class IngestRun(RunContext):
 
     @classmethod
     def of(cls, source: str, *, path: str | Path | None = None, revision: str | None = None, limit: int | None = None,
-           force: bool = False, warehouse: str | Path | None = None, batch_size: int | None = None) -> IngestRun:
+           force: bool = False, warehouse: str | Path | None = None, batch_size: int | None = None,
+           sources_file: str | Path | None = None) -> IngestRun:
+        """The run, checked. A declared source whose rows live in a local file reads that file, as `path` would,
+        unless `path` names another."""
         from tasks.ingest.sources import get_source
 
-        name = get_source(source, kind="pairs").name  # an unknown name, or an evaluation set, is refused by name
-        return validated(cls, {"source": name, "path": path, "revision": revision, "limit": limit, "force": force,
-                               "settings": settings_with(warehouse=warehouse, batch_size=batch_size)}, "invalid ingest")
+        settings = settings_with(warehouse=warehouse, batch_size=batch_size, sources_file=sources_file)
+        found = get_source(source, kind="pairs", settings=settings)  # an unknown name, or an evaluation set, refused
+        return validated(cls, {"source": found.name, "path": path if path is not None else found.local_path,
+                               "revision": revision, "limit": limit, "force": force, "settings": settings},
+                         "invalid ingest")
 
     def flow_parameters(self) -> dict[str, object]:
         """The ingest flow's parameters for this run, by name (`of` takes the same)."""
+        sources_file = self.settings.sources_file
         return {"source": self.source, "path": self.file, "revision": self.revision, "limit": self.limit,
-                "force": self.force, "batch_size": self.batch_size, "warehouse": str(self.warehouse)}
+                "force": self.force, "batch_size": self.batch_size, "warehouse": str(self.warehouse),
+                "sources_file": str(sources_file) if sources_file is not None else None}
 
     @property
     def src(self) -> Source:
         """The source itself."""
         from tasks.ingest.sources import get_source
 
-        return get_source(self.source, kind="pairs")
+        return get_source(self.source, kind="pairs", settings=self.settings)
 
     @property
     def file(self) -> str | None:

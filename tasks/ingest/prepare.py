@@ -25,6 +25,8 @@ from common.settings import Settings
 from schemas.checks import value_faults
 from schemas.pair import CandidatePair, Rejection, pair_frame_schema
 from tasks.ingest import normalize as nz
+from tasks.ingest.declared.registry import settled
+from tasks.ingest.declared.source import check_declared_columns, declaration_of, is_settled
 from tasks.ingest.read import RawBatch
 from tasks.ingest.sources.base import AdapterContext, EvalPrompt, Source
 from tasks.ingest.validate import MissingColumnsError, frame_of, missing_columns, row_failures
@@ -91,6 +93,8 @@ def check_input_file(source: Source, path: Path | None, batch_size: int, limit: 
         batches.close()
     if first is not None and first.rows:
         first.rows = first.rows[:limit]  # what the ingest's first batch holds under --limit
+        if not is_settled(source):
+            source = settled(source, first.rows)  # a declared `auto` source: the format its columns say
         check_first_batch(first, source, str(path.resolve()))
 
 
@@ -98,7 +102,11 @@ def check_first_batch(batch: RawBatch, source: Source, where: str) -> None:
     """A column absent from every row of the first batch means the file is not this source at all: stop with
     its name, before anything is written (`curate ingest` asks this before Prefect starts). In a handful of
     rows, or in a later batch (earlier batches are committed), it is just bad rows, quarantined as
-    `<column>:missing`."""
+    `<column>:missing`. A declared source's columns are its declaration's: one it names that no row of the first
+    batch has is refused however few the rows, with the columns the rows have."""
+    if declaration_of(source) is not None:
+        check_declared_columns(source, batch.rows, where)
+        return
     missing = missing_columns(batch.rows, source.raw_schema)
     if missing and len(batch.rows) >= _WHOLE_FILE_ROWS:
         raise MissingColumnsError(missing, where)

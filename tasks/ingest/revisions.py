@@ -3,6 +3,7 @@ Hub's commit, pinned on first use so that every later run reads the same rows un
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,20 +15,29 @@ from tasks.ingest.sources import Source
 from warehouse.ingest import IngestStore
 
 
+def known_revision(source: Source, pinned: str | None) -> str | None:
+    """The Hub revision a run without `--revision` reads, when it is known without asking the Hub: the commit a
+    declared source names (its declaration pins it), else the pin of an earlier run."""
+    if source.revision is not None and re.fullmatch(r"[0-9a-f]{40}", source.revision):
+        return source.revision
+    return pinned
+
+
 def resolve_revision(source: Source, requested: str | None, pinned: str | None, path: str | None,
                      attempts: int = 4) -> str:
-    """Which revision this run reads: a file's content hash, the requested ref, or the pinned commit.
+    """Which revision this run reads: a file's content hash, the requested ref, or the pinned commit (a declared
+    commit, else the earlier pin; without one, the source's declared branch or tag, else main, resolved now).
     Resolving a Hub ref is retried: the Hub may be briefly unreachable."""
     if path is not None:
         if not Path(path).is_file():
             raise SourceReadError(f"{path}: no such file")
         return file_revision(Path(path))
-    if requested is None and pinned is not None:
-        return pinned
+    if requested is None and (known := known_revision(source, pinned)) is not None:
+        return known
     for attempt in Retrying(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=2, max=30),
                             reraise=True):
         with attempt:
-            return resolve_hub_revision(source.hub_id, requested or "main")
+            return resolve_hub_revision(source.hub_id, requested or source.revision or "main")
     raise AssertionError("unreachable")  # Retrying either returns or re-raises
 
 

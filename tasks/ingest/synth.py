@@ -16,23 +16,29 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import InvalidInputError
-from tasks.ingest.sources import SOURCES
+from tasks.ingest.declared.model import AUTO
+from tasks.ingest.declared.source import format_name
+from tasks.ingest.sources import SOURCES, declared_sources
 from tasks.ingest.synth_rows import SynthManifest, SynthRows, TextMaker
 
 _WINDOW = 500
 
 
 def synth_class(kind: str) -> type[SynthRows]:
-    """The synthetic rows of the source called `kind`, as it declares them (`Source.synth`)."""
-    source = SOURCES.get(kind)
+    """The synthetic rows of the source called `kind`, as it declares them (`Source.synth`): a built-in source's, or
+    a declared one's (its format's rows under its declaration's column names)."""
+    source = SOURCES.get(kind) or declared_sources().get(kind)
     if source is None or source.synth is None:
-        raise InvalidInputError(f"no synthetic rows of {kind!r}: one of {', '.join(synth_kinds())}")
+        auto = source is not None and format_name(source) == AUTO
+        raise InvalidInputError(f"no synthetic rows of {kind!r}" + (": its format is auto (told from its rows); "
+                                "declare its format to make rows of it" if auto else
+                                f": one of {', '.join(synth_kinds())}"))
     return source.synth
 
 
 def synth_kinds() -> tuple[str, ...]:
-    """The sources that declare synthetic rows, in the registry's order."""
-    return tuple(name for name, source in SOURCES.items() if source.synth is not None)
+    """The sources that declare synthetic rows, in the registry's order (the built-in ones, then the declared)."""
+    return tuple(name for name, source in {**SOURCES, **declared_sources()}.items() if source.synth is not None)
 
 
 def synth_lines(

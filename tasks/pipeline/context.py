@@ -18,7 +18,8 @@ class PipelineRun(RunContext):
     """One pipeline run: what each stage is given, checked before any stage starts (a deployment's typo fails in
     seconds, not after the ingest). `of`'s parameters are the flow's own (`curate_pipeline` takes exactly them)."""
 
-    sources: list[str] = Field(default_factory=list, description="NAME (the Hub) or NAME=FILE, one per source")
+    sources: list[str] = Field(default_factory=list, description="NAME (a built-in or declared source) or NAME=FILE, "
+                               "one per source")
     endpoints: list[str] | None = None
     launch: str | None = None
     strategy: str | None = None
@@ -40,9 +41,10 @@ class PipelineRun(RunContext):
            publish_to: str | None = "published", skip: list[str] | None = None, warehouse: str | None = None,
            limit: int | None = None, judge_shards: int = 0, judge_deployment: str | None = None,
            exchange: str | None = None, stale_seconds: float | None = None,
-           allow_other_weights: bool = False) -> PipelineRun:
-        """The run's arguments checked (the stages, the sources' names, a judge to ask, the strategy, the dataset's
-        name, an hf:// target's repository); its files are `check_files`'s."""
+           allow_other_weights: bool = False, sources_file: str | None = None) -> PipelineRun:
+        """The run's arguments checked (the stages, the sources' names, built-in or declared in the sources file, a
+        judge to ask, the strategy, the dataset's name, an hf:// target's repository); its files are
+        `check_files`'s."""
         from tasks.ingest.sources import get_source
         from tasks.judge.endpoints import require_endpoint
 
@@ -51,7 +53,7 @@ class PipelineRun(RunContext):
             raise InvalidInputError(f"unknown stage(s) to skip: {sorted(unknown)}; stages: "
                                     f"{', '.join(PIPELINE_STAGES)}")
         settings = settings_with(warehouse=warehouse, judge_deployment=judge_deployment, judge_exchange=exchange,
-                                 judge_shard_stale_seconds=stale_seconds)
+                                 judge_shard_stale_seconds=stale_seconds, sources_file=sources_file)
         if "judge" not in (skip or []) and not judge_shards:
             require_endpoint(endpoints, launch, settings)
         check_name(dataset)
@@ -59,7 +61,7 @@ class PipelineRun(RunContext):
             hub_repo(publish_to)  # an hf:// target that names no repository
         if "ingest" not in (skip or []):
             for spec in sources or []:
-                get_source(parse_source(spec)[0], kind="pairs")
+                get_source(parse_source(spec)[0], kind="pairs", settings=settings)  # built-in or declared
         return validated(cls, {"sources": list(sources or []), "endpoints": endpoints, "launch": launch,
                                "strategy": strategy, "dataset": dataset, "policy_path": policy_path,
                                "publish_to": publish_to, "skip": frozenset(skip or []), "limit": limit,
@@ -78,8 +80,9 @@ class PipelineRun(RunContext):
         if "ingest" not in self.skip:
             for spec in self.sources:
                 name, path = parse_source(spec)
-                check_input_file(get_source(name, kind="pairs"), Path(path) if path else None,
-                                 self.settings.batch_size, self.limit)
+                source = get_source(name, kind="pairs", settings=self.settings)
+                check_input_file(source, Path(path) if path else source.local_path, self.settings.batch_size,
+                                 self.limit)
         load_policy(Path(self.policy_path) if self.policy_path else None)
         if "judge" not in self.skip and self.judges_in_rounds:
             from tasks.curate.policy import rounds_policy
@@ -95,3 +98,8 @@ class PipelineRun(RunContext):
     @property
     def warehouse(self) -> str:
         return str(self.settings.warehouse)
+
+    @property
+    def sources_file(self) -> str | None:
+        """The sources file a setting names (None: sources.toml beside the warehouse, if any)."""
+        return None if self.settings.sources_file is None else str(self.settings.sources_file)

@@ -57,3 +57,28 @@ def test_the_pipeline_s_parameters_are_declared_once():
     schema = curate_pipeline.parameters.model_dump()  # what a deployment's form is made from
     assert list(schema["properties"]) == list(declared)
     assert schema["properties"]["dataset"]["default"] == "preferences"
+
+
+def test_the_nightly_deployment_s_parameters_take_a_declared_source(tmp_path):
+    """prefect.yaml's nightly parameters with a source declared in sources.toml beside the warehouse, as a deployment
+    passes them: the run is built, the declared name among its sources, and its file is checked as NAME=FILE's is."""
+    from pathlib import Path
+
+    import pytest
+    import yaml
+
+    from common.errors import InvalidInputError
+    spec = yaml.safe_load((Path(__file__).resolve().parents[2] / "prefect.yaml").read_text())
+    nightly = next(d for d in spec["deployments"] if d["name"] == "nightly")["parameters"]
+    (tmp_path / "sources.toml").write_text('[sources.team-pairs]\npath = "pairs.jsonl"\nformat = "trl"\n'
+                                           'license = "internal"\n')
+    (tmp_path / "pairs.jsonl").write_text("".join(f'{{"prompt": "q{i}", "chosen": "c", "rejected": "r"}}\n'
+                                                  for i in range(6)))
+    given = {**nightly, "sources": [*nightly["sources"], "team-pairs"], "warehouse": str(tmp_path / "w.duckdb")}
+    run = PipelineRun.of(**given)
+    assert run.sources[-1] == "team-pairs" and run.judge_shards == nightly["judge_shards"]
+    run.check_files()  # the declared file is there and of its source
+    elsewhere = {**given, "warehouse": str(tmp_path / "other" / "w.duckdb")}
+    with pytest.raises(InvalidInputError, match="unknown source 'team-pairs'"):
+        PipelineRun.of(**elsewhere)  # no sources.toml beside that warehouse
+    assert PipelineRun.of(**elsewhere, sources_file=str(tmp_path / "sources.toml")).sources == given["sources"]

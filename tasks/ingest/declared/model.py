@@ -9,9 +9,11 @@ the rest of the pipeline cannot tell a declared source from a built-in one.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from common.errors import InvalidInputError
 
 if TYPE_CHECKING:
     import pandera.pandas as pa
@@ -54,9 +56,23 @@ class Declaration:
         """The file's name for the format's logical column `logical`."""
         return self.columns.get(logical, logical)
 
+    def as_json(self) -> dict[str, Any]:
+        """The declaration as plain JSON values, as it is stored with the source's facts in the warehouse."""
+        def plain(v: Any) -> Any:
+            if isinstance(v, Path):
+                return str(v)
+            if isinstance(v, Mapping):
+                return {str(k): plain(x) for k, x in v.items()}
+            if isinstance(v, list | tuple):
+                return [plain(x) for x in v]
+            return v
 
-class DeclarationError(ValueError):
-    """A declaration that cannot be used: one line, naming the source and the key."""
+        return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
+
+
+class DeclarationError(InvalidInputError):
+    """A declaration that cannot be used: one line, naming the source and the key (a `UserError`: the CLI prints
+    it as that line, exit 2)."""
 
 
 class Format:

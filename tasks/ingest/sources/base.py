@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import pandera.pandas as pa
@@ -72,6 +73,10 @@ class Source:
     # top-level fields whose NaN / Infinity the adapter judges part by part (one completion, not the row): the
     # raw stage's row-wide `not_finite:<field>` leaves them to it
     finite_checked_by_adapter: tuple[str, ...] = ()
+    # a declared source's (tasks.ingest.declared): the local file its rows live in, read as `--path FILE` is unless
+    # another file is given, and the Hub ref pinned on first use (unset: main)
+    local_path: Path | None = None
+    revision: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def facts(self) -> SourceFacts:

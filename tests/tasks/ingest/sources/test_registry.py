@@ -70,13 +70,18 @@ def test_a_source_that_names_models_puts_them_under_the_pair_s_model_keys(settin
 def test_nothing_outside_a_source_s_own_module_names_it():
     """No string of any package is a source's name but in the source's own module: what the rest needs of a source
     (its synthetic rows too), it reads through the registry. Allowed besides: an export format named like a source
-    (the format, not the source), a benchmark's module saying its evaluation set's name, and the demo's choice of
-    data (`DEMO_*` in curator/)."""
+    (the format, not the source), a declared source's format named like one (the shape, not the source: where
+    formats are listed and its own module), a benchmark's module saying its evaluation set's name, and the demo's
+    choice of data (`DEMO_*` in curator/)."""
     from tasks.curate.exports import EXPORTS
     from tasks.evaluate.benchmarks import BENCHMARKS
+    from tasks.ingest.declared.formats import FORMATS
 
+    formats_listed = ("tasks/ingest/declared/model.py", "tasks/ingest/declared/formats/__init__.py")
     allowed = allow(*[(module_of(s.source_id), name) for name, s in SOURCES.items()],
                     *[("tasks/curate/exports.py", name) for name in EXPORTS],
+                    *[(where, name) for name, f in FORMATS.items()
+                      for where in (*formats_listed, module_of(type(f).raw_schema))],
                     *[(module_of(b.comparisons), name) for name, b in BENCHMARKS.items()])
     assert set(allowed) >= {"tasks/ingest/sources/helpsteer3.py", "tasks/ingest/sources/eval_sets.py"}
     found = names_said(SOURCES, allowed)

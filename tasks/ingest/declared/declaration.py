@@ -1,0 +1,234 @@
+"""Reading `sources.toml` (docs/sources.md#the-declaration): its `[sources.NAME]` tables, each checked into a
+`Declaration` before any row is read.
+
+The file is read strictly: a regular UTF-8 file of at most `MAX_SOURCES_BYTES` (`common.files`), TOML by the
+standard library, `[sources.NAME]` tables and nothing else. A mistake is refused in one line that names the file,
+the source and the key: an unknown key (with the nearest known one), a value of the wrong type (nothing is
+coerced: `splits = "train"` is not a list), both or neither of `path` and `hub_id`, a name that is not a valid one
+or is a built-in source's, an unknown format, then whatever the format's own `check` finds. When a file holds
+several mistakes, the first is named and the others counted.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from common.files import UnreadableTextError, read_small_text
+from tasks.ingest.declared.model import AUTO, FORMAT_NAMES, Declaration, DeclarationError, Format
+
+MAX_SOURCES_BYTES = 1 << 20  # a declaration is a few hundred bytes a source
+# a source's name is a warehouse value, a flow parameter, a Prefect artifact key and a `curate run --source NAME=FILE`
+# spec: lowercase letters, digits, '-' and '_', no '=' or '.'
+NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+RESERVED_NAMES = frozenset({"eval"})  # `curate synth eval` writes an evaluation set, not a source's rows
+# a Hub dataset repository: ORG/NAME (the Hub's own rule, less its length limit)
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+# what the local readers take (tasks.ingest.read.read_local), by suffix
+FILE_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".parquet")
+
+# every key a [sources.NAME] table may hold, and what it is (docs/sources.md#the-declaration says the same)
+KEYS: dict[str, str] = {
+    "path": "a local JSONL(.gz), JSON or Parquet file, relative to this file's folder",
+    "hub_id": "a Hub dataset, ORG/NAME",
+    "config": "the Hub dataset's configuration (hub_id only)",
+    "splits": "the Hub dataset's splits, a list of strings (hub_id only; default [\"train\"])",
+    "revision": "a Hub branch, tag or commit to pin on first use (hub_id only; default: main)",
+    "format": f"{', '.join(FORMAT_NAMES)} or {AUTO} (default {AUTO}: told from the first rows' columns)",
+    "columns": "the format's column -> this data's column, where they differ",
+    "label": "the label rule of the format (pairwise, rated)",
+    "models": "the columns naming the models that wrote the answers",
+    "license": "the license the rows are under (required)",
+    "description": "one line saying what the rows are",
+    "domain": "the domain of every row, when the data does not say",
+    "language": "the language of every row, when the data does not say",
+}
+WHERE_KEYS = ("path", "hub_id")
+HUB_ONLY_KEYS = ("config", "splits", "revision")
+TEXT_KEYS = ("path", "hub_id", "config", "revision", "format", "license", "description", "domain", "language")
+MAPPING_KEYS = ("columns", "models")  # tables of strings
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a mistake is, for its one line: `sources.toml: [sources.team-pairs] license: ...`."""
+
+    origin: str
+    name: str
+
+    def refuse(self, key: str, why: str) -> DeclarationError:
+        return DeclarationError(f"{self.origin}: [sources.{self.name}] {key}: {why}")
+
+
+def read_declarations(path: Path, formats: Mapping[str, Format], builtin: Collection[str]) -> dict[str, Declaration]:
+    """Every source `path` declares, by name, in the file's order; a mistake anywhere is a `DeclarationError`.
+    `formats`: the formats by name; `builtin`: the names a declaration may not take."""
+    try:
+        text = read_small_text(path, MAX_SOURCES_BYTES, "a sources file")
+    except UnreadableTextError as err:
+        raise DeclarationError(f"{path}: cannot read the sources: {err}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise DeclarationError(f"{path}: not valid TOML: {err}") from None
+    return parse_declarations(data, path, formats, builtin)
+
+
+def parse_declarations(data: Mapping[str, Any], origin: Path, formats: Mapping[str, Format],
+                       builtin: Collection[str]) -> dict[str, Declaration]:
+    """The declarations of a parsed sources file (see `read_declarations`)."""
+    beside = [k for k in data if k != "sources"]
+    if beside:
+        raise DeclarationError(f"{origin}: {beside[0]}: unknown top-level key; the file holds [sources.NAME] tables "
+                               "only" + _nearest(beside[0], ["sources"]))
+    tables = data.get("sources", {})
+    if not isinstance(tables, dict):
+        given = "an array of tables [[sources]]" if isinstance(tables, list) else f"sources = {tables!r}"
+        raise DeclarationError(f"{origin}: the file holds [sources.NAME] tables, not {given}")
+    found: dict[str, Declaration] = {}
+    mistakes: list[DeclarationError] = []
+    for name, table in tables.items():
+        try:
+            found[name] = parse_declaration(name, table, origin, formats, builtin)
+        except DeclarationError as err:
+            mistakes.append(err)
+    if mistakes:
+        more = len(mistakes) - 1
+        raise DeclarationError(str(mistakes[0]) + (f" (and {more} more source{'s' if more > 1 else ''} with a "
+                                                   "mistake)" if more else ""))
+    return found
+
+
+def parse_declaration(name: str, table: Any, origin: Path, formats: Mapping[str, Format],
+                      builtin: Collection[str]) -> Declaration:
+    """One `[sources.NAME]` table, checked: its name, its keys and their types, where its rows live, its format,
+    then the format's own check."""
+    where = _Where(str(origin), name)
+    if not NAME.fullmatch(name):
+        raise where.refuse("name", "not a valid source name: lowercase letters, digits, '-' and '_', starting with "
+                                   "a letter or digit, at most 63 characters")
+    if name in builtin or name in RESERVED_NAMES:
+        raise where.refuse("name", f"{name!r} is the name of a built-in source: pick another name")
+    if not isinstance(table, dict):
+        raise where.refuse("name", f"a [sources.{name}] table, not {_kind(table)} ({table!r})")
+    for key in table:
+        if key not in KEYS:
+            raise where.refuse(key, "unknown key" + (_nearest(key, KEYS) or f" (keys: {', '.join(KEYS)})"))
+    for key in TEXT_KEYS:
+        if key in table and (not isinstance(table[key], str) or (key != "description" and not table[key].strip())):
+            raise where.refuse(key, f"a non-empty string, not {_shown(table[key])}")
+    for key in MAPPING_KEYS:
+        if key in table:
+            _check_mapping(where, key, table[key])
+    if "label" in table and not isinstance(table["label"], dict):
+        raise where.refuse("label", f"a table such as label = {{ ... }}, not {_shown(table['label'])}")
+
+    given = [k for k in WHERE_KEYS if k in table]
+    if len(given) != 1:
+        raise where.refuse("path" if not given else "hub_id", "give exactly one of path (a local file) and hub_id "
+                           "(a Hub dataset)" + (", not both" if given else ""))
+    if "path" in table:
+        for key in HUB_ONLY_KEYS:
+            if key in table:
+                raise where.refuse(key, "applies to a Hub dataset (hub_id) only, not to a local file (path)")
+        path = _local_path(where, table["path"], origin)
+        hub_id = None
+    else:
+        path, hub_id = None, table["hub_id"]
+        if not HUB_ID.fullmatch(hub_id):
+            raise where.refuse("hub_id", f"{hub_id!r} is not a Hub dataset id ORG/NAME")
+    splits = _splits(where, table["splits"]) if "splits" in table else ("train",)
+    revision = table.get("revision")
+    if revision is not None and re.search(r"\s", revision):
+        raise where.refuse("revision", f"{revision!r}: a branch, tag or commit has no spaces")
+
+    license_ = table.get("license")
+    if license_ is None:
+        raise where.refuse("license", "required: the license the rows are under (e.g. \"cc-by-4.0\", or "
+                                      "\"internal\")")
+    format_name = table.get("format", AUTO)
+    if format_name != AUTO and format_name not in formats:
+        raise where.refuse("format", f"unknown format {format_name!r}" + (_nearest(format_name, [*formats, AUTO])
+                                                                          or f" (formats: {', '.join([*formats, AUTO])})"))
+    decl = Declaration(
+        name=name, origin=origin.resolve(), format=format_name, license=license_,
+        description=table.get("description", ""), path=path, hub_id=hub_id, config=table.get("config"),
+        splits=splits, revision=revision, columns=dict(table.get("columns", {})),
+        label=dict(table.get("label", {})), models=dict(table.get("models", {})), domain=table.get("domain"),
+        language=table.get("language"),
+    )
+    if format_name != AUTO:
+        check_with_format(decl, formats[format_name], where)
+    else:
+        _check_keys_of_any_format(where, decl, formats)
+    return decl
+
+
+def check_with_format(decl: Declaration, fmt: Format, where: _Where | None = None) -> None:
+    """The declaration against its format's own `check` (its columns, models and label rule); the first mistake
+    as a `DeclarationError`, the others counted. `where`: how the file is named (default: its full path)."""
+    where = where or _Where(str(decl.origin), decl.name)
+    mistakes = fmt.check(decl)
+    if mistakes:
+        more = f" (and {len(mistakes) - 1} more)" if len(mistakes) > 1 else ""
+        raise DeclarationError(f"{where.origin}: [sources.{where.name}] {mistakes[0]}{more}")
+
+
+def _check_keys_of_any_format(where: _Where, decl: Declaration, formats: Mapping[str, Format]) -> None:
+    """`format = "auto"`: the format is told from the first batch, when `check_with_format` runs; a column or label
+    key no format knows is refused now."""
+    columns = sorted({c for f in formats.values() for c in (*f.required_columns, *f.optional_columns,
+                                                             *f.inner_columns)})
+    labels = sorted({k for f in formats.values() for k in f.label_keys})
+    for key in decl.columns:
+        if key not in columns:
+            raise where.refuse(f"columns.{key}", "not a column of any format" + _nearest(key, columns))
+    for key in decl.label:
+        if key not in labels:
+            raise where.refuse(f"label.{key}", "not a label key of any format" + _nearest(key, labels))
+
+
+def _check_mapping(where: _Where, key: str, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise where.refuse(key, f"a table of strings such as {key} = {{ name = \"column\" }}, not {_shown(value)}")
+    for k, v in value.items():
+        if not isinstance(v, str) or not v:
+            raise where.refuse(f"{key}.{k}", f"a column name (a non-empty string), not {_shown(v)}")
+
+
+def _local_path(where: _Where, text: str, origin: Path) -> Path:
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        path = origin.resolve().parent / path
+    name = path.name.lower()
+    if not name.endswith(FILE_SUFFIXES):
+        raise where.refuse("path", f"{text!r} is not a file the ingest reads ({', '.join(FILE_SUFFIXES)})")
+    return path
+
+
+def _splits(where: _Where, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(s, str) and s.strip() for s in value):
+        raise where.refuse("splits", f"a non-empty list of split names such as [\"train\"], not {_shown(value)}")
+    if len(set(value)) != len(value):
+        raise where.refuse("splits", f"{value!r} names a split twice")
+    return tuple(value)
+
+
+def _nearest(word: str, known: Collection[str]) -> str:
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.5)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _kind(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+            dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return f"{_kind(value)} ({text if len(text) <= 60 else text[:57] + '...'})"

@@ -1,0 +1,57 @@
+"""A version this project published, read back as a declared source: each config (`dpo`, `rm`, `helpsteer3`)
+yields the version's own pair ids, so a team that re-curates its releases duplicates nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from flows.ingest import ingest
+from flows.publish import publish
+from tests.flows.conftest import judged_version
+from warehouse.store import Warehouse
+
+pytestmark = pytest.mark.prefect
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("round-trip")
+    warehouse, made = judged_version(folder, "release", rows=150, seed=41)
+    target = folder / "published"
+    publish("release", to=str(target), warehouse=str(warehouse))
+    (version,) = (target / "release").iterdir()
+    with Warehouse(warehouse, read_only=True) as wh:
+        ids = {r[0] for r in wh.query("SELECT pair_id FROM dataset_rows WHERE name = 'release' AND version = ?",
+                                      [made["version"]])}
+    assert len(ids) == made["rows"] > 0
+    return warehouse, version, ids
+
+
+def _declare(folder, config: str, fmt: str) -> tuple[str, list[str]]:
+    """A sources file declaring each split's file of `config` as a source: (its path, the source names)."""
+    files = sorted((folder / "data" / config).glob("*.parquet"))
+    assert files
+    names = [f"back-{config}-{f.name.split('-')[0]}" for f in files]
+    toml = folder.parent / f"{config}.toml"
+    toml.write_text("".join(f'[sources.{n}]\npath = "{f}"\nformat = "{fmt}"\nlicense = "cc-by-4.0"\n\n'
+                            for n, f in zip(names, files)), encoding="utf-8")
+    return str(toml), names
+
+
+@pytest.mark.parametrize(("config", "fmt"), [("dpo", "auto"), ("rm", "auto"), ("helpsteer3", "helpsteer3")])
+def test_each_config_reads_back_with_the_version_s_pair_ids_and_duplicates_nothing(published, tmp_path, config,
+                                                                                     fmt):
+    warehouse, version, ids = published
+    toml, names = _declare(version, config, fmt)
+    fresh = tmp_path / "fresh.duckdb"
+    summaries = [ingest(n, warehouse=str(fresh), sources_file=toml) for n in names]
+    assert all(s["quarantined_rows"] == 0 for s in summaries) and sum(s["valid"] for s in summaries) == len(ids)
+    if fmt == "auto":  # the dpo config is TRL's explicit prompt, the rm config its implicit one
+        assert {(s["format"], s["format_detected"]) for s in summaries} == \
+            {({"dpo": "trl", "rm": "trl-implicit"}[config], True)}
+    with Warehouse(fresh, read_only=True) as wh:
+        made = {r[0] for r in wh.query("SELECT pair_id FROM candidate_pairs")}
+    assert made == ids
+    # into the warehouse the version came from: every pair is one it holds, none is new
+    again = [ingest(n, warehouse=str(warehouse), sources_file=toml) for n in names]
+    assert sum(s["valid"] for s in again) == len(ids) and sum(s["new_pairs"] for s in again) == 0

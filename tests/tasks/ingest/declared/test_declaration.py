@@ -1,0 +1,188 @@
+"""Reading sources.toml: the issue's example parses into declarations, and every kind of mistake is refused in one
+line naming the file, the source and the key, before any row is read."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tasks.ingest.declared.declaration import MAX_SOURCES_BYTES, read_declarations
+from tasks.ingest.declared.formats import FORMATS
+from tasks.ingest.declared.model import DeclarationError
+from tasks.ingest.sources import SOURCES
+
+# the issue's example, as written there
+EXAMPLE = '''
+# sources.toml beside the warehouse (or the file a setting names)
+[sources.team-pairs]                         # a team's export: pairwise rows with a vote column
+path = "exports/pairs.jsonl"                 # or hub_id = "org/name" (+ config, splits, revision)
+format = "pairwise"                          # trl | trl-implicit | pairwise | rated | hh | auto
+columns = { prompt = "question", response_a = "answer_1", response_b = "answer_2", preference = "winner" }
+label = { a = "1", b = "2", tie = ["tie"], both_bad = ["neither"] }
+license = "internal"
+
+[sources.skywork]                            # TRL explicit prompt, conversational: chosen is the human's pick
+hub_id = "Skywork/Skywork-Reward-Preference-80K-v0.2"
+format = "trl"
+license = "other"
+
+[sources.graded]                             # N rated responses a row
+path = "data/graded.parquet"
+format = "rated"
+columns = { prompt = "instruction", responses = "outputs", response = "text", score = "grade" }
+label = { scale = [1, 10], min_gap = 2 }     # the best against each response at least 2 lower
+license = "cc-by-4.0"
+'''
+
+
+def _read(tmp_path: Path, text: str, formats=FORMATS):
+    path = tmp_path / "sources.toml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return read_declarations(path, formats, builtin=SOURCES)
+
+
+def _refused(tmp_path: Path, text: str) -> str:
+    with pytest.raises(DeclarationError) as caught:
+        _read(tmp_path, text)
+    message = str(caught.value)
+    assert "\n" not in message, message  # one line
+    assert message.startswith(str(tmp_path / "sources.toml") + ": "), message  # naming the file
+    return message
+
+
+def test_the_issue_s_example_parses(tmp_path):
+    found = _read(tmp_path, EXAMPLE)
+    assert list(found) == ["team-pairs", "skywork", "graded"]
+    team, skywork, graded = found.values()
+    assert team.path == tmp_path / "exports" / "pairs.jsonl" and team.hub_id is None  # beside the TOML
+    assert team.format == "pairwise" and team.license == "internal" and team.column("preference") == "winner"
+    assert team.column("prompt") == "question" and team.column("id") == "id"  # an unmapped column keeps its name
+    assert team.label == {"a": "1", "b": "2", "tie": ["tie"], "both_bad": ["neither"]}
+    assert skywork.hub_id == "Skywork/Skywork-Reward-Preference-80K-v0.2" and skywork.path is None
+    assert skywork.splits == ("train",) and skywork.revision is None and skywork.config is None
+    assert graded.label == {"scale": [1, 10], "min_gap": 2} and graded.path == tmp_path / "data" / "graded.parquet"
+    assert all(d.origin == (tmp_path / "sources.toml").resolve() for d in found.values())
+
+
+def test_hub_keys_and_defaults(tmp_path):
+    d = _read(tmp_path, '''
+        [sources.mine]
+        hub_id = "org/name"
+        config = "default"
+        splits = ["train", "test"]
+        revision = "v1.0"
+        license = "mit"
+        description = "my pairs"
+        models = { a = "model_a", b = "model_b" }
+        domain = "code"
+        language = "en"
+        ''')["mine"]
+    assert (d.hub_id, d.config, d.splits, d.revision, d.description) == ("org/name", "default", ("train", "test"),
+                                                                          "v1.0", "my pairs")
+    assert d.format == "auto" and d.models == {"a": "model_a", "b": "model_b"} and (d.domain, d.language) == ("code",
+                                                                                                            "en")
+    absolute = _read(tmp_path, f'[sources.x]\npath = "{tmp_path}/abs.jsonl.gz"\nlicense = "mit"\n')["x"]
+    assert absolute.path == tmp_path / "abs.jsonl.gz"
+    assert _read(tmp_path, "# nothing declared yet\n") == {}
+
+
+MISTAKES = [
+    # (what, the table's body, what the line must say)
+    ("unknown key, nearest suggested", 'path = "a.jsonl"\nlicense = "mit"\nlisence = "mit"',
+     "[sources.s] lisence: unknown key; did you mean 'license'?"),
+    ("unknown key, nothing near", 'path = "a.jsonl"\nlicense = "mit"\nzzz = "red"',
+     "[sources.s] zzz: unknown key (keys: path, hub_id"),
+    ("wrong type of a string", 'path = "a.jsonl"\nlicense = 4', "[sources.s] license: a non-empty string, not an "
+                                                                 "integer (4)"),
+    ("empty string", 'path = "a.jsonl"\nlicense = " "', "[sources.s] license: a non-empty string"),
+    ("splits not a list", 'hub_id = "o/n"\nsplits = "train"\nlicense = "mit"', "[sources.s] splits: a non-empty list"),
+    ("splits of numbers", 'hub_id = "o/n"\nsplits = [1]\nlicense = "mit"', "[sources.s] splits: a non-empty list"),
+    ("a split twice", 'hub_id = "o/n"\nsplits = ["a", "a"]\nlicense = "mit"', "[sources.s] splits: ['a', 'a'] names a "
+                                                                               "split twice"),
+    ("columns not a table", 'path = "a.jsonl"\nlicense = "mit"\ncolumns = "prompt"', "[sources.s] columns: a table"),
+    ("a column not a string", 'path = "a.jsonl"\nformat = "trl"\nlicense = "mit"\ncolumns = { prompt = 3 }',
+     "[sources.s] columns.prompt: a column name (a non-empty string), not an integer (3)"),
+    ("label not a table", 'path = "a.jsonl"\nlicense = "mit"\nlabel = 3', "[sources.s] label: a table"),
+    ("both path and hub_id", 'path = "a.jsonl"\nhub_id = "o/n"\nlicense = "mit"',
+     "[sources.s] hub_id: give exactly one of path (a local file) and hub_id (a Hub dataset), not both"),
+    ("neither path nor hub_id", 'license = "mit"', "[sources.s] path: give exactly one of path"),
+    ("a hub key with a local file", 'path = "a.jsonl"\nrevision = "main"\nlicense = "mit"',
+     "[sources.s] revision: applies to a Hub dataset (hub_id) only"),
+    ("not a Hub id", 'hub_id = "just-a-name"\nlicense = "mit"', "[sources.s] hub_id: 'just-a-name' is not a Hub "
+                                                                "dataset id ORG/NAME"),
+    ("a revision with a space", 'hub_id = "o/n"\nrevision = "my branch"\nlicense = "mit"', "[sources.s] revision:"),
+    ("a file the ingest cannot read", 'path = "a.csv"\nlicense = "mit"', "[sources.s] path: 'a.csv' is not a file the "
+                                                                         "ingest reads"),
+    ("no license", 'path = "a.jsonl"', "[sources.s] license: required"),
+    ("unknown format, nearest suggested", 'path = "a.jsonl"\nformat = "pairwize"\nlicense = "mit"',
+     "[sources.s] format: unknown format 'pairwize'; did you mean 'pairwise'?"),
+    # then the format's own check, in the same line's shape
+    ("a column the format does not have", 'path = "a.jsonl"\nformat = "trl"\nlicense = "mit"\n'
+                                          'columns = { promt = "q" }', "[sources.s] columns.promt: "),
+    ("a label rule for a format without one", 'path = "a.jsonl"\nformat = "trl"\nlicense = "mit"\nlabel = { a = "1" }',
+     "[sources.s] label.a: "),
+    ("a label key the format does not have", 'path = "a.jsonl"\nformat = "pairwise"\nlicense = "mit"\n'
+                                             'label = { ties = ["t"] }', "[sources.s] label.ties: "),
+    ("two roles given one column", 'path = "a.jsonl"\nformat = "trl"\nlicense = "mit"\n'
+                                   'columns = { chosen = "x", rejected = "x" }', "[sources.s] columns.rejected: "),
+    ("auto: a column no format has", 'path = "a.jsonl"\nlicense = "mit"\ncolumns = { respons = "r" }',
+     "[sources.s] columns.respons: not a column of any format; did you mean 'response'?"),
+]
+
+
+@pytest.mark.parametrize(("what", "body", "said"), MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_each_mistake_is_refused_in_one_line_naming_the_source_and_the_key(tmp_path, what, body, said):
+    message = _refused(tmp_path, "[sources.s]\n" + body + "\n")
+    assert said in message, message
+
+
+@pytest.mark.parametrize(("table", "said"), [
+    ("helpsteer3", "[sources.helpsteer3] name: 'helpsteer3' is the name of a built-in source"),
+    ("rm-bench", "[sources.rm-bench] name: 'rm-bench' is the name of a built-in source"),
+    ("eval", "[sources.eval] name: 'eval' is the name of a built-in source"),
+    ('"Team Pairs"', "[sources.Team Pairs] name: not a valid source name"),
+    ('"a=b"', "[sources.a=b] name: not a valid source name"),
+    ('"a.b"', "[sources.a.b] name: not a valid source name"),
+])
+def test_a_name_that_clashes_or_is_not_valid_is_refused(tmp_path, table, said):
+    assert said in _refused(tmp_path, f'[sources.{table}]\npath = "a.jsonl"\nlicense = "mit"\n')
+
+
+def test_the_file_holds_sources_tables_only(tmp_path):
+    assert "policy: unknown top-level key" in _refused(tmp_path, '[policy]\nmin_abs_margin = 1\n')
+    assert "soruces: unknown top-level key; the file holds [sources.NAME] tables only; did you mean 'sources'?" in \
+        _refused(tmp_path, '[soruces.a]\npath = "a.jsonl"\n')
+    assert "not an array of tables [[sources]]" in _refused(tmp_path, '[[sources]]\npath = "a.jsonl"\n')
+    assert "[sources.a] name: a [sources.a] table, not a string" in _refused(tmp_path, '[sources]\na = "x"\n')
+    assert "not valid TOML" in _refused(tmp_path, '[sources.a]\npath = \n')
+
+
+def test_several_mistakes_name_the_first_and_count_the_rest(tmp_path):
+    message = _refused(tmp_path, '[sources.a]\npath = "a.jsonl"\n[sources.b]\nlicense = "mit"\n'
+                                 '[sources.c]\npath = "c.jsonl"\nlicense = "mit"\n[sources.d]\nformat = 3\n')
+    assert "[sources.a] license: required" in message and message.endswith("(and 2 more sources with a mistake)")
+
+
+def test_only_a_regular_utf8_file_under_the_cap_is_read(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "big.toml").write_bytes(b"#" * MAX_SOURCES_BYTES + b"\n")
+    (tmp_path / "latin1.toml").write_bytes('[sources.a]\ndescription = "caf\xe9"\n'.encode("latin-1"))
+    for path, said in ((tmp_path / "fifo", "not a regular file"), (Path("/dev/zero"), "not a regular file"),
+                       (tmp_path, "not a regular file"), (tmp_path / "big.toml", f"over {MAX_SOURCES_BYTES} bytes"),
+                       (tmp_path / "latin1.toml", "not UTF-8 text (byte 30)"),
+                       (tmp_path / "none.toml", "No such file or directory")):
+        with pytest.raises(DeclarationError) as caught:
+            read_declarations(path, FORMATS, builtin=SOURCES)
+        assert str(caught.value).startswith(f"{path}: cannot read the sources: {said}"), str(caught.value)
+
+
+def test_the_readme_s_example_of_each_format_parses(tmp_path):
+    import re
+
+    readme = (Path(__file__).resolve().parents[4] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"\*\*Bring your own preference data\*\*.*?```toml\n(.*?)```", readme, re.S).group(1)
+    found = _read(tmp_path, block)
+    assert sorted(d.format for d in found.values()) == sorted(f for f in FORMATS if f != "helpsteer3")
