@@ -22,7 +22,7 @@ from common.settings import JUDGE_MODEL, Settings, get_settings
 from tasks.judge.endpoints import EndpointCheckError, check_judge
 from tasks.judge.targets import judge_config_from
 from testing.tiny_genrm import write_helpsteer3_rows
-from tests.curator.test_refusals import _probe, _refusal, floor  # noqa: F401 - floor: the refusals' fixture
+from tests.curator.test_refusals import _probe, _refusal
 from warehouse.store import Warehouse
 
 pytestmark = [pytest.mark.vllm, pytest.mark.prefect]
@@ -101,10 +101,10 @@ def test_a_version_built_on_them_says_so_on_its_card_in_status_and_on_the_dashbo
     assert table["judge"].tolist() == [f"other weights: {weights}"]
 
 
-def test_the_hub_refuses_it_in_one_line_before_prefect_starts_unless_allowed(judged, floor, tiny_genrm_server):  # noqa: F811
+def test_the_hub_refuses_it_in_one_line_before_prefect_starts_unless_allowed(judged, tiny_genrm_server):
     place, warehouse, _, _, _ = judged
     w = ["--warehouse", str(warehouse)]
-    line, _ = _refusal("publish", "tiny", "--to", "hf://org/tiny", *w, cwd=place, floor=floor)
+    line, _ = _refusal("publish", "tiny", "--to", "hf://org/tiny", *w, cwd=place)
     assert line == (f"error: tiny v1 was judged by the weights {tiny_genrm_server.model_dir}, not the judge's "
                     "published ones: not pushing it to hf://org/tiny")
     # allowed: the next check is the Hub's (unreachable here), still before Prefect
@@ -113,7 +113,7 @@ def test_the_hub_refuses_it_in_one_line_before_prefect_starts_unless_allowed(jud
     assert report["flows"] == [] and lines[0].startswith("error: ") and "127.0.0.1:9" in lines[0], lines
     # a run that would build such a version is refused before it starts: its endpoint serves the weights
     run = ["run", "--skip", "ingest", "--endpoint", tiny_genrm_server.url, "--publish-to", "hf://org/tiny", *w]
-    line, _ = _refusal(*run, cwd=place, floor=floor, settings=SERVED)
+    line, _ = _refusal(*run, cwd=place, settings=SERVED)
     assert line.startswith(f"error: the judge serves the weights {tiny_genrm_server.model_dir}, not the published")
     lines, report = _probe(*run, "--allow-other-weights", cwd=place, settings={**SERVED, **HUB_DOWN})
     errors = [line for line in lines if line.startswith("error: ")]
