@@ -15,11 +15,11 @@ import pandera.pandas as pa
 
 from common.reasons import SchemaCheck, column_reason
 from schemas import checks as c
-from schemas.pair import CandidatePair
+from schemas.pair import CandidatePair, Rejection
 from schemas.raw import element_check
 from tasks.ingest.declared.model import Declaration, Format
 from tasks.ingest.normalize import row_hash
-from tasks.ingest.sources.base import AdapterContext
+from tasks.ingest.sources.base import Adapter, AdapterContext, one_per_row
 from tasks.ingest.synth_rows import BAD_KINDS_COMMON, SynthRows
 
 ID = "id"  # the optional id column every format takes
@@ -223,6 +223,23 @@ def chosen_pair(decl: Declaration, sid: str, history: list[dict[str, str]], chos
         domain=decl.domain, language=decl.language,
         metadata={"split": ctx.split, "chosen": "a" if first else "b", **metadata},
     )
+
+
+def split_adapter(decl: Declaration,
+                  split: Callable[[Any, Any], tuple[list[dict[str, str]], str, str] | Rejection]) -> Adapter:
+    """The adapter of a format whose `chosen` and `rejected` each hold the whole conversation: `split` finds their
+    shared history and two answers (or a Rejection), and the chosen pair is made of them (`trl-implicit`, `hh`)."""
+    chosen, rejected = decl.column("chosen"), decl.column("rejected")
+    source_id = row_source_id(decl)
+
+    def to_pair(row: dict[str, Any], ctx: AdapterContext):
+        found = split(row[chosen], row[rejected])
+        if isinstance(found, Rejection):
+            return found
+        history, chosen_answer, rejected_answer = found
+        return chosen_pair(decl, source_id(row), history, chosen_answer, rejected_answer, ctx)
+
+    return one_per_row(to_pair)
 
 
 # ---------------------------------------------------------------- synthetic rows

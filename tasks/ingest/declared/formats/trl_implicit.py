@@ -26,18 +26,17 @@ from tasks.ingest.declared.formats.shared import (
     ID,
     ChosenFormat,
     DeclaredRows,
-    chosen_pair,
     common_bad_kinds,
     conversation_column,
     id_bad_kinds,
     id_columns,
     messages,
-    row_source_id,
     rows_class,
+    split_adapter,
     spoil_both,
 )
 from tasks.ingest.declared.model import Declaration
-from tasks.ingest.sources.base import Adapter, AdapterContext, one_per_row
+from tasks.ingest.sources.base import Adapter
 from tasks.ingest.synth_rows import SynthRows
 
 
@@ -93,17 +92,7 @@ class TrlImplicitFormat(ChosenFormat):
                                    conversation_column(), **id_columns(decl)}, strict=False)
 
     def adapter(self, decl: Declaration) -> Adapter:
-        chosen, rejected = decl.column("chosen"), decl.column("rejected")
-        source_id = row_source_id(decl)
-
-        def to_pair(row: dict[str, Any], ctx: AdapterContext):
-            split = split_implicit(row[chosen], row[rejected])
-            if isinstance(split, Rejection):
-                return split
-            history, chosen_answer, rejected_answer = split
-            return chosen_pair(decl, source_id(row), history, chosen_answer, rejected_answer, ctx)
-
-        return one_per_row(to_pair)
+        return split_adapter(decl, split_implicit)
 
     def synth(self, decl: Declaration) -> type[SynthRows]:
         ch, rj = decl.column("chosen"), decl.column("rejected")
