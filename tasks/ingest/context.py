@@ -18,7 +18,8 @@ class IngestRun(RunContext):
     """One ingest: which source, from where, how much, and the settings it runs under."""
 
     source: str = Field(description="a source of pairs, by its canonical name")
-    path: Path | None = Field(None, description="a local JSONL(.gz) / JSON / Parquet file instead of the Hub")
+    path: Path | None = Field(None, description="a local JSONL(.gz) / JSON / Parquet file, or a folder in the "
+                                                "Hub's layout, instead of the Hub")
     revision: str | None = Field(None, description="Hub branch, tag or commit (default: the pinned one)")
     limit: int | None = Field(None, ge=1, description="read at most N rows")
     force: bool = Field(False, description="read a revision again even if it was read in full")

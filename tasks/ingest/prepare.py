@@ -74,17 +74,20 @@ def _safe_source_id(source: Source, row: dict[str, Any]) -> str | None:
 
 
 def check_input_file(source: Source, path: Path | None, batch_size: int, limit: int | None = None) -> None:
-    """A local file that exists, in a format and encoding the reader takes, whose first batch has the source's
-    columns (a file of another source is refused before anything runs). Damage further in is left to the ingest,
-    which lands what is whole and says where the file is damaged."""
+    """A local file (or a folder in the Hub's layout) that exists, in a format and encoding the reader takes,
+    whose first batch has the source's columns (a file of another source is refused before anything runs).
+    Damage further in is left to the ingest, which lands what is whole and says where the file is damaged."""
     from common.errors import NotFoundError
-    from tasks.ingest.read import SourceDamagedError, read_local
+    from tasks.ingest.read import SourceDamagedError, read_folder, read_local
 
     if path is None:
         return
-    if not path.is_file():
+    if path.is_dir():  # a folder in the Hub's layout: its config must be there, with the source's columns
+        batches = read_folder(path, source.config, source.splits, batch_size)
+    elif path.is_file():
+        batches = read_local(path, batch_size)
+    else:
         raise NotFoundError(f"{path}: no such file")
-    batches = read_local(path, batch_size)
     try:
         first = next(iter(batches), None)
     except SourceDamagedError:

@@ -331,6 +331,43 @@ def _is_corrupt(err: Exception) -> bool:
     return isinstance(err, pa.ArrowInvalid) or "parquet" in text and ("magic" in text or "footer" in text or "corrupt" in text)
 
 
+def read_folder(path: Path, config: str | None, splits: tuple[str, ...], batch_size: int) -> Iterator[RawBatch]:
+    """A local folder in the Hub's dataset layout (a README.md card whose `configs` name the data files, as every
+    version this project publishes is), read by `datasets` as it reads the same files from the Hub: `config` of
+    it, its `splits` (none given: every split the config has)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise SourceReadError(f"{path}: no such folder")
+    if not splits:
+        import datasets
+
+        try:
+            splits = tuple(datasets.get_dataset_split_names(str(path), config))
+        except Exception as err:
+            raise SourceReadError(f"{path}: not a dataset folder with config {config!r}: "
+                                  f"{type(err).__name__}: {err}") from err
+    yield from read_with_datasets(str(path), name=config, splits=splits, batch_size=batch_size, label=str(path))
+
+
+def folder_revision(path: Path) -> str:
+    """A folder's revision: a hash of every file's name and bytes (hidden ones, such as a `.cache`, left out),
+    so the same folder read twice is the same revision and one changed file is a new one."""
+    import hashlib
+
+    root = Path(path)
+    h = hashlib.blake2b(digest_size=10)
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = file.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        h.update(rel.as_posix().encode() + b"\0")
+        with file.open("rb") as f:
+            while chunk := f.read(1 << 22):
+                h.update(chunk)
+        h.update(b"\0")
+    return "folder:" + h.hexdigest()
+
+
 def read_local(path: Path, batch_size: int) -> Iterator[RawBatch]:
     """A local JSONL (optionally .gz) or Parquet file, by its suffix."""
     path = Path(path)
@@ -415,6 +452,8 @@ def count_rows(path: Path) -> int | None:
     """Rows in a local file, cheaply, for a progress bar's total (None when unknown)."""
     path = Path(path)
     try:
+        if path.is_dir():
+            return None
         if ".parquet" in [s.lower() for s in path.suffixes]:
             import pyarrow.parquet as pq
 
@@ -427,7 +466,10 @@ def count_rows(path: Path) -> int | None:
 
 
 def file_revision(path: Path) -> str:
-    """A local file's revision: a hash of its bytes, so the same file read twice is the same revision."""
+    """A local file's revision: a hash of its bytes, so the same file read twice is the same revision (a folder's:
+    `folder_revision`)."""
+    if Path(path).is_dir():
+        return folder_revision(Path(path))
     return _read_whole(path)[0]
 
 
@@ -480,8 +522,10 @@ def read_source(
     retries: int,
     retry_wait: float,
 ) -> Iterator[RawBatch]:
-    """Batches of a source: from a local file when `path` is given, else from the Hub at `revision`."""
+    """Batches of a source: from a local file or folder when `path` is given, else from the Hub at `revision`."""
     if path is not None:
+        if Path(path).is_dir():
+            return read_folder(Path(path), config, splits, batch_size)
         return read_local(Path(path), batch_size)
     return read_with_datasets(
         hub_id, name=config, revision=revision, splits=splits, batch_size=batch_size,

@@ -25,12 +25,12 @@ def known_revision(source: Source, pinned: str | None) -> str | None:
 
 def resolve_revision(source: Source, requested: str | None, pinned: str | None, path: str | None,
                      attempts: int = 4) -> str:
-    """Which revision this run reads: a file's content hash, the requested ref, or the pinned commit (a declared
+    """Which revision this run reads: a file's or folder's content hash, the requested ref, or the pinned commit (a declared
     commit, else the earlier pin; without one, the source's declared branch or tag, else main, resolved now).
     Resolving a Hub ref is retried: the Hub may be briefly unreachable."""
     if path is not None:
-        if not Path(path).is_file():
-            raise SourceReadError(f"{path}: no such file")
+        if not Path(path).exists():
+            raise SourceReadError(f"{path}: no such file or folder")
         return file_revision(Path(path))
     if requested is None and (known := known_revision(source, pinned)) is not None:
         return known

@@ -366,3 +366,52 @@ def test_a_key_on_the_orchestrator_only_fails_the_night_before_any_request(clust
     assert _requests(cluster) == before  # the stand-ins' /stats: not one request paid for
     with Warehouse(tmp_path / "keyed.duckdb", read_only=True) as wh:
         assert wh.query("SELECT count(*) FROM judgments") == [(0,)] and not wh.versions.versions("keyed-e2e")
+
+
+CERTIFIED_ROWS = 1200  # as tests/flows/test_judge_rounds.py: enough clear labels for the p_correct model to decide
+
+
+def test_the_nightly_deployment_curates_a_declared_source_certified_in_rounds(cluster, tmp_path):
+    """A source declared in a sources file (pairwise rows with a vote column, no code), its rows written by
+    `curate synth NAME`, run by the nightly deployment with `certify:2` toward a policy's target: each round's
+    shards judged on the gpu pool, fewer requests than both orders of every pair, and a version whose card states
+    its certified agreement and whose pairs carry the declared source's name and license."""
+    rows = tmp_path / "exports" / "pairs.jsonl"
+    declared = tmp_path / "sources.toml"
+    declared.write_text(
+        '[sources.team-pairs]\npath = "exports/pairs.jsonl"\nformat = "pairwise"\n'
+        'columns = { prompt = "question", response_a = "answer_1", response_b = "answer_2", preference = "winner" }\n'
+        'label = { a = "1", b = "2", tie = ["tie"], both_bad = ["neither"] }\nlicense = "internal"\n',
+        encoding="utf-8")
+    made = subprocess.run([str(BIN / "curate"), "synth", "team-pairs", str(rows), "--rows", str(CERTIFIED_ROWS),
+                           "--seed", "75", "--pair-bytes", "400", "--bad-rate", "0", "--exact-dup-rate", "0",
+                           "--near-dup-rate", "0", "--sources-file", str(declared)],
+                          env=cluster.env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr[-3000:]
+    policy = tmp_path / "certified.toml"
+    policy.write_text("[policy]\ntarget_agreement = 0.9\n", encoding="utf-8")
+    warehouse, published = tmp_path / "declared.duckdb", tmp_path / "published"
+    before = _requests(cluster)
+    run = cluster.wait_final(cluster.run_pipeline(
+        sources=["team-pairs"], sources_file=str(declared), warehouse=str(warehouse), exchange=EXCHANGE_URL + "-certify",
+        publish_to=str(published), dataset="certified-e2e", strategy="certify:2", policy_path=str(policy)),
+        timeout=900)
+    assert run["state"]["type"] == "COMPLETED", run["state"]["message"] + cluster.log("cpu")[-4000:]
+    n = _curation_pairs(warehouse)
+    paid = _requests(cluster) - before
+    with Warehouse(warehouse, read_only=True) as wh:
+        (version,) = wh.versions.versions("certified-e2e")
+        sources = wh.query("SELECT DISTINCT source FROM pair_sightings")
+        facts = wh.sources.source_facts()["team-pairs"]
+        judge_runs = wh.query("SELECT count(*) FROM judge_runs")[0][0]
+    assert n > 1000 and sources == [("team-pairs",)] and json.loads(facts["facts"])["license"] == "internal"
+    assert 0 < paid < 2 * n  # one order for every pair, more only where a pair could still be certified
+    assert judge_runs >= 4  # two shards a round, two rounds at least
+    cert = json.loads(version["figures"])["certification"] if isinstance(version["figures"], str) else \
+        version["figures"]["certification"]
+    assert cert["target_agreement"] == 0.9 and 0 < cert["coverage"] <= 1
+    (card,) = published.glob("certified-e2e/v1-*/README.md")
+    assert "At least 90.0% of these pairs' chosen answers agree with human preference, with 95% confidence" in \
+        card.read_text()
+    shard_runs = cluster.rest("POST", "/flow_runs/filter", {"flow_runs": {"name": {"like_": "judge "}}})
+    assert any(r["parameters"]["work"].startswith(EXCHANGE_URL + "-certify/") for r in shard_runs)

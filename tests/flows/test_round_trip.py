@@ -55,3 +55,52 @@ def test_each_config_reads_back_with_the_version_s_pair_ids_and_duplicates_nothi
     # into the warehouse the version came from: every pair is one it holds, none is new
     again = [ingest(n, warehouse=str(warehouse), sources_file=toml) for n in names]
     assert sum(s["valid"] for s in again) == len(ids) and sum(s["new_pairs"] for s in again) == 0
+
+
+def _declare_folder(folder, config: str, fmt: str, name: str, tmp_path, splits: str = "") -> str:
+    """A sources file declaring the version's folder itself (its card's configs say where `config`'s files are)."""
+    toml = tmp_path / f"{name}.toml"
+    toml.write_text(f'[sources.{name}]\npath = "{folder}"\nconfig = "{config}"\nformat = "{fmt}"\n{splits}'
+                    'license = "cc-by-4.0"\n', encoding="utf-8")
+    return str(toml)
+
+
+@pytest.mark.parametrize(("config", "fmt"), [("dpo", "auto"), ("rm", "trl-implicit"), ("helpsteer3", "auto")])
+def test_the_version_s_folder_reads_back_by_config_with_every_split(published, tmp_path, config, fmt):
+    """The folder as published (README.md's configs, data/<config>/<split>-*.parquet) is read by `datasets` as the
+    Hub's copy is: the config named, every split it has, the same pair ids; a second read of the unchanged folder
+    reads nothing."""
+    warehouse, version, ids = published
+    toml = _declare_folder(version, config, fmt, f"folder-{config}", tmp_path)
+    fresh = tmp_path / "fresh.duckdb"
+    summary = ingest(f"folder-{config}", warehouse=str(fresh), sources_file=toml)
+    assert summary["quarantined_rows"] == 0 and summary["valid"] == len(ids)
+    assert summary["source_revision"].startswith("folder:")
+    assert len({p.name.split("-")[0] for p in (version / "data" / config).glob("*.parquet")}) > 1  # train, test
+    with Warehouse(fresh, read_only=True) as wh:
+        assert {r[0] for r in wh.query("SELECT pair_id FROM candidate_pairs")} == ids
+    again = ingest(f"folder-{config}", warehouse=str(fresh), sources_file=toml)
+    assert again["note"].startswith("unchanged:") and again["valid"] == again["new_pairs"] == 0
+
+
+def test_one_split_of_the_folder_reads_that_split_only(published, tmp_path):
+    warehouse, version, ids = published
+    toml = _declare_folder(version, "dpo", "trl", "folder-train", tmp_path, splits='splits = ["train"]\n')
+    summary = ingest("folder-train", warehouse=str(tmp_path / "w.duckdb"), sources_file=toml)
+    train = pq_rows(version / "data" / "dpo", "train")
+    assert summary["valid"] == train < len(ids)
+
+
+def test_a_config_the_folder_does_not_have_is_refused_naming_it(published, tmp_path):
+    from tasks.ingest.read import SourceReadError
+
+    _, version, _ = published
+    toml = _declare_folder(version, "nope", "trl", "folder-nope", tmp_path)
+    with pytest.raises(SourceReadError, match="nope"):
+        ingest("folder-nope", warehouse=str(tmp_path / "w.duckdb"), sources_file=toml)
+
+
+def pq_rows(folder, split: str) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in folder.glob(f"{split}-*.parquet"))

@@ -12,6 +12,7 @@ several mistakes, the first is named and the others counted.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import tomllib
 from collections.abc import Collection, Mapping
@@ -34,10 +35,12 @@ FILE_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".parquet")
 
 # every key a [sources.NAME] table may hold, and what it is (docs/sources.md#the-declaration says the same)
 KEYS: dict[str, str] = {
-    "path": "a local JSONL(.gz), JSON or Parquet file, relative to this file's folder",
+    "path": "a local JSONL(.gz), JSON or Parquet file, or a folder in the Hub's layout (a published version's), "
+            "relative to this file's folder",
     "hub_id": "a Hub dataset, ORG/NAME",
-    "config": "the Hub dataset's configuration (hub_id only)",
-    "splits": "the Hub dataset's splits, a list of strings (hub_id only; default [\"train\"])",
+    "config": "the dataset's configuration (hub_id or a folder)",
+    "splits": "the dataset's splits, a list of strings (hub_id: default [\"train\"]; a folder: default all of the "
+              "config's)",
     "revision": "a Hub branch, tag or commit to pin on first use (hub_id only; default: main)",
     "format": f"{', '.join(FORMAT_NAMES)} or {AUTO} (default {AUTO}: told from the first rows' columns)",
     "columns": "the format's column -> this data's column, where they differ",
@@ -50,6 +53,7 @@ KEYS: dict[str, str] = {
 }
 WHERE_KEYS = ("path", "hub_id")
 HUB_ONLY_KEYS = ("config", "splits", "revision")
+FOLDER_KEYS = ("config", "splits")  # a folder in the Hub's layout has configs and splits, not commits
 TEXT_KEYS = ("path", "hub_id", "config", "revision", "format", "license", "description", "domain", "language")
 MAPPING_KEYS = ("columns", "models")  # tables of strings
 
@@ -130,19 +134,25 @@ def parse_declaration(name: str, table: Any, origin: Path, formats: Mapping[str,
 
     given = [k for k in WHERE_KEYS if k in table]
     if len(given) != 1:
-        raise where.refuse("path" if not given else "hub_id", "give exactly one of path (a local file) and hub_id "
-                           "(a Hub dataset)" + (", not both" if given else ""))
+        raise where.refuse("path" if not given else "hub_id", "give exactly one of path (a local file or folder) "
+                           "and hub_id (a Hub dataset)" + (", not both" if given else ""))
+    splits_default: tuple[str, ...] = ("train",)
     if "path" in table:
+        path, hub_id = _local_path(where, table["path"], origin), None
+        folder = is_folder_path(path)
         for key in HUB_ONLY_KEYS:
-            if key in table:
-                raise where.refuse(key, "applies to a Hub dataset (hub_id) only, not to a local file (path)")
-        path = _local_path(where, table["path"], origin)
-        hub_id = None
+            if key in table and not (folder and key in FOLDER_KEYS):
+                raise where.refuse(key, "applies to a Hub dataset (hub_id) only, not to a folder (path): a "
+                                        "folder has no commits" if folder else
+                                        "applies to a Hub dataset (hub_id) or a folder in its layout, not to a "
+                                        "local file (path)")
+        if folder:
+            splits_default = ()  # every split the config has (tasks.ingest.read.read_folder)
     else:
         path, hub_id = None, table["hub_id"]
         if not HUB_ID.fullmatch(hub_id):
             raise where.refuse("hub_id", f"{hub_id!r} is not a Hub dataset id ORG/NAME")
-    splits = _splits(where, table["splits"]) if "splits" in table else ("train",)
+    splits = _splits(where, table["splits"]) if "splits" in table else splits_default
     revision = table.get("revision")
     if revision is not None and re.search(r"\s", revision):
         raise where.refuse("revision", f"{revision!r}: a branch, tag or commit has no spaces")
@@ -204,11 +214,17 @@ def _check_mapping(where: _Where, key: str, value: Any) -> None:
 def _local_path(where: _Where, text: str, origin: Path) -> Path:
     path = Path(text).expanduser()
     if not path.is_absolute():
-        path = origin.resolve().parent / path
-    name = path.name.lower()
-    if not name.endswith(FILE_SUFFIXES):
-        raise where.refuse("path", f"{text!r} is not a file the ingest reads ({', '.join(FILE_SUFFIXES)})")
+        path = Path(os.path.normpath(origin.resolve().parent / path))  # "../x" said as the folder it names
+    if not is_folder_path(path) and not path.name.lower().endswith(FILE_SUFFIXES):
+        raise where.refuse("path", f"{text!r} is not a file the ingest reads ({', '.join(FILE_SUFFIXES)}) nor a "
+                                   "folder in the Hub's layout")
     return path
+
+
+def is_folder_path(path: Path) -> bool:
+    """A declared `path` names a folder in the Hub's layout (a README.md card whose configs name the data files,
+    as a published version is) when it is one, or when nothing is there yet and its name has no suffix."""
+    return path.is_dir() or (not path.exists() and not path.suffix)
 
 
 def _splits(where: _Where, value: Any) -> tuple[str, ...]:

@@ -9,9 +9,13 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from websockets.sync.client import connect
@@ -89,3 +93,34 @@ class Browser:
             pass
         self.proc.wait(10)
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+@contextmanager
+def served_dashboard(warehouse: Path, log: Path, **env: str) -> Iterator[str]:
+    """`curate dashboard --no-refresh` over `warehouse` on a free port, its output in `log`: its URL once healthy;
+    stopped (its whole process group) on leaving."""
+    port = _free_port()
+    curate = os.path.join(os.path.dirname(sys.executable), "curate")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([curate, "dashboard", "--no-refresh", "--port", str(port), "--warehouse",
+                                 str(warehouse)], stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, **env})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            assert proc.poll() is None, Path(log).read_text()[-3000:]
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                assert time.time() < deadline, "the dashboard did not come up"
+                time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -3,17 +3,11 @@ metrics, tables and charts (Vega draws SVG, so bar labels are text)."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
-from tests.curator.dashboard.browser import Browser, _free_port, chromium
+from tests.curator.dashboard.browser import Browser, chromium, served_dashboard
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect
@@ -22,30 +16,8 @@ pytestmark = pytest.mark.prefect
 @pytest.fixture
 def dashboard_url(dashboard_warehouse, tmp_path):
     warehouse, _, _ = dashboard_warehouse
-    port = _free_port()
-    curate = os.path.join(os.path.dirname(sys.executable), "curate")
-    log = open(tmp_path / "dashboard.log", "wb")
-    proc = subprocess.Popen([curate, "dashboard", "--no-refresh", "--port", str(port), "--warehouse", str(warehouse)],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            assert proc.poll() is None, (tmp_path / "dashboard.log").read_text()[-3000:]
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                assert time.time() < deadline, "the dashboard did not come up"
-                time.sleep(0.5)
+    with served_dashboard(warehouse, tmp_path / "dashboard.log") as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def _card(warehouse, name: str, version: int) -> str:

@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from common.numbers import count, percent
+from tests.curator.dashboard.browser import Browser, chromium, served_dashboard
 from tests.curator.dashboard.test_app import APP, _chart_rows, _title
 from tests.flows.conftest import ingest_clean_pairs
 from warehouse.store import Warehouse
@@ -31,8 +32,8 @@ def certified_snapshot(tmp_path_factory):
     ingest_clean_pairs(folder, warehouse, 1000, seed=41)
     with StandinProcess(StandinConfig(latency_mean=0.002, capacity=128)) as server:
         judge(endpoints=[server.url], strategy="swap", warehouse=str(warehouse))
-    build_version("sure", policy_overrides={"target_agreement": 0.95}, warehouse=str(warehouse))
-    build_version("plain", warehouse=str(warehouse))
+    build_version("sure", policy_overrides={"target_agreement": 0.95}, warehouse=str(warehouse))  # listed first
+    build_version("untargeted", warehouse=str(warehouse))
     snapshot = folder / "dashboard.duckdb"
     refresh_snapshot(warehouse, snapshot, "manual", {"server_tokens_per_second": 2500, "gpus_per_server": 8})
     return warehouse, snapshot
@@ -128,8 +129,34 @@ def test_the_review_queue_is_what_a_push_of_uncertified_pairs_sends(certified_sn
 
 def test_a_version_without_a_target_shows_no_certification_of_its_own(certified_snapshot, monkeypatch):
     _, snapshot = certified_snapshot
-    at = _page(monkeypatch, snapshot, "plain v1")
+    at = _page(monkeypatch, snapshot, "untargeted v1")
     said = " ".join(c.value for c in at.caption)
-    assert "plain v1 was built without a target agreement" in said
+    assert "untargeted v1 was built without a target agreement" in said
     assert not [m for m in at.markdown if m.value.startswith("**At least")]
-    assert "risk-coverage curve, plain v1" not in _charts(at)
+    assert "risk-coverage curve, untargeted v1" not in _charts(at)
+
+
+def test_the_panel_renders_in_a_browser_with_its_curve_and_queue(certified_snapshot, tmp_path):
+    """`curate dashboard` in headless Chromium, the certified version selected as the page opens (the first listed):
+    the card's guarantee as text, the risk-coverage curve drawn (Vega's SVG, its title and axes as text) and the
+    review queue's first pair ids."""
+    binary = chromium()
+    if binary is None:
+        pytest.skip("Chromium is not installed (Debian: apt-get install chromium); .ci/run installs it")
+    warehouse, snapshot = certified_snapshot
+    with Warehouse(warehouse, read_only=True) as wh:
+        cert = wh.versions.version_meta("sure", 1)["stats"]["certification"]
+    guarantee = next(p for p in _card(warehouse, "sure", 1).split("\n\n") if p.startswith("**At least"))
+    with served_dashboard(warehouse, tmp_path / "dashboard.log", CURATE_DASHBOARD_SNAPSHOT=str(snapshot)) as url:
+        browser = Browser(binary)
+        try:
+            text = browser.open(url, ready_text="Uncertified pairs: the review queue")
+            charts = browser.evaluate("Array.from(document.querySelectorAll('.vega-embed')).map(e => "
+                                      "Array.from(e.querySelectorAll('svg.marks text')).map(t => t.textContent))")
+        finally:
+            browser.close()
+    assert "Traceback" not in text and "Certified agreement" in text
+    assert guarantee.replace("**", "") in text  # the card's first paragraph, as rendered (bold is not text)
+    curve = next(c for c in charts if "risk-coverage curve, sure v1" in c)
+    assert "coverage" in " ".join(curve).lower()
+    assert all(q["pair_id"][:12] in text for q in cert["uncertified"]["nearest"][:3])

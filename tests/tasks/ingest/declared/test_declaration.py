@@ -107,10 +107,15 @@ MISTAKES = [
      "[sources.s] columns.prompt: a column name (a non-empty string), not an integer (3)"),
     ("label not a table", 'path = "a.jsonl"\nlicense = "mit"\nlabel = 3', "[sources.s] label: a table"),
     ("both path and hub_id", 'path = "a.jsonl"\nhub_id = "o/n"\nlicense = "mit"',
-     "[sources.s] hub_id: give exactly one of path (a local file) and hub_id (a Hub dataset), not both"),
+     "[sources.s] hub_id: give exactly one of path (a local file or folder) and hub_id (a Hub dataset), not both"),
     ("neither path nor hub_id", 'license = "mit"', "[sources.s] path: give exactly one of path"),
     ("a hub key with a local file", 'path = "a.jsonl"\nrevision = "main"\nlicense = "mit"',
-     "[sources.s] revision: applies to a Hub dataset (hub_id) only"),
+     "[sources.s] revision: applies to a Hub dataset (hub_id) or a folder in its layout, not to a local file"),
+    ("a config with a local file", 'path = "a.parquet"\nconfig = "dpo"\nlicense = "mit"',
+     "[sources.s] config: applies to a Hub dataset (hub_id) or a folder in its layout, not to a local file"),
+    ("a revision with a folder", 'path = "release/v1"\nconfig = "dpo"\nrevision = "main"\nlicense = "mit"',
+     "[sources.s] revision: applies to a Hub dataset (hub_id) only, not to a folder (path): a folder has no "
+     "commits"),
     ("not a Hub id", 'hub_id = "just-a-name"\nlicense = "mit"', "[sources.s] hub_id: 'just-a-name' is not a Hub "
                                                                 "dataset id ORG/NAME"),
     ("a revision with a space", 'hub_id = "o/n"\nrevision = "my branch"\nlicense = "mit"', "[sources.s] revision:"),
@@ -186,3 +191,31 @@ def test_the_readme_s_example_of_each_format_parses(tmp_path):
     block = re.search(r"\*\*Bring your own preference data\*\*.*?```toml\n(.*?)```", readme, re.S).group(1)
     found = _read(tmp_path, block)
     assert sorted(d.format for d in found.values()) == sorted(f for f in FORMATS if f != "helpsteer3")
+
+
+def test_a_folder_in_the_hub_s_layout_takes_a_config_and_defaults_to_every_split(tmp_path):
+    """`path` naming a folder (a published version's, as the Hub holds it) reads `config` of it; without `splits`,
+    every split the config has (told by `datasets` from the folder's card at read time)."""
+    (tmp_path / "release" / "v1").mkdir(parents=True)
+    found = _read(tmp_path, """
+        [sources.again]
+        path = "release/v1"
+        config = "dpo"
+        format = "trl"
+        license = "cc-by-4.0"
+
+        [sources.again-test]
+        path = "not-yet-there"
+        config = "rm"
+        splits = ["test"]
+        license = "cc-by-4.0"
+    """)
+    assert found["again"].path == tmp_path / "release" / "v1" and found["again"].config == "dpo"
+    assert found["again"].splits == () and found["again"].hub_id is None
+    assert found["again-test"].splits == ("test",)  # no suffix and nothing there yet: a folder to be
+
+
+def test_a_file_without_a_suffix_the_ingest_reads_is_refused(tmp_path):
+    (tmp_path / "rows").write_text("{}\n")
+    message = _refused(tmp_path, '[sources.s]\npath = "rows"\nlicense = "mit"\n')
+    assert "[sources.s] path: 'rows' is not a file the ingest reads" in message and "nor a folder" in message
