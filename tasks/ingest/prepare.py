@@ -78,16 +78,13 @@ def check_input_file(source: Source, path: Path | None, batch_size: int, limit: 
     whose first batch has the source's columns (a file of another source is refused before anything runs).
     Damage further in is left to the ingest, which lands what is whole and says where the file is damaged."""
     from common.errors import NotFoundError
-    from tasks.ingest.read import SourceDamagedError, read_folder, read_local
+    from tasks.ingest.read import SourceDamagedError, read_path
 
     if path is None:
         return
-    if path.is_dir():  # a folder in the Hub's layout: its config must be there, with the source's columns
-        batches = read_folder(path, source.config, source.splits, batch_size)
-    elif path.is_file():
-        batches = read_local(path, batch_size)
-    else:
+    if not (path.is_file() or path.is_dir()):  # not a pipe or a device either: reading one would block
         raise NotFoundError(f"{path}: no such file")
+    batches = read_path(path, source.config, source.splits, batch_size)  # a folder: its config, from its card
     try:
         first = next(iter(batches), None)
     except SourceDamagedError:

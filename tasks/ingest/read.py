@@ -358,14 +358,16 @@ def folder_revision(path: Path) -> str:
     h = hashlib.blake2b(digest_size=10)
     for file in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = file.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts):
-            continue
-        h.update(rel.as_posix().encode() + b"\0")
-        with file.open("rb") as f:
-            while chunk := f.read(1 << 22):
-                h.update(chunk)
-        h.update(b"\0")
+        if not any(part.startswith(".") for part in rel.parts):  # each file's own hash, as a file source's
+            h.update(f"{rel.as_posix()}\0{_read_whole(file)[0]}\0".encode())
     return "folder:" + h.hexdigest()
+
+
+def read_path(path: Path, config: str | None, splits: tuple[str, ...], batch_size: int) -> Iterator[RawBatch]:
+    """A local source: a folder in the Hub's layout (`read_folder`), else a file (`read_local`)."""
+    if Path(path).is_dir():
+        return read_folder(Path(path), config, splits, batch_size)
+    return read_local(Path(path), batch_size)
 
 
 def read_local(path: Path, batch_size: int) -> Iterator[RawBatch]:
@@ -524,9 +526,7 @@ def read_source(
 ) -> Iterator[RawBatch]:
     """Batches of a source: from a local file or folder when `path` is given, else from the Hub at `revision`."""
     if path is not None:
-        if Path(path).is_dir():
-            return read_folder(Path(path), config, splits, batch_size)
-        return read_local(Path(path), batch_size)
+        return read_path(Path(path), config, splits, batch_size)
     return read_with_datasets(
         hub_id, name=config, revision=revision, splits=splits, batch_size=batch_size,
         retries=retries, retry_wait=retry_wait, label=hub_id,
