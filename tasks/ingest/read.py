@@ -338,6 +338,10 @@ def read_folder(path: Path, config: str | None, splits: tuple[str, ...], batch_s
     path = Path(path)
     if not path.is_dir():
         raise SourceReadError(f"{path}: no such folder")
+    card_configs = folder_configs(path)
+    if card_configs and config is not None and config not in card_configs:  # said before `datasets` is imported
+        raise SourceReadError(f"{path}: not a dataset folder with config {config!r}: its card has "
+                              f"{', '.join(card_configs)}")
     if not splits:
         import datasets
 
@@ -347,6 +351,24 @@ def read_folder(path: Path, config: str | None, splits: tuple[str, ...], batch_s
             raise SourceReadError(f"{path}: not a dataset folder with config {config!r}: "
                                   f"{type(err).__name__}: {err}") from err
     yield from read_with_datasets(str(path), name=config, splits=splits, batch_size=batch_size, label=str(path))
+
+
+def folder_configs(path: Path) -> tuple[str, ...]:
+    """The config names a folder's card (README.md's YAML front matter, `configs`) declares, read with
+    huggingface_hub's card parser; () when it has no card or declares none (then `datasets` decides)."""
+    from huggingface_hub.repocard import metadata_load
+
+    card = Path(path) / "README.md"
+    if not card.is_file():
+        return ()
+    try:
+        meta = metadata_load(card) or {}
+    except Exception:  # noqa: BLE001 - a card that does not parse is left to `datasets`, which says why
+        return ()
+    configs = meta.get("configs")
+    if not isinstance(configs, list):
+        return ()
+    return tuple(str(c["config_name"]) for c in configs if isinstance(c, dict) and "config_name" in c)
 
 
 def folder_revision(path: Path) -> str:

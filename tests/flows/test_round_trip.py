@@ -96,11 +96,72 @@ def test_a_config_the_folder_does_not_have_is_refused_naming_it(published, tmp_p
 
     _, version, _ = published
     toml = _declare_folder(version, "nope", "trl", "folder-nope", tmp_path)
-    with pytest.raises(SourceReadError, match="nope"):
+    with pytest.raises(SourceReadError, match="config 'nope': its card has dpo, rm, helpsteer3"):
         ingest("folder-nope", warehouse=str(tmp_path / "w.duckdb"), sources_file=toml)
+
+
+def test_the_folder_s_configs_are_read_from_its_card_without_datasets(published, tmp_path):
+    """The card's YAML names the configs, so a wrong one is refused before `datasets` (seconds to import) is."""
+    import subprocess
+    import sys
+
+    _, version, _ = published
+    probe = ("import sys; from tasks.ingest.read import folder_configs, read_folder, SourceReadError\n"
+             f"print(folder_configs({str(version)!r}))\n"
+             f"try:\n    next(read_folder({str(version)!r}, 'nope', (), 10))\n"
+             "except SourceReadError as e:\n    print('refused', 'datasets' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["('dpo', 'rm', 'helpsteer3')", "refused False"]
+    (tmp_path / "README.md").write_text("no front matter\n")
+    from tasks.ingest.read import folder_configs
+
+    assert folder_configs(tmp_path) == () and folder_configs(tmp_path / "absent") == ()
 
 
 def pq_rows(folder, split: str) -> int:
     import pyarrow.parquet as pq
 
     return sum(pq.ParquetFile(f).metadata.num_rows for f in folder.glob(f"{split}-*.parquet"))
+
+
+def test_the_version_published_to_the_hub_reads_back_by_config_at_its_tag(published, tmp_path, monkeypatch):
+    """Published to the Hub (a local stand-in over HTTP: the same upload, then the reads `datasets` makes of a
+    repo) and declared by `hub_id`, `config`, `splits` and the tag `v1`: `curate ingest` reads it from there in a
+    process of its own (HF_ENDPOINT, as a user points it), with the version's pair ids, and a rerun reads
+    nothing (the tag was pinned to its commit)."""
+    import os
+    import subprocess
+    import sys
+
+    from huggingface_hub import constants as hf_constants
+
+    from flows.publish import publish
+    from tests.tasks.publish.hub_standin import HubStandin
+
+    warehouse, _, ids = published
+    token = "hf_round_trip_token"
+    with HubStandin(token=token) as hub:
+        monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)  # read at import (see tests/tasks/publish/test_hub.py)
+        monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setenv("HF_TOKEN", token)
+        made = publish("release", to="hf://curators/release", warehouse=str(warehouse), allow_simulated=True)
+        assert made["tag"] == "v1"
+        toml = tmp_path / "sources.toml"
+        toml.write_text('[sources.from-hub]\nhub_id = "curators/release"\nconfig = "dpo"\nsplits = ["train", "validation"]\n'
+                        'revision = "v1"\nformat = "auto"\nlicense = "cc-by-4.0"\n', encoding="utf-8")
+        env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HUB_OFFLINE="0", HF_HOME=str(tmp_path / "hf-home"),
+                   HF_TOKEN=token)
+        fresh = tmp_path / "fresh.duckdb"
+        command = [sys.executable, "-m", "curator.cli", "ingest", "--source", "from-hub", "--sources-file", str(toml),
+                   "--warehouse", str(fresh)]
+        first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+        assert first.returncode == 0, first.stderr[-3000:]
+        read = {(p.rsplit("/", 1)[-1], s) for m, p, s in hub.requests if m == "GET" and "/resolve/" in p}
+        assert {name for name, status in read if status in (200, 206)} >= {"README.md"} and \
+            any(name.endswith(".parquet") for name, _ in read)  # the card, then the data files, over HTTP
+        with Warehouse(fresh, read_only=True) as wh:
+            assert {r[0] for r in wh.query("SELECT pair_id FROM candidate_pairs")} == ids
+            (pin,) = wh.query("SELECT revision FROM source_pins WHERE source = 'from-hub'")
+        assert pin[0] == hub.tags["curators/release"]["v1"]  # the tag, pinned to its commit
+        again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+        assert again.returncode == 0 and "unchanged" in again.stdout + again.stderr, again.stderr[-3000:]

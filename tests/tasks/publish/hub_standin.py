@@ -13,6 +13,14 @@ Endpoints (as called by huggingface_hub 2.4 for create_repo / list_repo_refs / c
     GET  /api/agent-harnesses                           unauthenticated, best-effort registry fetch made while
                                                         building the user agent in AI-agent shells; answered 404
 
+and the reads `datasets.load_dataset(repo_id, config, revision=...)` makes of what was committed (each answered
+from the files as they were at the commit the revision names: a branch, a tag or a commit oid):
+
+    GET  /api/datasets/{repo_id}/revision/{revision}    dataset_info: the commit's sha and its files (siblings)
+    GET  /api/datasets/{repo_id}/tree/{revision}[/path] list_repo_tree / HfFileSystem.ls (recursive or not)
+    POST /api/datasets/{repo_id}/paths-info/{revision}  get_paths_info / HfFileSystem.info
+    HEAD|GET /datasets/{repo_id}/resolve/{revision}/{path}  a file's bytes (Range honoured), X-Repo-Commit, ETag
+
 Every file is answered "regular" by preupload, so no LFS/Xet negotiation ever happens: the content arrives
 inline in the commit payload. Runs an `http.server.ThreadingHTTPServer` in a thread on 127.0.0.1 (free port).
 """
@@ -30,6 +38,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 _REPO_PATH = re.compile(r"^/api/(?P<type>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+)(?:/(?P<rest>.*))?$")
+_RESOLVE_PATH = re.compile(r"^/datasets/(?P<repo>[^/]+/[^/]+)/resolve/(?P<revision>[^/]+)/(?P<file>.+)$")
 
 
 @dataclass
@@ -40,6 +49,7 @@ class StandinCommit:
     message: str
     description: str
     files: dict[str, bytes]
+    snapshot: dict[str, bytes] = field(default_factory=dict)  # every file of the repo as of this commit
 
 
 @dataclass
@@ -50,6 +60,14 @@ class StandinRepo:
     head: str  # commit oid of main
     files: dict[str, bytes] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)  # tag -> commit oid
+    snapshots: dict[str, dict[str, bytes]] = field(default_factory=dict)  # commit oid -> its files
+
+    def commit_of(self, revision: str) -> str | None:
+        """The commit a branch (main only), tag or commit oid names, or None."""
+        if revision in ("main", "refs/heads/main"):
+            return self.head
+        oid = self.tags.get(revision.removeprefix("refs/tags/"), revision)
+        return oid if oid in self.snapshots else None
 
 
 class HubStandin:
@@ -119,6 +137,11 @@ class HubStandin:
             # when it detects an AI-agent environment. A 404 keeps it from caching anything under HF_HOME.
             return 404, {}, {"error": "stand-in: no agent harness registry"}
 
+        resolve = _RESOLVE_PATH.match(path)
+        if resolve and method in ("GET", "HEAD"):
+            return self._resolve(unquote(resolve["repo"]), unquote(resolve["revision"]), unquote(resolve["file"]),
+                                 headers)
+
         if self.token is not None and headers.get("Authorization") != f"Bearer {self.token}":
             self.auth_failures += 1
             return 401, {"X-Error-Code": "RepoNotFound"}, {"error": "Invalid credentials in Authorization header"}
@@ -147,12 +170,23 @@ class HubStandin:
                 ],
             }
         if method == "GET" and (rest == "" or rest.startswith("revision/")):
+            commit = repo.commit_of(unquote(rest[len("revision/"):]) if rest else "main")
+            if commit is None:
+                return 404, {"X-Error-Code": "RevisionNotFound"}, {"error": f"Invalid rev id: {rest}"}
             return 200, {}, {
                 "id": repo_id,
-                "sha": repo.head,
+                "sha": commit,
                 "private": repo.private,
-                "siblings": [{"rfilename": name} for name in sorted(repo.files)],
+                "disabled": False,
+                "gated": False,
+                "siblings": [{"rfilename": name, "size": len(data)} for name, data in sorted(repo.snapshots[commit].items())],
             }
+        if method == "GET" and rest.startswith("tree/"):
+            revision, _, under = unquote(rest[len("tree/"):]).partition("/")
+            return self._tree(repo, revision, under.strip("/"), recursive="recursive=true" in raw_path.lower()
+                              or "recursive=1" in raw_path)
+        if method == "POST" and rest.startswith("paths-info/"):
+            return self._paths_info(repo, unquote(rest[len("paths-info/"):]), headers, body)
         if method == "POST" and rest.startswith("preupload/"):
             files = json.loads(body)["files"]
             return 200, {}, {
@@ -173,6 +207,75 @@ class HubStandin:
             return 200, {}, {}
         return 404, {}, {"error": f"stand-in: no route for {method} {path}"}
 
+    # ------------------------------------------------------------------ reads of what was committed
+    @staticmethod
+    def _entry(path: str, data: bytes | None) -> dict[str, Any]:
+        if data is None:
+            return {"type": "directory", "oid": hashlib.sha1(path.encode()).hexdigest(), "size": 0, "path": path}
+        return {"type": "file", "oid": hashlib.sha1(data).hexdigest(), "size": len(data), "path": path}
+
+    def _tree(self, repo: StandinRepo, revision: str, under: str, recursive: bool) -> tuple[int, dict[str, str], Any]:
+        commit = repo.commit_of(revision)
+        if commit is None:
+            return 404, {"X-Error-Code": "RevisionNotFound"}, {"error": f"Invalid rev id: {revision}"}
+        files = repo.snapshots[commit]
+        prefix = f"{under}/" if under else ""
+        if under and not any(name.startswith(prefix) for name in files):
+            return 404, {"X-Error-Code": "EntryNotFound"}, {"error": f"{under} does not exist at {revision}"}
+        entries: dict[str, dict[str, Any]] = {}
+        for name, data in sorted(files.items()):
+            if not name.startswith(prefix):
+                continue
+            parts = name[len(prefix):].split("/")
+            for depth in range(1, len(parts)):  # the folders on the way
+                folder = prefix + "/".join(parts[:depth])
+                if recursive or depth == 1:
+                    entries.setdefault(folder, self._entry(folder, None))
+            if recursive or len(parts) == 1:
+                entries[name] = self._entry(name, data)
+        return 200, {}, list(entries.values())
+
+    def _paths_info(self, repo: StandinRepo, revision: str, headers: Any, body: bytes) -> tuple[int, dict[str, str], Any]:
+        from urllib.parse import parse_qs
+
+        commit = repo.commit_of(revision)
+        if commit is None:
+            return 404, {"X-Error-Code": "RevisionNotFound"}, {"error": f"Invalid rev id: {revision}"}
+        if "json" in (headers.get("Content-Type") or ""):
+            paths = json.loads(body or b"{}").get("paths", [])
+        else:
+            paths = parse_qs(body.decode()).get("paths", [])
+        files = repo.snapshots[commit]
+        out = []
+        for path in paths:
+            path = path.strip("/")
+            if path in files:
+                out.append(self._entry(path, files[path]))
+            elif any(name.startswith(path + "/") for name in files):
+                out.append(self._entry(path, None))
+        return 200, {}, out
+
+    def _resolve(self, repo_id: str, revision: str, name: str, headers: Any) -> tuple[int, dict[str, str], Any]:
+        repo = self.repos.get(repo_id)
+        if repo is None or repo.repo_type != "dataset":
+            return 404, {"X-Error-Code": "RepoNotFound"}, {"error": "Repository not found"}
+        commit = repo.commit_of(revision)
+        if commit is None:
+            return 404, {"X-Error-Code": "RevisionNotFound"}, {"error": f"Invalid rev id: {revision}"}
+        data = repo.snapshots[commit].get(name)
+        if data is None:
+            return 404, {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": commit}, {"error": f"{name} not found"}
+        extra = {"X-Repo-Commit": commit, "ETag": f'"{hashlib.sha1(data).hexdigest()}"', "Accept-Ranges": "bytes"}
+        ranged = re.fullmatch(r"bytes=(\d*)-(\d*)", headers.get("Range") or "")
+        if ranged:
+            start = int(ranged[1]) if ranged[1] else max(0, len(data) - int(ranged[2]))
+            end = min(int(ranged[2]), len(data) - 1) if ranged[1] and ranged[2] else len(data) - 1
+            if start >= len(data):
+                return 416, {"Content-Range": f"bytes */{len(data)}"}, b""
+            extra["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
+            return 206, extra, data[start:end + 1]
+        return 200, extra, data
+
     def _create_repo(self, payload: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
         name, org = payload.get("name"), payload.get("organization")
         repo_id = f"{org}/{name}" if org else name
@@ -184,6 +287,7 @@ class HubStandin:
         # Like the Hub, a new repo starts with an initial commit on main.
         head = self._new_oid(f"init:{repo_id}")
         self.repos[repo_id] = StandinRepo(repo_id, repo_type, payload.get("visibility") == "private", head)
+        self.repos[repo_id].snapshots[head] = {}
         self.created_repos.append(dict(payload, repo_id=repo_id))
         return 200, {}, {"url": url, "name": repo_id, "id": repo_id}
 
@@ -209,8 +313,9 @@ class HubStandin:
         if parent is not None and parent != repo.head:
             return 412, {}, {"error": "A commit has happened since. Please refresh and try again."}
         oid = self._new_oid(f"commit:{repo.repo_id}:{message}")
-        self.commits.append(StandinCommit(repo.repo_id, oid, repo.head, message, description, files))
         repo.files.update(files)
+        self.commits.append(StandinCommit(repo.repo_id, oid, repo.head, message, description, files, dict(repo.files)))
+        repo.snapshots[oid] = dict(repo.files)
         repo.head = oid
         return 200, {}, {
             "commitUrl": f"{self.url}/datasets/{repo.repo_id}/commit/{oid}",
@@ -237,18 +342,23 @@ class _Handler(BaseHTTPRequestHandler):
             except Exception as exc:  # noqa: BLE001 - a bug in the stand-in must show up as a 500, not a hang
                 status, extra_headers, payload = 500, {}, {"error": f"stand-in crashed: {exc!r}"}
             self.hub.requests.append((self.command, urlsplit(self.path).path, status))
-        data = json.dumps(payload).encode()
+        raw = isinstance(payload, bytes)
+        data = payload if raw else json.dumps(payload).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "application/octet-stream" if raw else "application/json")
         self.send_header("Content-Length", str(len(data)))
         for key, value in extra_headers.items():
             self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":
+            self.wfile.write(data)
 
     do_GET = do_POST = do_PUT = do_DELETE = _serve
 
     def do_HEAD(self) -> None:
+        if _RESOLVE_PATH.match(urlsplit(self.path).path):  # a file's metadata: its headers without its bytes
+            self._serve()
+            return
         # The Hub's front page, which answers without a token.
         with self.hub._lock:
             self.hub.requests.append((self.command, urlsplit(self.path).path, 200))
