@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 
 import pytest
 from typer.testing import CliRunner
@@ -308,6 +309,11 @@ def test_the_demo_says_what_it_read_and_its_rerun_reads_nothing(tmp_path):
     assert any(line.startswith("made: from synthetic rows: ") for line in lines)
     # a log keeps whole lines: the vLLM command is one line, not cut at 80 columns
     assert any(line.strip().startswith("python3 -m vllm.entrypoints") and line.endswith("0.95") for line in lines)
+    # the closing lines' declaration is one TOML table as printed, its header too (Rich once took it for markup)
+    table = [line.strip().removeprefix("#").split("  #")[0].strip() for line in lines[lines.index(
+        next(line for line in lines if "your own preference data" in line)) + 1:] if line.strip().startswith("#   ")]
+    assert tomllib.loads("\n".join(table)) == {"sources": {"my-pairs": {"path": "my-pairs.jsonl", "format": "trl",
+                                                                         "license": "cc-by-4.0"}}}, table
     again, _ = _curate("demo", "--rows", "60", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     out = again.stdout

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
 from curator.commands.judge import check_judge, judge_outcome
 from curator.options import json_option, sources_file_option, warehouse_option
@@ -197,8 +198,10 @@ def demo(
     print_pipeline(summary)
     published = (summary.get("publish") or {}).get("target", "(not published)")
     me = os.path.relpath(sys.argv[0]) if os.path.exists(sys.argv[0]) else "curate"
+    # Rich reads `[...]` as markup: the paths are escaped, and so is the TOML table header below (it once vanished)
+    published, me = escape(str(published)), escape(me)
     out.print(
-        f"\n[bold]made:[/] from {made_from}: warehouse {get_settings().warehouse}; "
+        f"\n[bold]made:[/] from {made_from}: warehouse {escape(str(get_settings().warehouse))}; "
         f"dataset demo-preferences published at {published}"
         f"\n[bold]next:[/]\n"
         f"  {me} status\n"
@@ -211,9 +214,9 @@ def demo(
         f"nvidia/Qwen3-Nemotron-235B-A22B-GenRM --tensor-parallel-size=8 --max-model-len=40000 "
         f"--gpu-memory-utilization=0.95\n"
         f"  {me} run --source helpsteer3 --endpoint http://GPU-HOST:5000/v1 --dataset preferences\n"
-        f"  # your own preference data, no code: a table in {sources_file(get_settings())[0]} "
+        f"  # your own preference data, no code: a table in {escape(str(sources_file(get_settings())[0]))} "
         f"(docs/sources.md#declared-sources)\n"
-        f"  #   [sources.my-pairs]\n"
+        f"  #   \\[sources.my-pairs]\n"
         f"  #   path = \"my-pairs.jsonl\"   # beside that file; or hub_id = \"ORG/NAME\"\n"
         f"  #   format = \"trl\"            # {' | '.join((*FORMAT_NAMES, AUTO))}\n"
         f"  #   license = \"cc-by-4.0\"\n"
