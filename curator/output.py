@@ -12,8 +12,10 @@ from rich.console import Console
 
 from common.numbers import plain
 
-err = Console(stderr=True)
-out = Console(soft_wrap=True)  # a line is never broken at 80 columns in a pipe or a log
+# No markup unless a call asks for it (`markup=True`, its text escaped): paths, positions such as `file[train][3]`
+# and TOML headers are printed as they are, never taken for style tags and dropped.
+err = Console(stderr=True, markup=False)
+out = Console(soft_wrap=True, markup=False)  # a line is never broken at 80 columns in a pipe or a log
 
 
 def is_terminal(stream: Any = None) -> bool:

@@ -44,7 +44,7 @@ def check_judge(endpoints: Optional[list[str]], launch: Optional[str], refuse: A
                   highlight=False, soft_wrap=True)
     if report.simulated:
         err.print("[bold yellow]note:[/] the judge endpoint serves the GenRM STAND-IN: verdicts are SIMULATED "
-                  "and marked so", highlight=False)
+                  "and marked so", highlight=False, markup=True)
     if report.weights:
         from tasks.judge.weights import weights_words
 

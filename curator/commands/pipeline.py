@@ -188,17 +188,17 @@ def demo(
         sources, limit = [f"{name}={workdir / f'{name}.jsonl'}" for name in DEMO_SYNTH_SOURCES], None
         made_from = "synthetic rows"
         read_from = f"synthetic rows (the Hub is not reachable): a seeded sample written to {workdir}"
-    out.print(f"[bold]demo:[/] reading {read_from}", highlight=False)
+    out.print(f"[bold]demo:[/] reading {escape(read_from)}", highlight=False, markup=True)
     runner.flow(load_eval_set, benchmark=DEMO_EVAL_SET, path=str(workdir / "eval_prompts.jsonl"))
     out.print("[bold yellow]demo:[/] judging with the GenRM STAND-IN: its verdicts are SIMULATED, not the real judge",
-              highlight=False)
+              highlight=False, markup=True)
     with StandinProcess(StandinConfig(capacity=64, latency_mean=0.01, position_bias=0.3)) as standin:
         summary = runner.flow(curate_pipeline, sources=sources, endpoints=[standin.url], strategy="swap",
                               dataset="demo-preferences", publish_to=publish_to, limit=limit)
     print_pipeline(summary)
     published = (summary.get("publish") or {}).get("target", "(not published)")
     me = os.path.relpath(sys.argv[0]) if os.path.exists(sys.argv[0]) else "curate"
-    # Rich reads `[...]` as markup: the paths are escaped, and so is the TOML table header below (it once vanished)
+    # printed with markup (the bold titles): the paths are escaped, and so is the TOML header below (it once vanished)
     published, me = escape(str(published)), escape(me)
     out.print(
         f"\n[bold]made:[/] from {made_from}: warehouse {escape(str(get_settings().warehouse))}; "
@@ -222,5 +222,5 @@ def demo(
         f"  #   license = \"cc-by-4.0\"\n"
         f"  {me} sources\n"
         f"  {me} ingest --source my-pairs\n",
-        soft_wrap=True,
+        soft_wrap=True, markup=True,
     )
