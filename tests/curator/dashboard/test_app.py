@@ -86,10 +86,18 @@ def test_every_number_reads_the_same_way(dashboard_warehouse, monkeypatch):
     percent_columns = ("agreement", "win rate", "accuracy", "model card", "(pool → version)")
     count_columns = ("read", "valid", "quarantined", "judged", "kept", "pairs", "rows", "judgments", "tokens in",
                      "tokens out", "requests", "pairs judged", "pairs kept", "labelled", "wins", "agree", "comparable")
+    # measures (seconds, rates, GPU-hours, ECE) read with their decimals, so a run of 2.0 s is "2.0"; anything else
+    # with only zeros after the point would be a float count
+    measure_columns = ("seconds", "judgments/s", "tokens/s", "GPU-hours", "GPU-hours / 1,000 kept", "ECE", "Brier",
+                       "mean p_correct")
     for table in at.table:
         for column in table.value.columns:
             for value in table.value[column]:
-                assert "e+" not in value and not re.fullmatch(r"\d+\.0+", value), (column, value)
+                assert "e+" not in value, (column, value)
+                if column in measure_columns:
+                    assert value in ("-", "–") or re.fullmatch(r"-?\d{1,3}(,\d{3})*(\.\d+)?", value), (column, value)
+                else:
+                    assert not re.fullmatch(r"\d+\.0+", value), (column, value)
                 if column.endswith(percent_columns) and value != "–":
                     assert re.fullmatch(r"(\d+\.\d% → )?\d+\.\d%", value), (column, value)
                 if column in count_columns and value != "–":
