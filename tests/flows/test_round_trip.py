@@ -133,16 +133,13 @@ def test_the_version_published_to_the_hub_reads_back_by_config_at_its_tag(publis
     import subprocess
     import sys
 
-    from huggingface_hub import constants as hf_constants
-
     from flows.publish import publish
-    from tests.tasks.publish.hub_standin import HubStandin
+    from tests.tasks.publish.hub_standin import HubStandin, point_hub_clients_at
 
     warehouse, _, ids = published
     token = "hf_round_trip_token"
     with HubStandin(token=token) as hub:
-        monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)  # read at import (see tests/tasks/publish/test_hub.py)
-        monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+        point_hub_clients_at(hub, monkeypatch)
         monkeypatch.setenv("HF_TOKEN", token)
         made = publish("release", to="hf://curators/release", warehouse=str(warehouse), allow_simulated=True)
         assert made["tag"] == "v1"

@@ -173,20 +173,15 @@ def test_publish_refuses_unknown_versions_and_occupied_folders(judged, tmp_path)
 
 def test_publish_to_the_hub_one_commit_a_tag_and_no_token_leak(judged, monkeypatch):
     """Against a local HTTP stand-in of the Hub endpoints huggingface_hub uses (HF_ENDPOINT)."""
-    from huggingface_hub import constants as hf_constants
-
     from flows.publish import SimulatedVersionError, publish
     from tasks.publish.hub import PublishError
-    from tests.tasks.publish.hub_standin import HubStandin
+    from tests.tasks.publish.hub_standin import HubStandin, point_hub_clients_at
 
     made = build_version("hub-set", warehouse=str(judged))
     token = "hf_secret_token_for_tests"
     with HubStandin(token=token, fail_next={"/commit/": [429]}) as hub:
-        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        point_hub_clients_at(hub, monkeypatch)
         monkeypatch.setenv("HF_TOKEN", token)
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)  # read at import (see tests/tasks/publish/test_hub.py)
-        monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
         # judged by the stand-in: refused by name unless allowed, and nothing was sent
         with pytest.raises(SimulatedVersionError, match="hub-set v1 was judged by the GenRM stand-in"):
             publish("hub-set", to="hf://curators/hub-set", warehouse=str(judged))
@@ -214,19 +209,14 @@ def test_publish_to_the_hub_one_commit_a_tag_and_no_token_leak(judged, monkeypat
 
 def test_a_hub_target_in_capitals_goes_to_the_hub_through_the_cli(judged, tmp_path, monkeypatch):
     """`--to HF://ORG/NAME` is the Hub (it once made a local folder `HF:/ORG/NAME` and ended in a traceback)."""
-    from huggingface_hub import constants as hf_constants
-
-    from tests.tasks.publish.hub_standin import HubStandin
+    from tests.tasks.publish.hub_standin import HubStandin, point_hub_clients_at
 
     build_version("capitals", warehouse=str(judged))
     token = "hf_secret_token_for_tests"
     monkeypatch.chdir(tmp_path)
     with HubStandin(token=token) as hub:
-        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        point_hub_clients_at(hub, monkeypatch)
         monkeypatch.setenv("HF_TOKEN", token)
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)  # read at import (see tests/tasks/publish/test_hub.py)
-        monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
         result = CliRunner().invoke(app, ["publish", "capitals", "--to", "HF://curators/capitals", "--allow-simulated",
                                           "--warehouse", str(judged), "--json"])
         assert result.exit_code == 0, result.output

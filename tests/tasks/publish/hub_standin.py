@@ -35,7 +35,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 _REPO_PATH = re.compile(r"^/api/(?P<type>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+)(?:/(?P<rest>.*))?$")
 _RESOLVE_PATH = re.compile(r"^/datasets/(?P<repo>[^/]+/[^/]+)/resolve/(?P<revision>[^/]+)/(?P<file>.+)$")
@@ -49,7 +49,6 @@ class StandinCommit:
     message: str
     description: str
     files: dict[str, bytes]
-    snapshot: dict[str, bytes] = field(default_factory=dict)  # every file of the repo as of this commit
 
 
 @dataclass
@@ -172,7 +171,7 @@ class HubStandin:
         if method == "GET" and (rest == "" or rest.startswith("revision/")):
             commit = repo.commit_of(unquote(rest[len("revision/"):]) if rest else "main")
             if commit is None:
-                return 404, {"X-Error-Code": "RevisionNotFound"}, {"error": f"Invalid rev id: {rest}"}
+                return _no_revision(rest)
             return 200, {}, {
                 "id": repo_id,
                 "sha": commit,
@@ -183,8 +182,8 @@ class HubStandin:
             }
         if method == "GET" and rest.startswith("tree/"):
             revision, _, under = unquote(rest[len("tree/"):]).partition("/")
-            return self._tree(repo, revision, under.strip("/"), recursive="recursive=true" in raw_path.lower()
-                              or "recursive=1" in raw_path)
+            recursive = parse_qs(urlsplit(raw_path).query).get("recursive", [""])[0].lower() in ("true", "1")
+            return self._tree(repo, revision, under.strip("/"), recursive)
         if method == "POST" and rest.startswith("paths-info/"):
             return self._paths_info(repo, unquote(rest[len("paths-info/"):]), headers, body)
         if method == "POST" and rest.startswith("preupload/"):
@@ -201,7 +200,7 @@ class HubStandin:
                 return 409, {}, {"error": f"Tag {tag} already exists"}
             commit = repo.head if revision == "main" else revision
             if commit != repo.head and all(c.oid != commit for c in self.commits):
-                return 404, {"X-Error-Code": "RevisionNotFound"}, {"error": f"Invalid rev id: {revision}"}
+                return _no_revision(revision)
             repo.tags[tag] = commit
             self.tags.setdefault(repo_id, {})[tag] = commit
             return 200, {}, {}
@@ -217,7 +216,7 @@ class HubStandin:
     def _tree(self, repo: StandinRepo, revision: str, under: str, recursive: bool) -> tuple[int, dict[str, str], Any]:
         commit = repo.commit_of(revision)
         if commit is None:
-            return 404, {"X-Error-Code": "RevisionNotFound"}, {"error": f"Invalid rev id: {revision}"}
+            return _no_revision(revision)
         files = repo.snapshots[commit]
         prefix = f"{under}/" if under else ""
         if under and not any(name.startswith(prefix) for name in files):
@@ -236,11 +235,9 @@ class HubStandin:
         return 200, {}, list(entries.values())
 
     def _paths_info(self, repo: StandinRepo, revision: str, headers: Any, body: bytes) -> tuple[int, dict[str, str], Any]:
-        from urllib.parse import parse_qs
-
         commit = repo.commit_of(revision)
         if commit is None:
-            return 404, {"X-Error-Code": "RevisionNotFound"}, {"error": f"Invalid rev id: {revision}"}
+            return _no_revision(revision)
         if "json" in (headers.get("Content-Type") or ""):
             paths = json.loads(body or b"{}").get("paths", [])
         else:
@@ -261,7 +258,7 @@ class HubStandin:
             return 404, {"X-Error-Code": "RepoNotFound"}, {"error": "Repository not found"}
         commit = repo.commit_of(revision)
         if commit is None:
-            return 404, {"X-Error-Code": "RevisionNotFound"}, {"error": f"Invalid rev id: {revision}"}
+            return _no_revision(revision)
         data = repo.snapshots[commit].get(name)
         if data is None:
             return 404, {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": commit}, {"error": f"{name} not found"}
@@ -314,7 +311,7 @@ class HubStandin:
             return 412, {}, {"error": "A commit has happened since. Please refresh and try again."}
         oid = self._new_oid(f"commit:{repo.repo_id}:{message}")
         repo.files.update(files)
-        self.commits.append(StandinCommit(repo.repo_id, oid, repo.head, message, description, files, dict(repo.files)))
+        self.commits.append(StandinCommit(repo.repo_id, oid, repo.head, message, description, files))
         repo.snapshots[oid] = dict(repo.files)
         repo.head = oid
         return 200, {}, {
@@ -323,6 +320,23 @@ class HubStandin:
             "pullRequestUrl": None,
             "success": True,
         }
+
+
+def _no_revision(revision: str) -> tuple[int, dict[str, str], Any]:
+    """The Hub's answer to a branch, tag or commit a repo does not have."""
+    return 404, {"X-Error-Code": "RevisionNotFound"}, {"error": f"Invalid rev id: {revision}"}
+
+
+def point_hub_clients_at(hub: HubStandin, monkeypatch: Any) -> None:
+    """huggingface_hub in this process talks to `hub`: HF_ENDPOINT and HF_HUB_OFFLINE are read once, at import, into
+    `huggingface_hub.constants`, so the constants are set beside the environment (processes started later read
+    the environment)."""
+    from huggingface_hub import constants as hf_constants
+
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
 
 
 class _Handler(BaseHTTPRequestHandler):

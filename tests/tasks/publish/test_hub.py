@@ -25,7 +25,7 @@ from tasks.publish.hub import (
     publish_folder_to_hub,
     resolve_hf_token,
 )
-from tests.tasks.publish.hub_standin import HubStandin
+from tests.tasks.publish.hub_standin import HubStandin, point_hub_clients_at
 
 TOKEN = "hf_secretTOKEN_do_not_leak_123"
 REPO = "curator-org/preferences"
@@ -50,12 +50,8 @@ def folder(tmp_path: Path) -> Path:
 @pytest.fixture
 def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[HubStandin]:
     with HubStandin(token=TOKEN) as hub:
-        monkeypatch.setenv("HF_ENDPOINT", hub.url)
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        point_hub_clients_at(hub, monkeypatch)  # read at import time by huggingface_hub (see module docstring)
         monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
-        # Read at import time by huggingface_hub (see module docstring).
-        monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)
-        monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
         yield hub
 
 
