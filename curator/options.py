@@ -67,9 +67,10 @@ def _policy_flag(key: str) -> inspect.Parameter:
 def with_policy_flags(command):
     """One flag per filter-policy key, generated from the policy model, before the command's `warehouse`; the
     values reach the command's `**policy_flags` (None: not given)."""
-    from tasks.curate.policy import FilterPolicy
+    from tasks.curate.policy import FILE_ONLY_KEYS, FilterPolicy
 
     own = [p for p in inspect.signature(command).parameters.values() if p.kind is not p.VAR_KEYWORD]
     at = [p.name for p in own].index("warehouse")
-    command.__signature__ = inspect.Signature([*own[:at], *map(_policy_flag, FilterPolicy.model_fields), *own[at:]])
+    keys = [k for k in FilterPolicy.model_fields if k not in FILE_ONLY_KEYS]
+    command.__signature__ = inspect.Signature([*own[:at], *map(_policy_flag, keys), *own[at:]])
     return command

@@ -15,12 +15,12 @@ from prefect.cache_policies import NO_CACHE
 
 from common.errors import UserError
 from schemas.summaries import VersionSummary
-from tasks.curate.certification import kept_counts
+from tasks.curate.certification import kept_counts, kept_coverage
 from tasks.curate.context import VersionRun
 from tasks.curate.exports import export_options
 from tasks.curate.figures import estimated_lengths
 from tasks.curate.policy import FilterPolicy, promised
-from tasks.curate.select import content_hash, select_rows, version_table
+from tasks.curate.select import certifiable, content_hash, select_rows, version_table
 from tasks.curate.stats import version_stats
 from tasks.curate.unchanged import unchanged_version
 from tasks.judge.cost import cost_model, cost_report
@@ -43,19 +43,20 @@ def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> 
     them) before the policy filters on it; reviewed pairs take their reviewers' side (`review_overrides`).
     With a target agreement the selection is certified first (`stats.certification`), on the judge's own
     verdicts; refused when nothing certifies it."""
-    read = ReviewedPool.read(wh, config_id)
+    read = ReviewedPool.read(wh, config_id, policy.version_sources())
     pool, confidences, reviews, facts = read.pool, read.judge, read.reviews, read.facts
     p_correct, calibration = calibrate_with_reviews(pool, confidences, reviews, facts)
-    certified, certification = None, None
+    certified, covered, certification = None, None, None
     if policy.target_agreement is not None:
         found, certification = certify_version(pool, confidences, reviews, policy, facts)
-        certified = found.accepted
+        certified, covered = found.accepted, found.covered | ~certifiable(pool, confidences, policy)
     decided, overriding = under_policy(reviews, confidences, policy.review_overrides)
-    kept, dropped = select_rows(pool, decided, policy, p_correct, overriding, certified)
+    kept, dropped = select_rows(pool, decided, policy, p_correct, overriding, certified, covered)
     table = version_table(pool, decided, p_correct, kept, policy, decided_by_reviewers(overriding))
     stats = version_stats(pool, confidences, table, kept, dropped, calibration, facts)
     if certification is not None:
-        stats["certification"] = {**certification, **kept_counts(certified, kept)}
+        stats["certification"] = {**certification, **kept_counts(certified, kept),
+                                  **kept_coverage(pool, certified, covered, kept)}
     return table, with_reviews(stats, pool, confidences, decided, reviews, kept, policy.review_overrides)
 
 

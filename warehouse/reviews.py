@@ -239,6 +239,12 @@ class ReviewStore(Part):
         """Every reviewed pair's outcome (pair_id, outcome, reviewers), by pair id."""
         return self.con.sql("SELECT pair_id, outcome, reviewers FROM review_outcomes ORDER BY pair_id").to_arrow_table()
 
+    def review_voters(self) -> pa.Table:
+        """(pair_id, reviewer) of every vote that counts (not withdrawn), once per reviewer of a pair, by pair id:
+        who stands behind a pair's outcome."""
+        return self.con.sql("SELECT DISTINCT pair_id, server || '#' || annotator_id AS reviewer FROM human_reviews "
+                            "WHERE withdrawn_at IS NULL ORDER BY pair_id, reviewer").to_arrow_table()
+
     def review_selections(self) -> pa.Table:
         """(pair_id, selection) of every pair selected for review in any project, once per selection."""
         return self.con.sql("SELECT DISTINCT pair_id, selection FROM review_selections ORDER BY pair_id, selection"

@@ -169,7 +169,8 @@ class VersionStore(Part):
             "            'certification', CASE WHEN (stats->'$.certification') IS NOT NULL THEN json_object("
             "                'target_agreement', stats->'$.certification.target_agreement', "
             "                'risk', stats->'$.certification.risk', 'labels', stats->'$.certification.labels', "
-            "                'certified_agreement', stats->'$.certification.certified_agreement', "
+            "                'estimated_agreement', stats->'$.certification.estimated_agreement', "
+            "                'kept_not_covered', stats->'$.certification.kept_not_covered', "
             "                'coverage', stats->'$.certification.coverage') END) AS figures "
             "FROM dataset_versions WHERE (? IS NULL OR name = ?) ORDER BY name, version",
             [name, name],

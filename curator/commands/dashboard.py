@@ -66,9 +66,11 @@ def status(
         if certified:
             from tasks.publish.quality_card import confidence_level
 
-            print_table(out, ["name", "version", "target", "certified agreement", "confidence", "coverage", "labels"],
-                        [(v["name"], v["version"], percent(c["target_agreement"]), percent(c["certified_agreement"]),
-                          confidence_level(c["risk"]), percent(c["coverage"]), c["labels"]) for v, c in certified],
+            print_table(out, ["name", "version", "target", "confidence", "estimated agreement", "coverage", "labels",
+                              "rows not covered"],
+                        [(v["name"], v["version"], percent(c["target_agreement"]), confidence_level(c["risk"]),
+                          percent(c.get("estimated_agreement")), percent(c["coverage"]), c["labels"],
+                          count(c.get("kept_not_covered") or 0)) for v, c in certified],
                         title="certified versions")
     if reviews:
         from tasks.review.agreement import agreement_text

@@ -27,7 +27,9 @@ def versions_table(certs: list[dict[str, Any]]) -> pd.DataFrame:
         rows.append({
             "dataset": entry["dataset"], "version": count(entry["version"]),
             "target": percent(c["target_agreement"]), "confidence": confidence_level(c["risk"]),
-            "certified agreement": percent(c.get("certified_agreement")),
+            "estimated agreement": percent(c.get("estimated_agreement")),
+            "not covered": count(sum((c.get("not_covered") or {}).values()) if isinstance(c.get("not_covered"), dict)
+                                 else 0),
             "threshold": threshold_text(c.get("threshold")) if c.get("certified") else "–",
             "held-out labelled pairs": count(c["calibration_pairs"]), "labels": c["labels"],
             "coverage": percent(c.get("coverage")),
@@ -41,7 +43,8 @@ def figures_table(c: dict[str, Any]) -> pd.DataFrame:
     rows = [
         ("target agreement", percent(c["target_agreement"])),
         ("confidence (1 - risk)", f"{confidence_level(c['risk'])} (risk {c['risk']:g})"),
-        ("certified agreement (1 - the bound)", percent(c["certified_agreement"])),
+        ("estimated agreement of the accepted held-out pairs (an estimate, not a bound)",
+         percent(c.get("estimated_agreement"))),
         ("bound", c["bound"]),
         ("threshold", f"{threshold_text(c['threshold'])} ({count(c['thresholds_tested'])} thresholds tried)"),
         ("held-out labelled pairs", f"{count(c['calibration_pairs'])}, from {LABELS_SAID[c['labels']]}"),

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from tasks.curate.confidence import Confidences
 from tasks.curate.pool import JudgedPool
 
 LABEL_KINDS = ("audit", "source")
+EVERY_PAIR = "every pair"  # the one population of labels that name none
 
 
 @dataclass(frozen=True)
@@ -40,18 +41,43 @@ class CertificationLabels:
     """Per pool pair: the human direction (int8: 1 A, -1 B, 0 none) a calibration pair is checked against
     (`calibration`, 0 where the pair cannot calibrate) and the one a training pair teaches (`training`); which kind
     of calibration set it is (audit: reviewers' choices on a uniform sample; source: clear source labels), and the
-    `share` of the pairs that can calibrate that do."""
+    `share` of the pairs that can calibrate that do.
+
+    `population` (object, per pair): the population whose calibration labels speak for the pair ("" none: the pair
+    is not covered and no certification can accept it). Each population is certified on its own calibration pairs
+    at `risk / populations`, so the statement holds of every covered pair at once (a union bound: a kept-row
+    weighted mix of rates each at most α is at most α). `populations` is how many δ is split over, fixed before any
+    label's value is read (the candidates, excluded ones included). None: one population holding every pair.
+    `excluded`: the sources whose labels were left out of calibration, and why."""
 
     calibration: np.ndarray
     training: np.ndarray
     kind: str
     share: float
+    population: np.ndarray | None = None
+    populations: int | None = None
+    excluded: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in LABEL_KINDS:
             raise ValueError(f"kind must be one of {LABEL_KINDS}, not {self.kind!r}")
         if not 0.0 < self.share <= 1.0:
             raise ValueError(f"share must lie in (0, 1], not {self.share}")
+
+    def member_of(self) -> np.ndarray:
+        """Each pair's population ("" none)."""
+        if self.population is None:
+            out = np.empty(len(self.calibration), dtype=object)
+            out[:] = EVERY_PAIR
+            return out
+        return self.population
+
+    def names(self) -> list[str]:
+        return sorted(set(self.member_of().tolist()) - {""})
+
+    def split(self) -> int:
+        """How many populations δ is split over (at least one)."""
+        return max(self.populations if self.populations is not None else len(self.names()), 1)
 
 
 def _unit_hash(pair_id: str) -> float:
@@ -105,34 +131,55 @@ def scores_of(pool: JudgedPool, c: Confidences, labels: CertificationLabels, cal
 
 @dataclass(frozen=True)
 class Certified:
-    """A certification's outcome: the accepted pairs, the scores, which pairs calibrated, and the test."""
+    """A certification's outcome: the accepted pairs, the scores, which pairs calibrated, each population's test,
+    and which pairs a population covers (`covered`: eligible pairs some population's labels speak for)."""
 
     accepted: np.ndarray
     scores: Scores
     calibrating: np.ndarray
-    certificate: Certificate
+    certificates: dict[str, Certificate]
     labels: CertificationLabels
+    covered: np.ndarray
+    target: float
+    risk: float
+    risk_each: float
+
+    @property
+    def certified(self) -> bool:
+        return any(cert.threshold is not None for cert in self.certificates.values())
 
     @property
     def threshold(self) -> float | None:
-        return self.certificate.threshold
+        """The certified threshold of a certification with one population (None: several, or none passed)."""
+        if len(self.certificates) != 1:
+            return None
+        return next(iter(self.certificates.values())).threshold
 
 
 def certify_pool(pool: JudgedPool, c: Confidences, labels: CertificationLabels, target: float, risk: float,
                  eligible: np.ndarray | None = None) -> Certified:
-    """Accept the pairs whose score passes the threshold certified at `target` agreement with probability at
-    least 1 - `risk`. `eligible`: the pairs a version may hold at all (not contaminated, ...), decided without
-    labels; the thresholds are placed by the scores of the eligible pairs that do not calibrate."""
+    """Accept the pairs whose score passes their population's threshold certified at `target` agreement with
+    probability at least 1 - `risk` over every population at once (each tested at `risk` / the populations).
+    `eligible`: the pairs a version may hold at all (not contaminated, ...), decided without labels; the thresholds
+    are placed by the scores of the eligible pairs that do not calibrate."""
     eligible = np.ones(len(pool), bool) if eligible is None else eligible
     calibrating = calibration_pairs(pool.pair_id, labels)
     s = scores_of(pool, c, labels, calibrating, eligible)
     scored = ~np.isnan(s.score)
-    tests = scored & calibrating & s.labelled
-    grid = threshold_grid(s.score[scored & ~calibrating], int(tests.sum()), 1.0 - target, risk)
-    certificate = fixed_sequence(s.score[tests], s.wrong[tests], grid, 1.0 - target, risk)
-    accepted = scored & (s.score >= certificate.threshold) if certificate.threshold is not None \
-        else np.zeros(len(pool), bool)
-    return Certified(accepted, s, calibrating, certificate, labels)
+    member = labels.member_of()
+    risk_each = risk / labels.split()
+    accepted = np.zeros(len(pool), bool)
+    certificates = {}
+    for name in labels.names():
+        mine = member == name
+        tests = scored & calibrating & s.labelled & mine
+        grid = threshold_grid(s.score[scored & ~calibrating & mine], int(tests.sum()), 1.0 - target, risk_each)
+        cert = fixed_sequence(s.score[tests], s.wrong[tests], grid, 1.0 - target, risk_each)
+        certificates[name] = cert
+        if cert.threshold is not None:
+            accepted |= mine & scored & (s.score >= cert.threshold)
+    covered = eligible & (member != "")
+    return Certified(accepted, s, calibrating, certificates, labels, covered, target, risk, risk_each)
 
 
 def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLabels, target: float, risk: float,
@@ -202,39 +249,77 @@ def _threshold(t: float) -> float | None:
     return round(t, 6) if np.isfinite(t) else None
 
 
-def certification_report(certified: Certified, judged: int) -> dict[str, Any]:
-    """What a version's stats and every surface say of its certification (`stats.certification`). A threshold
-    of None with `certified` accepts every scored pair (the loosest one tested)."""
-    cert = certified.certificate
+def _population_report(cert: Certificate, score: np.ndarray, scored: np.ndarray, mine: np.ndarray, judged: int,
+                       share: float) -> dict[str, Any]:
+    """One population's test: its threshold, its held-out pairs, what it accepts, and its risk-coverage curve
+    (the share of the judged pool accepted at each threshold tried)."""
     chosen = cert.certified
-    s = certified.scores
-    tests = certified.calibrating & s.labelled & ~np.isnan(s.score)
-    accepted = int(certified.accepted.sum())
-    scored = ~np.isnan(s.score)
-    curve = []
-    for t in cert.tested:  # the risk-coverage curve: share of the judged pool accepted at each threshold tried
-        curve.append({"threshold": _threshold(t.threshold), "coverage": round(int((scored & (s.score >= t.threshold)).sum())
-                                                                           / judged, 6) if judged else None,
-                      "calibration_accepted": t.accepted, "disagreements": t.disagreements,
-                      "agreement_bound": round(1.0 - t.bound, 6)})
-    report: dict[str, Any] = {
-        "target_agreement": round(1.0 - cert.alpha, 6), "risk": cert.risk, "labels": certified.labels.kind,
-        "calibration_share": certified.labels.share, "calibration_pairs": int(tests.sum()),
-        "scored_by": s.method, "bound": "Clopper-Pearson (exact binomial), one-sided", "certified": chosen is not None,
+    curve = [{"threshold": _threshold(t.threshold),
+              "coverage": round(int((mine & scored & (score >= t.threshold)).sum()) / judged, 6) if judged else None,
+              "calibration_accepted": t.accepted, "disagreements": t.disagreements,
+              "agreement_bound": round(1.0 - t.bound, 6)} for t in cert.tested]
+    out: dict[str, Any] = {
+        "certified": chosen is not None, "pairs": int(mine.sum()), "calibration_pairs": cert.calibration_pairs,
         "threshold": None if chosen is None else _threshold(chosen.threshold),
         "calibration_accepted": None if chosen is None else chosen.accepted,
         "calibration_disagreements": None if chosen is None else chosen.disagreements,
-        "certified_agreement": None if chosen is None else round(1.0 - chosen.bound, 6),
-        "accepted": accepted, "judged": judged, "coverage": round(accepted / judged, 6) if judged else None,
-        "thresholds_tested": len(cert.tested), "curve": curve,
-        "reliability": reliability(s.score[tests], (~s.wrong[tests]).astype(float)) if s.method == "p_correct" else None,
-    }
+        # an estimate (the held-out pairs' own agreement), not a bound: only the target is guaranteed
+        "estimated_agreement": None if chosen is None or not chosen.accepted
+        else round(1.0 - chosen.disagreements / chosen.accepted, 6),
+        "agreement_bound": None if chosen is None else round(1.0 - chosen.bound, 6),
+        "accepted": int((mine & scored & (score >= chosen.threshold)).sum()) if chosen is not None else 0,
+        "thresholds_tested": len(cert.tested), "curve": curve}
     if chosen is None:
-        short = shortfall(cert, certified.labels.share)
-        report["shortfall"] = {
+        short = shortfall(cert, share)
+        out["shortfall"] = {
             "best_agreement": None if short.best_agreement is None else round(short.best_agreement, 6),
             "more_labelled_pairs": short.more_pairs,
             "observed_disagreement": None if short.observed_disagreement is None else round(short.observed_disagreement, 6)}
+    return out
+
+
+def certification_report(certified: Certified, judged: int, sources: np.ndarray | None = None) -> dict[str, Any]:
+    """What a version's stats and every surface say of its certification (`stats.certification`): each
+    population's test (`populations`), and over all of them the held-out pairs, what was accepted, and the eligible
+    pairs no population covers (`not_covered`, by source when `sources` are given). A threshold of None with
+    `certified` accepts every scored pair of its population (the loosest one tested). `curve` and `threshold` are
+    the largest population's (`curve_population`)."""
+    s = certified.scores
+    scored = ~np.isnan(s.score)
+    member = certified.labels.member_of()
+    share = certified.labels.share
+    populations = {name: _population_report(cert, s.score, scored, member == name, judged, share)
+                   for name, cert in certified.certificates.items()}
+    passed = [p for p in populations.values() if p["certified"]]
+    accepted_cal = sum(p["calibration_accepted"] for p in passed)
+    disagreeing = sum(p["calibration_disagreements"] for p in passed)
+    largest = max(populations, key=lambda n: (populations[n]["pairs"], n), default=None)
+    tests = certified.calibrating & s.labelled & scored & (member != "")
+    accepted = int(certified.accepted.sum())
+    missing = scored & (member == "")  # pairs with a score no population's labels speak for
+    not_covered = (dict(Counter(str(x) for x in sources[missing].tolist()).most_common()) if sources is not None
+                   else {EVERY_PAIR: int(missing.sum())} if missing.any() else {})
+    report: dict[str, Any] = {
+        "target_agreement": round(certified.target, 6), "risk": certified.risk,
+        "risk_per_population": certified.risk_each, "labels": certified.labels.kind,
+        "calibration_share": share, "calibration_pairs": int(tests.sum()), "scored_by": s.method,
+        "bound": "Clopper-Pearson (exact binomial), one-sided", "certified": bool(passed),
+        "populations": populations, "populations_split": certified.labels.split(),
+        "excluded_labels": dict(certified.labels.excluded),
+        "threshold": populations[largest]["threshold"] if largest is not None else None,
+        "curve_population": largest, "curve": populations[largest]["curve"] if largest is not None else [],
+        "thresholds_tested": sum(p["thresholds_tested"] for p in populations.values()),
+        "calibration_accepted": accepted_cal if passed else None,
+        "calibration_disagreements": disagreeing if passed else None,
+        "estimated_agreement": round(1.0 - disagreeing / accepted_cal, 6) if passed and accepted_cal else None,
+        "accepted": accepted, "judged": judged, "coverage": round(accepted / judged, 6) if judged else None,
+        "not_covered": not_covered,
+        "reliability": reliability(s.score[tests], (~s.wrong[tests]).astype(float)) if s.method == "p_correct" else None,
+    }
+    if not passed:
+        best = [p["shortfall"] for p in populations.values() if "shortfall" in p]
+        report["shortfall"] = max(best, key=lambda b: (b["best_agreement"] or 0.0), default={
+            "best_agreement": None, "more_labelled_pairs": None, "observed_disagreement": None})
     return report
 
 
@@ -262,6 +347,18 @@ def kept_counts(accepted: np.ndarray, kept: np.ndarray) -> dict[str, int]:
     return {"kept_certified": int(inside.sum()), "kept_by_reviewers": int((~inside).sum())}
 
 
+def kept_coverage(pool: JudgedPool, accepted: np.ndarray, covered: np.ndarray, kept: np.ndarray) -> dict[str, Any]:
+    """A certified version's rows by source: certified (the statement covers them), kept uncovered (policy
+    `uncovered = "keep"`: no label speaks for them), and kept by reviewers (a person chose them)."""
+    rows: dict[str, dict[str, int]] = {}
+    for source, ok, inside in zip(pool.source[kept].tolist(), accepted[kept].tolist(), covered[kept].tolist()):
+        key = "certified" if ok else "not_covered" if not inside else "by_reviewers"
+        entry = rows.setdefault(str(source), {"certified": 0, "not_covered": 0, "by_reviewers": 0})
+        entry[key] += 1
+    return {"kept_by_source": rows,
+            "kept_not_covered": sum(r["not_covered"] for r in rows.values())}
+
+
 LABELS_SAID = {"audit": "a review audit", "source": "the sources' clear labels"}
 
 
@@ -274,22 +371,28 @@ class NotCertifiedError(UserError, ValueError):
 
 def not_certified(report: dict[str, Any]) -> NotCertifiedError:
     """The one-line refusal of a certification report that certified nothing (`certification_report`): the best
-    agreement it could certify at that risk, and how many more labelled pairs would be needed."""
+    agreement any population's test could certify at that risk (what its strictest thresholds' held-out pairs
+    bound, not what a looser target would keep), and how many more labelled pairs would be needed; pairs no label
+    speaks for are named, with the audit that would cover them."""
     target, risk, pairs = report["target_agreement"], report["risk"], report["calibration_pairs"]
-    head = (f"no selection certifies {percent(target)} agreement with human preference at risk {risk:g} on "
+    split = report.get("populations_split", 1)
+    at = f"risk {risk:g}" + (f" (split over {split} populations)" if split > 1 else "")
+    head = (f"no selection certifies {percent(target)} agreement with human preference at {at} on "
             f"{count(pairs)} held-out labelled pairs (from {LABELS_SAID[report['labels']]})")
+    uncovered = sum((report.get("not_covered") or {}).values())
+    audit = ("; " + f"{count(uncovered)} judged pairs have no trusted label at all: `curate review push NAME --select "
+             "audit` draws the review audit that covers them") if uncovered else ""
     if not pairs:
-        return NotCertifiedError(f"{head}: no held-out labelled pair has a verdict to test")
+        return NotCertifiedError(f"{head}: no held-out labelled pair has a verdict to test{audit}")
     short = report.get("shortfall") or {}
     best = short.get("best_agreement")
-    said = f"{head}: the best it certifies is {percent(best)}" if best else head
+    said = (f"{head}: at most {percent(best)} could be certified at that risk (the bound at the strictest "
+            "thresholds these pairs can test)" if best else head)
     more = short.get("more_labelled_pairs")
     if more is None:
         seen = short.get("observed_disagreement")
-        tried = report["thresholds_tested"]
         return NotCertifiedError(
-            f"{said}; at the {count(tried)} threshold{'s' if tried > 1 else ''} tried (the strictest these pairs can "
-            f"test first) the judge disagrees with people on at least {percent(seen)} of them, more than the "
-            f"{percent(1 - target)} allowed: more labelled pairs would test stricter thresholds"
-            if seen is not None else said)
-    return NotCertifiedError(f"{said}; about {count(more)} more labelled pairs would be needed")
+            f"{said}; even there the judge disagrees with people on {percent(seen)} of them, more than the "
+            f"{percent(1 - target)} allowed: more labelled pairs would test stricter thresholds{audit}"
+            if seen is not None else said + audit)
+    return NotCertifiedError(f"{said}; about {count(more)} more labelled pairs would be needed{audit}")

@@ -29,7 +29,14 @@ MAX_POLICY_BYTES = 1 << 20  # a policy is a few hundred bytes
 # the judge's own cut-offs, which a certified selection replaces, and the values that make them keep everything
 HEURISTIC_KEYS = {"min_abs_margin": 0.0, "min_confidence": 0.0, "min_p_correct": None}
 # the keys of a certified selection, which mean nothing without `target_agreement`
-CERTIFICATION_KEYS = ("target_agreement", "risk", "calibration_share", "min_audit_reviews")
+CERTIFICATION_KEYS = ("target_agreement", "risk", "calibration_share", "min_audit_reviews", "min_audit_reviewers",
+                      "audit_votes", "judge_like_labels", "uncovered")
+# keys a policy file sets and no flag does (a table of shares)
+FILE_ONLY_KEYS = ("mixture",)
+# keys stored with a version only when set away from their default (a version made before they existed compares and
+# reads back as itself)
+QUIET_DEFAULTS = {"sources": None, "mixture": None, "min_audit_reviewers": 3, "audit_votes": 1,
+                  "judge_like_labels": "exclude", "uncovered": "drop"}
 
 
 class PolicyError(UserError, ValueError):
@@ -93,6 +100,22 @@ class FilterPolicy(BaseModel):
                                      "the share of pairs with a clear source label held out to certify")
     min_audit_reviews: int = Field(200, ge=1, description="with target_agreement: decided review-audit pairs from "
                                    "which the audit certifies instead of the sources' labels")
+    min_audit_reviewers: int = Field(3, ge=1, description="with target_agreement: distinct reviewers the audit's "
+                                     "decided pairs must come from before it certifies")
+    audit_votes: int = Field(1, ge=1, description="with target_agreement: votes an audit pair needs to calibrate "
+                             "(2 or more: one reviewer alone never decides a calibration label)")
+    judge_like_labels: Literal["exclude", "trust"] = Field(
+        "exclude", description="with target_agreement: a source whose clear labels agree with the judge far above "
+        "the others (or almost always) is left out of calibration, or trusted")
+    uncovered: Literal["drop", "keep"] = Field(
+        "drop", description="with target_agreement: pairs no calibration label speaks for (not covered) are "
+        "dropped, or kept uncertified and named on the card")
+    # what a version is made of (alignment-handbook's dataset mixer): its sources, and a share of each
+    sources: list[str] | None = Field(None, description="the sources a version is made of, by name (default: "
+                                      "every source judged)")
+    mixture: dict[str, float] | None = Field(None, description="the share of each named source's pairs a version "
+                                             "draws (0 < share <= 1, by a hash of the pair id); its names are the "
+                                             "version's sources unless `sources` names them")
 
     @model_validator(mode="before")
     @classmethod
@@ -123,7 +146,37 @@ class FilterPolicy(BaseModel):
         if self.target_agreement is None:
             for key in CERTIFICATION_KEYS:
                 out.pop(key, None)
+        for key, default in QUIET_DEFAULTS.items():
+            if key in out and out[key] == default:
+                out.pop(key)
         return out
+
+    @field_validator("mixture")
+    @classmethod
+    def _shares(cls, mixture: dict[str, float] | None) -> dict[str, float] | None:
+        if mixture is not None:
+            wrong = [f"{k} = {v!r}" for k, v in mixture.items() if not 0.0 < v <= 1.0]
+            if wrong or not mixture:
+                raise ValueError("a mixture gives each source a share 0 < share <= 1" +
+                                 (f", not {', '.join(wrong)}" if wrong else ": it names none"))
+        return mixture
+
+    @model_validator(mode="after")
+    def _mixture_within_sources(self) -> FilterPolicy:
+        if self.mixture is not None and self.sources is not None:
+            outside = sorted(set(self.mixture) - set(self.sources))
+            if outside:
+                raise ValueError(f"mixture names {', '.join(outside)}, which `sources` leaves out")
+        if self.sources is not None and not self.sources:
+            raise ValueError("sources names no source: leave it out for every source")
+        return self
+
+    def version_sources(self) -> dict[str, float] | None:
+        """The sources a version is made of with the share of each it draws (None: every source, whole)."""
+        if self.sources is None and self.mixture is None:
+            return None
+        names = self.sources if self.sources is not None else list(self.mixture or {})
+        return {name: (self.mixture or {}).get(name, 1.0) for name in names}
 
     @field_validator("exports")
     @classmethod

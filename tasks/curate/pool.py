@@ -173,3 +173,32 @@ def models_as_stated(pool: JudgedPool, naming: Set[str]) -> JudgedPool:
         return pool
     return replace(pool, model_a=np.where(stated, pool.model_a, None).astype(object),
                    model_b=np.where(stated, pool.model_b, None).astype(object))
+
+
+def take(pool: JudgedPool, keep: np.ndarray) -> JudgedPool:
+    """The pool's pairs where `keep` (bool per pair), with their verdicts (re-indexed), in the same order."""
+    if keep.all():
+        return pool
+    new_index = np.cumsum(keep) - 1
+    mine = keep[pool.v_pair]
+    columns = {name: getattr(pool, name)[keep] for name in pool.__slots__ if not name.startswith("v_")}
+    verdicts = {name: getattr(pool, name)[mine] for name in pool.__slots__ if name.startswith("v_")}
+    verdicts["v_pair"] = new_index[pool.v_pair[mine]]
+    return JudgedPool(**columns, **verdicts)
+
+
+def _unit(pair_id: str) -> float:
+    return int.from_bytes(hashlib.blake2b(f"mixture\0{pair_id}".encode(), digest_size=8).digest(), "big") / 2.0**64
+
+
+def drawn(pool: JudgedPool, shares: dict[str, float] | None) -> np.ndarray:
+    """Which pairs a version made of `shares` (source -> the share of its pairs drawn; None: every pair) may hold:
+    a source's pairs by a hash of their pair id, so a share's pairs are the same in every build and grow with it."""
+    if shares is None:
+        return np.ones(len(pool), bool)
+    share = np.array([shares.get(s, 0.0) for s in pool.source.tolist()], float)
+    whole = share >= 1.0
+    out = whole.copy()
+    partial = np.flatnonzero(~whole & (share > 0.0))
+    out[partial] = np.array([_unit(p) for p in pool.pair_id[partial].tolist()], float) < share[partial]
+    return out

@@ -64,7 +64,7 @@ class NoCalibrationError(UserError):
 
 
 def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_correct: np.ndarray,
-                 certified: np.ndarray | None = None) -> np.ndarray:
+                 certified: np.ndarray | None = None, covered: np.ndarray | None = None) -> np.ndarray:
     """Each pair's first reason to be dropped: an index into REASONS plus one, 0 for a pair the filters keep.
 
     A pair judged in one order only is kept only when that was on purpose: its strategy (adaptive) asked no second
@@ -73,7 +73,9 @@ def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_corre
 
     `certified` (bool per pair, a certified selection's: `tasks.curate.certification`): a pair the certification
     did not accept is dropped as `not_certified` after the judge's filters; the filters that read a source's label
-    (both-bad, human ties, human disagreement) then come after it, as they decide nothing of what is certified."""
+    (both-bad, human ties, human disagreement) then come after it, as they decide nothing of what is certified.
+    `covered` (bool per pair): the pairs some calibration's labels speak for; the others are `not_covered` (policy
+    `uncovered = "drop"`, the default) or kept uncertified (`"keep"`)."""
     code = np.zeros(len(pool), np.int8)
 
     def drop(reason: Dropped, mask: np.ndarray) -> None:
@@ -110,6 +112,10 @@ def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_corre
     if policy.max_spread is not None:
         drop(Dropped.SPREAD_ABOVE_MAX, c.spread > policy.max_spread)
     if certified is not None:
+        if covered is not None:
+            if policy.uncovered == "drop":
+                drop(Dropped.NOT_COVERED, ~covered)
+            certified = certified | ~covered  # kept uncertified, the card names them
         drop(Dropped.NOT_CERTIFIED, ~certified)
         source_label_filters()
     if policy.human_label == "require_agreement":
@@ -149,7 +155,7 @@ def _first_within_cap(keys: np.ndarray, cap: int) -> np.ndarray:
 
 def select_rows(pool: JudgedPool, c: Confidences, policy: FilterPolicy,
                 p_correct: np.ndarray | None = None, reviews: ReviewOverrides | None = None,
-                certified: np.ndarray | None = None) -> tuple[np.ndarray, Counter]:
+                certified: np.ndarray | None = None, covered: np.ndarray | None = None) -> tuple[np.ndarray, Counter]:
     """The pool indices a policy keeps (ascending: pair id order) and the dropped pairs counted by reason.
     `p_correct`: the calibrated probabilities, NaN where there is none (all NaN when none could be fitted);
     `certified`: the pairs a certified selection accepted (`drop_reasons`), its label filters, caps and bias
@@ -158,7 +164,7 @@ def select_rows(pool: JudgedPool, c: Confidences, policy: FilterPolicy,
     if policy.min_p_correct is not None and np.isnan(p_correct).all():
         raise NoCalibrationError("the policy filters on min_p_correct, but no calibrated p_correct exists for "
                                  "this judge configuration (too few pairs with a clear human label)")
-    codes = drop_reasons(pool, c, policy, p_correct, certified)
+    codes = drop_reasons(pool, c, policy, p_correct, certified, covered)
     codes = codes if reviews is None else reviews.drop_codes(codes, REASONS)  # reviewers decide what they reviewed
     dropped = Counter({REASONS[k - 1]: int(n) for k, n in zip(*np.unique(codes[codes > 0], return_counts=True))})
     kept = np.flatnonzero(codes == 0)

@@ -149,8 +149,8 @@ def bias_markdown(bias: dict[str, Any] | None, pairs_judged: int | None = None, 
 
 # -- a certified version's guarantee (`stats.certification`, `tasks.curate.certification.certification_report`) --
 
-CERTIFIED_ON = {"audit": "from a review audit",
-                "source": "from the sources' clear labels: the guarantee holds for pairs with a clear source label"}
+CERTIFIED_ON = {"audit": "from a review audit of the sources it sampled",
+                "source": "from each source's own clear labels, each source's pairs certified on its own"}
 SCORED_BY = {"p_correct": "p_correct of a model fitted on the other labelled pairs (never on a held-out one)",
              "confidence": "the judge's own confidence (too few other labelled pairs for a model)"}
 CURVE_ROWS = 8  # thresholds shown of the risk-coverage curve, the certified one among them
@@ -212,14 +212,46 @@ def risk_coverage_svg(cert: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _by_source(counts: dict[str, int]) -> str:
+    return "; ".join(f"{count(n)} from {name}" for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def guarantee_paragraph(cert: dict[str, Any] | None) -> str:
-    """The card's first words of a certified version ("" for any other)."""
+    """The card's first words of a certified version ("" for any other): the target, the risk and the rows the
+    statement covers, by source; then the rows it does not cover (left out, or kept uncertified), the rows reviewers
+    chose, the labels left out of calibration, and the held-out pairs' own agreement as an estimate."""
     if not cert or not cert.get("certified"):
         return ""
-    return (f"**At least {percent(cert['target_agreement'])} of these pairs' chosen answers agree with human "
-            f"preference, with {confidence_level(cert['risk'])} confidence** (certified on "
-            f"{count(cert['calibration_pairs'])} held-out labelled pairs {CERTIFIED_ON[cert['labels']]}; coverage "
-            f"{percent(cert['coverage'])} of the judged pool).")
+    by = cert.get("kept_by_source")
+    if by is None:  # a version stored before its rows were counted by source
+        covered = {"": cert.get("kept_certified", cert["accepted"])}
+    else:
+        covered = {s: r["certified"] for s, r in by.items() if r["certified"]}
+    total = sum(covered.values())
+    where = f" ({_by_source(covered)})" if by is not None else ""
+    split = cert.get("populations_split", 1)
+    level = confidence_level(cert["risk"])
+    text = [f"**At least {percent(cert['target_agreement'])} of the {count(total)} certified pairs{where} have chosen "
+            f"answers that agree with human preference, with {level} confidence** (certified on "
+            f"{count(cert['calibration_pairs'])} held-out labelled pairs {CERTIFIED_ON[cert['labels']]}"
+            + (f", the risk split over {split} populations" if split > 1 else "") + ")."]
+    kept_out = {s: r["not_covered"] for s, r in (by or {}).items() if r["not_covered"]}
+    left_out = cert.get("not_covered") or {}
+    if kept_out:
+        text.append(f"{count(sum(kept_out.values()))} pairs no calibration label speaks for are kept uncertified "
+                    f"({_by_source(kept_out)}): the statement says nothing of them.")
+    elif left_out:
+        text.append(f"{count(sum(left_out.values()))} judged pairs no calibration label speaks for were left out "
+                    f"({_by_source(left_out)}).")
+    reviewed = sum(r["by_reviewers"] for r in (by or {}).values())
+    if reviewed:
+        text.append(f"{count(reviewed)} pairs are kept with their reviewers' choice.")
+    for name, why in sorted((cert.get("excluded_labels") or {}).items()):
+        text.append(f"The labels of {name} do not calibrate: {why}.")
+    if cert.get("estimated_agreement") is not None:
+        text.append(f"The held-out pairs the certified thresholds accept agree {percent(cert['estimated_agreement'])} "
+                    "of the time: an estimate, not a bound.")
+    return " ".join(text)
 
 
 def threshold_text(threshold: float | None) -> str:
@@ -261,7 +293,8 @@ def certification_markdown(cert: dict[str, Any], stats: dict[str, Any]) -> str:
         f"| held-out labelled pairs ({cert['labels']} labels) | {count(cert['calibration_pairs'])} |",
         f"| of them accepted / disagreeing with the person | {count(cert['calibration_accepted'])} / "
         f"{count(cert['calibration_disagreements'])} |",
-        f"| certified agreement (1 - the bound) | {percent(cert['certified_agreement'])} |",
+        f"| estimated agreement of the accepted held-out pairs (an estimate, not a bound) | "
+        f"{percent(cert.get('estimated_agreement'))} |",
         f"| pairs certified / judged (coverage) | {count(cert['accepted'])} / {count(cert['judged'])} "
         f"({percent(cert['coverage'])}) |",
     ]
@@ -276,9 +309,21 @@ def certification_markdown(cert: dict[str, Any], stats: dict[str, Any]) -> str:
         "certified or not (a person chose them). The judge's heuristic cut-offs (min_abs_margin, min_confidence, "
         "min_p_correct) play no part.",
     ]
+    populations = cert.get("populations") or {}
+    if len(populations) > 1:
+        lines += ["", f"Each population is certified on its own held-out pairs at risk "
+                  f"{cert['risk_per_population']:.4g} (the risk {cert['risk']:g} split over "
+                  f"{cert['populations_split']}), so the statement holds of every certified pair at once:", "",
+                  "| population | pairs | held-out | threshold | accepted held-out / disagreeing | certified |",
+                  "|---|---:|---:|---|---:|---|"]
+        for name, p in populations.items():
+            lines.append(f"| {name} | {count(p['pairs'])} | {count(p['calibration_pairs'])} | "
+                         f"{threshold_text(p['threshold']) if p['certified'] else '–'} | "
+                         f"{count(p['calibration_accepted'])} / {count(p['calibration_disagreements'])} | "
+                         f"{'yes' if p['certified'] else 'no'} |")
     if cert["labels"] == "source":
         mix = cert.get("population") or {}
-        lines += ["", f"Certified on the sources' clear labels, the guarantee covers pairs like those: "
+        lines += ["", f"Certified on each source's clear labels, the guarantee covers that source's pairs like those: "
                   f"{percent(mix.get('labelled_share'))} of the judged pool ({count(mix.get('labelled'))} of "
                   f"{count(mix.get('judged'))} pairs) has a clear source label, and these differ from the rest as "
                   "follows. A review audit of at least "

@@ -28,30 +28,98 @@ from tasks.curate.confidence import Confidences
 from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
-from tasks.ingest.source_facts import SourceFacts
+from tasks.ingest.source_facts import SourceFacts, facts_in
 from tasks.review.overrides import PoolReviews
 from tasks.review.select import Candidates, uncertified_order
 
 QUEUE_SHOWN = 10  # the uncertified pairs nearest the threshold a version's stats name
 
 
-def certification_labels(pool: JudgedPool, reviews: PoolReviews, share: float, min_audit_reviews: int,
+JUDGE_LIKE_AGREEMENT = 0.98  # a source's clear labels agreeing with the judge this often copy it, or are easy
+JUDGE_LIKE_GAP = 0.10  # ... or this far above the other sources' labels, significantly
+JUDGE_LIKE_MIN = 30  # clear labels with a judge direction a source needs before its agreement is read
+
+
+def _interval(agree: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The two-sided Clopper-Pearson interval of `agree` of `n`."""
+    from scipy.special import betaincinv
+
+    tail = (1.0 - level) / 2
+    low = 0.0 if agree == 0 else float(betaincinv(agree, n - agree + 1, tail))
+    high = 1.0 if agree == n else float(betaincinv(agree + 1, n - agree, 1.0 - tail))
+    return low, high
+
+
+def judge_like_sources(source: np.ndarray, label: np.ndarray, direction: np.ndarray) -> dict[str, str]:
+    """The sources whose clear labels (`label`, int8 per pair: 1 A, -1 B, 0 none) agree with the judge's
+    `direction` so often that they may come from the judge (or a release of its picks) rather than from people:
+    at least JUDGE_LIKE_AGREEMENT, or JUDGE_LIKE_GAP above the other sources' labels pooled with the two 95%
+    intervals apart. Each with why."""
+    both = (label != 0) & (direction != 0)
+    agree = both & (label == direction)
+    names = sorted({str(s) for s in source[both].tolist()})
+    counts = {n: (int(agree[source == n].sum()), int(both[source == n].sum())) for n in names}
+    out = {}
+    for name, (k, n) in counts.items():
+        if n < JUDGE_LIKE_MIN:
+            continue
+        rate = k / n
+        if rate >= JUDGE_LIKE_AGREEMENT:
+            out[name] = f"its clear labels agree with the judge on {k:,} of {n:,} pairs ({rate:.1%})"
+            continue
+        ko = sum(c[0] for m, c in counts.items() if m != name)
+        no = sum(c[1] for m, c in counts.items() if m != name)
+        if no >= JUDGE_LIKE_MIN and rate - ko / no >= JUDGE_LIKE_GAP and _interval(k, n)[0] > _interval(ko, no)[1]:
+            out[name] = (f"its clear labels agree with the judge on {rate:.1%} of {n:,} pairs, the other sources' "
+                         f"on {ko / no:.1%}")
+    return out
+
+
+def certification_labels(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy,
                          facts: Mapping[str, SourceFacts]) -> CertificationLabels:
-    """`facts`: each source's, as the warehouse stores them (its clear label says which source labels are clear)."""
+    """Which labels calibrate, which train, and whose pairs each calibration covers (`c`: the judge's own
+    confidences; `facts`: each source's, as the warehouse stores them: its clear label says which source labels are
+    clear, `human_labels` whether people gave them).
+
+    - A review audit calibrates once at least `min_audit_reviews` of its pairs are decided (by at least
+      `audit_votes` votes each) by at least `min_audit_reviewers` distinct reviewers. Drawn uniformly from the
+      judged pool, it covers every source it sampled, as one population.
+    - Otherwise each source with people's clear labels calibrates its own pairs, one population per source, δ split
+      over them. A model's labels (`human_labels` false: a rating model's, a published version's picks read back)
+      never calibrate, and a source whose labels agree with the judge far above the others (`judge_like_sources`)
+      is left out unless `judge_like_labels = "trust"`. Every other label trains."""
     source = clear_human_directions(pool.source, pool.human_label, pool.both_bad, facts)
     reviewed = reviews.direction()
     training = np.where(reviews.reviewed, reviewed, source).astype(np.int8)
     audit = reviews.selected.get("audit", np.zeros(len(pool), bool)) & reviews.decided
-    if int(audit.sum()) >= min_audit_reviews:
-        return CertificationLabels(np.where(audit, reviewed, 0).astype(np.int8), training, "audit", 1.0)
-    return CertificationLabels(source, training, "source", share)
+    audit &= reviews.reviewers >= policy.audit_votes
+    voters = set().union(*(reviews.voters.get(int(i), frozenset()) for i in np.flatnonzero(audit))) \
+        if audit.any() else set()
+    if int(audit.sum()) >= policy.min_audit_reviews and len(voters) >= policy.min_audit_reviewers:
+        sampled = set(pool.source[reviews.selected.get("audit", np.zeros(len(pool), bool))].tolist())
+        population = np.where(np.isin(pool.source, list(sampled)), "review audit", "").astype(object)
+        return CertificationLabels(np.where(audit, reviewed, 0).astype(np.int8), training, "audit", 1.0,
+                                   population, 1)
+    names = sorted(set(pool.source.tolist()))
+    candidates = [n for n in names if facts_in(facts, n).human_labels and (source[pool.source == n] != 0).any()]
+    excluded = {n: "its labels are not people's (human_labels is false)" for n in names
+                if not facts_in(facts, n).human_labels and (source[pool.source == n] != 0).any()}
+    direction = np.where(np.isin(pool.source, candidates), source, 0).astype(np.int8)
+    copying = judge_like_sources(pool.source, direction, c.direction)
+    if policy.judge_like_labels == "exclude":
+        excluded.update({n: f"{why}: they may copy the judge" for n, why in copying.items()})
+    trusted = [n for n in candidates if n not in excluded]
+    calibration = np.where(np.isin(pool.source, trusted), source, 0).astype(np.int8)
+    population = np.where(np.isin(pool.source, trusted), pool.source, "").astype(object)
+    return CertificationLabels(calibration, training, "source", policy.calibration_share, population,
+                               len(candidates), excluded)
 
 
 def certified_pairs(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy,
                     facts: Mapping[str, SourceFacts]) -> Certified:
     """The pool certified at its policy's target and risk (`c`: the judge's own confidences) over the pairs the
     policy's label-free filters keep; a pair that could be certified but is not has a score and is not accepted."""
-    labels = certification_labels(pool, reviews, policy.calibration_share, policy.min_audit_reviews, facts)
+    labels = certification_labels(pool, c, reviews, policy, facts)
     return certify_pool(pool, c, labels, policy.target_agreement, policy.risk, certifiable(pool, c, policy))
 
 
@@ -78,8 +146,8 @@ def certify_version(pool: JudgedPool, c: Confidences, reviews: PoolReviews, poli
     accept (`uncertified`). No threshold certifying the target: `NotCertifiedError`."""
     certified = certified_pairs(pool, c, reviews, policy, facts)
     judged = c.verdicts > 0
-    report = {**certification_report(certified, int(judged.sum())), "min_audit_reviews": policy.min_audit_reviews,
-              "population": labelled_mix(pool, certified.labels, judged)}
+    report = {**certification_report(certified, int(judged.sum()), pool.source),
+              "min_audit_reviews": policy.min_audit_reviews, "population": labelled_mix(pool, certified.labels, judged)}
     if not report["certified"]:
         raise not_certified(report)
     return certified, {**report, "uncertified": review_queue(pool, c, certified, reviews)}

@@ -11,7 +11,7 @@ judge's margin from the chosen side: negative where the reviewers overrode the j
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -33,16 +33,26 @@ class PoolReviews:
     outcome: np.ndarray  # int8 CODES, 0 unreviewed
     reviewers: np.ndarray  # int64
     selected: dict[str, np.ndarray]  # selection -> bool: selected for it in some project
+    voters: dict[int, frozenset[str]] = field(default_factory=dict)  # pool index -> the reviewers whose votes count
 
     @classmethod
     def none(cls, n: int) -> PoolReviews:
-        return cls(np.zeros(n, np.int8), np.zeros(n, np.int64), {s: np.zeros(n, bool) for s in SELECTIONS})
+        return cls(np.zeros(n, np.int8), np.zeros(n, np.int64), {s: np.zeros(n, bool) for s in SELECTIONS}, {})
 
     @classmethod
-    def align(cls, pair_ids: np.ndarray, outcomes: pa.Table, selections: pa.Table) -> PoolReviews:
-        """From the warehouse's `review_outcomes` and `review_selections`; pairs outside the pool are ignored."""
+    def align(cls, pair_ids: np.ndarray, outcomes: pa.Table, selections: pa.Table,
+              voters: pa.Table | None = None) -> PoolReviews:
+        """From the warehouse's `review_outcomes`, `review_selections` and `review_voters`; pairs outside the pool
+        are ignored."""
         at = {p: i for i, p in enumerate(pair_ids)}
         out = cls.none(len(pair_ids))
+        if voters is not None:
+            who: dict[int, set[str]] = {}
+            for pair, reviewer in zip(*(voters.column(c).to_pylist() for c in ("pair_id", "reviewer"))):
+                i = at.get(pair)
+                if i is not None:
+                    who.setdefault(i, set()).add(reviewer)
+            out.voters.update({i: frozenset(r) for i, r in who.items()})
         columns = (outcomes.column(c).to_pylist() for c in ("pair_id", "outcome", "reviewers"))
         for pair, outcome, reviewers in zip(*columns):
             i = at.get(pair)

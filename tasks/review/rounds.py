@@ -63,9 +63,9 @@ class CertifyRounds:
         if self._decided is not None and self._decided[0] == state:
             return self._decided[1]
         p = self.policy
-        read = ReviewedPool.read(self.wh, config_id)
+        read = ReviewedPool.read(self.wh, config_id, p.version_sources())
         pool, c, reviews = read.pool, read.judge, read.reviews
-        labels = certification_labels(pool, reviews, p.calibration_share, p.min_audit_reviews, read.facts)
+        labels = certification_labels(pool, c, reviews, p, read.facts)
         certified = certify_pool(pool, c, labels, p.target_agreement, p.risk, certifiable(pool, c, p))
         may_hold = ~pool.contaminated if p.exclude_contaminated else np.ones(len(pool), bool)
         rungs, how = next_rungs(pool, c, labels, p.target_agreement, p.risk, may_hold, self.ladder)

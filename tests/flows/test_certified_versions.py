@@ -71,7 +71,7 @@ def _accepted_anew(warehouse: Path, policy_values: dict) -> set[str]:
         pool = JudgedPool.from_arrow(*wh.versions.judged_pool(config_id, MARKDOWN_RE2))
         reviews = PoolReviews.align(pool.pair_id, wh.reviews.review_outcomes(), wh.reviews.review_selections())
     c = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
-    labels = certification_labels(pool, reviews, policy.calibration_share, policy.min_audit_reviews, known_facts())
+    labels = certification_labels(pool, c, reviews, policy, known_facts())
     found = certify_pool(pool, c, labels, policy.target_agreement, policy.risk, certifiable(pool, c, policy))
     return set(pool.pair_id[found.accepted].tolist())
 
@@ -81,7 +81,8 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
                       "--warehouse", str(judged), "--json")
     stats, cert = summary["stats"], summary["stats"]["certification"]
     assert cert["certified"] and cert["target_agreement"] == 0.9 and cert["risk"] == 0.05
-    assert cert["certified_agreement"] >= 0.9 and cert["labels"] == "source" and cert["scored_by"] == "p_correct"
+    assert cert["populations"]["helpsteer3"]["agreement_bound"] >= 0.9 and cert["estimated_agreement"] >= 0.9
+    assert cert["labels"] == "source" and cert["scored_by"] == "p_correct" and cert["not_covered"] == {}
     assert cert["bound"].startswith("Clopper-Pearson") and 0 < cert["coverage"] <= 1
     assert cert["calibration_pairs"] > 100 and cert["judged"] == stats["pairs_judged"]
     # the version holds exactly the pairs the certification accepts (no review, no label filter here), the rest
@@ -107,11 +108,14 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
     paragraphs = [p for p in body.split("\n\n") if p.strip()]
     assert paragraphs[1].startswith("> **SIMULATED VERDICTS.**")
     assert paragraphs[2] == (
-        f"**At least {percent(0.9)} of these pairs' chosen answers agree with human preference, with 95% confidence** "
-        f"(certified on {count(cert['calibration_pairs'])} held-out labelled pairs from the sources' clear labels: the "
-        f"guarantee holds for pairs with a clear source label; coverage {percent(cert['coverage'])} of the judged pool).")
+        f"**At least {percent(0.9)} of the {count(summary['rows'])} certified pairs ({count(summary['rows'])} from "
+        "helpsteer3) have chosen answers that agree with human preference, with 95% confidence** (certified on "
+        f"{count(cert['calibration_pairs'])} held-out labelled pairs from each source's own clear labels, each "
+        "source's pairs certified on its own). The held-out pairs the certified thresholds accept agree "
+        f"{percent(cert['estimated_agreement'])} of the time: an estimate, not a bound.")
     section = card.split("## Certified agreement", 1)[1].split("\n## ", 1)[0]
-    assert f"| certified agreement (1 - the bound) | {percent(cert['certified_agreement'])} |" in section
+    assert ("| estimated agreement of the accepted held-out pairs (an estimate, not a bound) | "
+            f"{percent(cert['estimated_agreement'])} |") in section
     assert "Clopper-Pearson (exact binomial), one-sided" in section
     assert f"{count(cert['accepted'])} / {count(cert['judged'])} ({percent(cert['coverage'])})" in section
     assert "(certified) |" in section and "| source helpsteer3 | 100.0% | 100.0% |" in section
@@ -129,13 +133,14 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
     # versions --json and status read the same figure
     listed = CliRunner().invoke(app, ["versions", "sure", "--warehouse", str(judged), "--json"])
     figures = json.loads(listed.stdout)[-1]["figures"]["certification"]
-    assert figures == {k: cert[k] for k in ("target_agreement", "risk", "labels", "certified_agreement", "coverage")}
+    assert figures == {k: cert[k] for k in ("target_agreement", "risk", "labels", "estimated_agreement",
+                                            "kept_not_covered", "coverage")}
     status = CliRunner().invoke(app, ["status", "--warehouse", str(judged)])
     assert status.exit_code == 0, status.output
     table = status.stdout.split("certified versions", 1)[1]
     line = next(line for line in table.splitlines() if line.startswith("sure "))
-    assert line.split() == ["sure", str(summary["version"]), "90.0%", percent(cert["certified_agreement"]), "95%",
-                            percent(cert["coverage"]), "source"]
+    assert line.split() == ["sure", str(summary["version"]), "90.0%", "95%", percent(cert["estimated_agreement"]),
+                            percent(cert["coverage"]), "source", "0"]
 
 
 def test_a_stricter_target_keeps_fewer_pairs_and_a_reached_one_is_unchanged(judged):
@@ -143,7 +148,7 @@ def test_a_stricter_target_keeps_fewer_pairs_and_a_reached_one_is_unchanged(judg
     strict = build_version("ladder", policy_overrides={"target_agreement": 0.95}, warehouse=str(judged))
     assert strict["version"] == loose["version"] + 1
     a, b = loose["stats"]["certification"], strict["stats"]["certification"]
-    assert b["coverage"] < a["coverage"] and b["certified_agreement"] >= 0.95 and strict["rows"] < loose["rows"]
+    assert b["coverage"] < a["coverage"] and b["estimated_agreement"] >= 0.95 and strict["rows"] < loose["rows"]
     again = build_version("ladder", policy_overrides={"target_agreement": 0.95}, warehouse=str(judged))
     assert not again["new_version"] and again["version"] == strict["version"]
 
@@ -156,9 +161,10 @@ def test_an_unreachable_target_is_refused_in_one_line_and_writes_nothing(judged)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 2 and "Traceback" not in done.stderr, done.stderr
     assert re.fullmatch(r"error: no selection certifies 99\.0% agreement with human preference at risk 0\.05 on "
-                        r"[\d,]+ held-out labelled pairs \(from the sources' clear labels\): the best it certifies is "
-                        r"\d+\.\d%; (about [\d,]+ more labelled pairs would be needed|at the [\d,]+ thresholds? "
-                        r"tried .* more labelled pairs would test stricter thresholds)", lines[0]), lines[0]
+                        r"[\d,]+ held-out labelled pairs \(from the sources' clear labels\): at most \d+\.\d% could be "
+                        r"certified at that risk \(the bound at the strictest thresholds these pairs can test\); "
+                        r"(about [\d,]+ more labelled pairs would be needed|even there the judge disagrees .* more "
+                        r"labelled pairs would test stricter thresholds)", lines[0]), lines[0]
     assert lines[1].startswith("hint: lower --target-agreement or raise --risk")
     # the flow says the same, and nothing was written
     with pytest.raises(NotCertifiedError) as caught:
@@ -167,7 +173,7 @@ def test_an_unreachable_target_is_refused_in_one_line_and_writes_nothing(judged)
     with Warehouse(judged, read_only=True) as wh:
         assert wh.versions.versions("too-sure") == []
     # a target reachable with more labels says how many
-    with pytest.raises(NotCertifiedError, match=r"the best it certifies is 9\d\.\d%; about [\d,]+ more labelled"):
+    with pytest.raises(NotCertifiedError, match=r"at most 9\d\.\d% could be certified at that risk .*; about [\d,]+ more labelled"):
         build_version("too-sure", policy_overrides={"target_agreement": 0.96}, warehouse=str(judged))
 
 

@@ -24,6 +24,7 @@ from flows.judge import judge
 from schemas.summaries import JudgeSummary
 from tasks.curate.certification import next_rungs
 from tasks.curate.confidence import pool_confidences
+from tasks.curate.policy import make_policy
 from tasks.ingest.sources import known_facts
 from tasks.judge.strategies import parse_strategy
 from tasks.review.certification import certification_labels
@@ -87,7 +88,8 @@ def _decided(path: Path, known: set[tuple[str, str, int]]) -> set[tuple[str, str
     pool = replace(pool, **{k: getattr(pool, k)[keep] for k in ("v_pair", "v_ab", "v_sample", "v_margin",
                                                                  "v_scores_agree")})
     c = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
-    labels = certification_labels(pool, reviews, 0.5, 200, known_facts())  # the policy's defaults
+    labels = certification_labels(pool, c, reviews, make_policy({"target_agreement": TARGET}),
+                                  known_facts())  # the policy's defaults
     ladder = parse_strategy("certify:2").ladder()
     rungs, _ = next_rungs(pool, c, labels, TARGET, 0.05, ~pool.contaminated, ladder)
     return {(p, o, s) for p, r in zip(pool.pair_id.tolist(), rungs.tolist()) if r >= 0 for o, s in ladder[r]} - known

@@ -88,7 +88,8 @@ def test_the_panel_says_what_the_card_says_from_the_same_figures(certified_snaps
     def cell(name: str) -> str:
         return re.search(rf"\| {re.escape(name)}[^|]* \| ([^|]+) \|", section).group(1).strip()
 
-    assert figures["certified agreement (1 - the bound)"] == cell("certified agreement (1 - the bound)")
+    said = "estimated agreement of the accepted held-out pairs (an estimate, not a bound)"
+    assert figures[said] == cell(said)
     assert figures["pairs certified / judged (coverage)"] == cell("pairs certified / judged (coverage)")
     assert figures["threshold"] == cell("threshold")
     assert figures["target agreement"] == percent(cert["target_agreement"]) == "95.0%"
@@ -97,8 +98,8 @@ def test_the_panel_says_what_the_card_says_from_the_same_figures(certified_snaps
     assert figures["bound"] == cert["bound"]
     listed = _table(at, "uncertified, not yet reviewed")
     (row,) = listed[listed["dataset"] == "sure"].to_dict("records")
-    assert (row["certified agreement"], row["coverage"], row["labels"]) == (
-        percent(cert["certified_agreement"]), percent(cert["coverage"]), "source")
+    assert (row["estimated agreement"], row["coverage"], row["labels"], row["not covered"]) == (
+        percent(cert["estimated_agreement"]), percent(cert["coverage"]), "source", "0")
 
     # the curve's points are every threshold tried
     points = _charts(at)["risk-coverage curve, sure v1"]

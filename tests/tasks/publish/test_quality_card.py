@@ -36,7 +36,7 @@ def _cert(points: int, certified_at: int, seed: int = 0) -> dict:
     return {"target_agreement": 0.9, "risk": 0.05, "labels": "source", "calibration_share": 0.5,
             "calibration_pairs": 400, "scored_by": "p_correct", "bound": "Clopper-Pearson (exact binomial), one-sided",
             "certified": True, "threshold": chosen["threshold"], "calibration_accepted": chosen["calibration_accepted"],
-            "calibration_disagreements": chosen["disagreements"], "certified_agreement": chosen["agreement_bound"],
+            "calibration_disagreements": chosen["disagreements"], "estimated_agreement": chosen["agreement_bound"],
             "accepted": 700, "judged": 1000, "coverage": chosen["coverage"], "thresholds_tested": points,
             "curve": curve, "population": {}}
 
