@@ -6,6 +6,7 @@ pairs kept with their choice, and versions without a target stored as before."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ from flows.versions import build_version
 from tasks.curate.bias import MARKDOWN_RE2
 from tasks.curate.certification import NotCertifiedError, certify_pool
 from tasks.curate.confidence import pool_confidences
+from tasks.curate.label_roles import spent_risk
 from tasks.curate.policy import load_policy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
@@ -45,7 +47,7 @@ ROWS = 1000
 
 
 @pytest.fixture(scope="module")
-def judged(tmp_path_factory):
+def judged_once(tmp_path_factory):
     from flows.judge import judge
     from testing.genrm_standin import StandinConfig, StandinProcess
 
@@ -57,13 +59,22 @@ def judged(tmp_path_factory):
     return warehouse
 
 
+@pytest.fixture
+def judged(judged_once, tmp_path):
+    """A copy of the judged warehouse for one test: its certification attempts are its own (every attempt on the
+    same labels spends part of the risk)."""
+    copy = tmp_path / "judged.duckdb"
+    shutil.copyfile(judged_once, copy)
+    return copy
+
+
 def _cli(*args: str) -> tuple[int, dict]:
     result = CliRunner().invoke(app, list(args))
     assert result.exit_code == 0, result.output
     return result.exit_code, json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def _accepted_anew(warehouse: Path, policy_values: dict) -> set[str]:
+def _accepted_anew(warehouse: Path, policy_values: dict, attempt: int = 1) -> set[str]:
     """The pairs a certification accepts, computed again from the warehouse with the core's functions alone."""
     policy = load_policy(None, policy_values)
     with Warehouse(warehouse, read_only=True) as wh:
@@ -72,7 +83,8 @@ def _accepted_anew(warehouse: Path, policy_values: dict) -> set[str]:
         reviews = PoolReviews.align(pool.pair_id, wh.reviews.review_outcomes(), wh.reviews.review_selections())
     c = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
     labels = certification_labels(pool, c, reviews, policy, known_facts())
-    found = certify_pool(pool, c, labels, policy.target_agreement, policy.risk, certifiable(pool, c, policy))
+    found = certify_pool(pool, c, labels, policy.target_agreement, spent_risk(policy.risk, attempt),
+                         certifiable(pool, c, policy))
     return set(pool.pair_id[found.accepted].tolist())
 
 
@@ -143,17 +155,36 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
                             percent(cert["coverage"]), "source", "0"]
 
 
-def test_a_stricter_target_keeps_fewer_pairs_and_a_reached_one_is_unchanged(judged):
+def test_a_stricter_target_keeps_fewer_pairs_and_a_reached_one_is_unchanged(judged, judged_once, tmp_path):
     loose = build_version("ladder", policy_overrides={"target_agreement": 0.9}, warehouse=str(judged))
-    strict = build_version("ladder", policy_overrides={"target_agreement": 0.95}, warehouse=str(judged))
-    assert strict["version"] == loose["version"] + 1
+    other = tmp_path / "other.duckdb"  # the stricter target as a first attempt on the same labels
+    shutil.copyfile(judged_once, other)
+    strict = build_version("ladder", policy_overrides={"target_agreement": 0.95}, warehouse=str(other))
     a, b = loose["stats"]["certification"], strict["stats"]["certification"]
+    assert a["attempt"] == b["attempt"] == 1 and a["risk_spent"] == b["risk_spent"] == spent_risk(0.05, 1)
     assert b["coverage"] < a["coverage"] and b["estimated_agreement"] >= 0.95 and strict["rows"] < loose["rows"]
-    again = build_version("ladder", policy_overrides={"target_agreement": 0.95}, warehouse=str(judged))
+    again = build_version("ladder", policy_overrides={"target_agreement": 0.95}, warehouse=str(other))
     assert not again["new_version"] and again["version"] == strict["version"]
 
 
-def test_an_unreachable_target_is_refused_in_one_line_and_writes_nothing(judged):
+def test_every_attempt_on_the_same_labels_spends_its_share_of_the_risk(judged):
+    """A second target tried on the same labels is attempt 2, tested at its share of the risk (6 / (π² 4) of it),
+    and the card counts the attempts; the first attempt made again is still attempt 1 and changes nothing."""
+    first = build_version("tries", policy_overrides={"target_agreement": 0.85}, warehouse=str(judged))
+    second = build_version("tries", policy_overrides={"target_agreement": 0.8}, warehouse=str(judged))
+    a, b = first["stats"]["certification"], second["stats"]["certification"]
+    assert (a["attempt"], b["attempt"]) == (1, 2) and b["risk_spent"] == pytest.approx(0.05 * 6 / (math.pi ** 2 * 4))
+    assert b["attempts"] == 2 and b["risk"] == 0.05
+    with pytest.raises(NotCertifiedError):  # a third, harder target: refused, and still counted
+        build_version("tries", policy_overrides={"target_agreement": 0.97}, warehouse=str(judged))
+    with Warehouse(judged, read_only=True) as wh:
+        attempts = wh.certification.attempts(wh.versions.latest_judge_config_id())
+    assert [(x["attempt"], x["target"], x["certified"]) for x in attempts] == [(1, 0.85, True), (2, 0.8, True),
+                                                                                (3, 0.97, False)]
+    assert sum(x["risk_spent"] for x in attempts) < 0.05
+
+
+def test_an_unreachable_target_is_refused_in_one_line_and_writes_nothing(judged, judged_once, tmp_path):
     curate = Path(sys.executable).with_name("curate")
     done = subprocess.run([str(curate), "build-version", "too-sure", "--target-agreement", "0.99",
                            "--warehouse", str(judged)], capture_output=True, text=True, timeout=300,
@@ -172,8 +203,11 @@ def test_an_unreachable_target_is_refused_in_one_line_and_writes_nothing(judged)
     assert f"error: {caught.value}" == lines[0]
     with Warehouse(judged, read_only=True) as wh:
         assert wh.versions.versions("too-sure") == []
-    # a target reachable with more labels says how many
-    with pytest.raises(NotCertifiedError, match=r"at most 9\d\.\d% could be certified at that risk .*; about [\d,]+ more labelled"):
+    # a target reachable with more labels says how many (a first attempt on these labels)
+    judged = tmp_path / "first.duckdb"
+    shutil.copyfile(judged_once, judged)
+    with pytest.raises(NotCertifiedError, match=r"at most 9\d\.\d% could be certified at that risk .*(about [\d,]+ more labelled pairs "
+                       r"would be needed|more labelled pairs would test stricter thresholds)"):
         build_version("too-sure", policy_overrides={"target_agreement": 0.96}, warehouse=str(judged))
 
 
@@ -286,10 +320,15 @@ def test_a_review_audit_certifies_once_it_has_enough_decided_pairs(judged, tmp_p
     sources = build_version("audited", policy_overrides={"target_agreement": 0.9, "min_audit_reviews": 9},
                             warehouse=str(warehouse))
     assert sources["stats"]["certification"]["labels"] == "source"
-    # enough: the audit's 8 decided pairs alone calibrate, far too few for 90%, and the refusal says which labels
+    # enough pairs, but one reviewer decided them all: one person never replaces every source label
+    one = build_version("audited-one", policy_overrides={"target_agreement": 0.9, "min_audit_reviews": 8},
+                        warehouse=str(warehouse))
+    assert one["stats"]["certification"]["labels"] == "source"
+    # enough, from as few reviewers as the policy allows: the audit's 8 decided pairs alone calibrate, far too few
+    # for 90%, and the refusal says which labels
     with pytest.raises(NotCertifiedError, match=r"on 8 held-out labelled pairs \(from a review audit\)"):
-        build_version("audited", policy_overrides={"target_agreement": 0.9, "min_audit_reviews": 8},
-                      warehouse=str(warehouse))
+        build_version("audited", policy_overrides={"target_agreement": 0.9, "min_audit_reviews": 8,
+                                                   "min_audit_reviewers": 1}, warehouse=str(warehouse))
 
 
 def test_versions_without_a_target_are_stored_as_before(judged):
