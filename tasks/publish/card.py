@@ -209,7 +209,7 @@ def card_markdown(
         task_categories=["text-generation"],
         language=hub_languages(stats.get("by_language") or {}) or None,
         size_categories=[size_category(len(rows))],
-        tags=[t for e in exports for t in e.hub_tags] + ["preference", "llm-judge"]
+        tags=[t for e in exports for t in e.hub_tags] + ["preference", "llm-judge", "preference-curator"]
         + (["simulated"] if simulated else []) + (["other-weights"] if weights else []),
         pretty_name=f"{name} v{version}{title}",
         configs=[  # the first export published is the Hub's default config

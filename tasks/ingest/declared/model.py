@@ -51,6 +51,8 @@ class Declaration:
     # constant facts of every row when the file does not carry them
     domain: str | None = None
     language: str | None = None
+    # whether people gave the labels (only people's labels may certify a version: docs/certification.md)
+    human_labels: bool = False
 
     def column(self, logical: str) -> str:
         """The file's name for the format's logical column `logical`."""
