@@ -135,7 +135,7 @@ def test_the_usage_block_is_the_published_exports_own_sections():
     on_purpose = _card(configs=DEFAULT_CONFIGS, policy={"rm_margin_column": True})
     assert "The `rm` config has a `margin` column on purpose (policy `rm_margin_column`)" in on_purpose
     front = yaml.safe_load(card.split("---\n")[1])
-    assert front["tags"] == ["dpo", "reward-modeling", "preference", "llm-judge"]
+    assert front["tags"] == ["dpo", "reward-modeling", "preference", "llm-judge", "preference-curator"]
     assert [(c["config_name"], c.get("default")) for c in front["configs"]] == [
         ("dpo", True), ("rm", None), ("helpsteer3", None)]
     assert front["configs"][2]["data_files"] == [{"split": s, "path": f"data/helpsteer3/{s}-*.parquet"}
@@ -149,7 +149,7 @@ def test_a_card_shows_only_the_exports_published():
         'hs3 = load_dataset("<this repo or folder>", "helpsteer3")   # HelpSteer3-style rows']
     assert "RewardTrainer" not in card  # rm's note comes with rm
     front = yaml.safe_load(card.split("---\n")[1])
-    assert front["tags"] == ["preference", "llm-judge"] and front["configs"][0]["default"] is True
+    assert front["tags"] == ["preference", "llm-judge", "preference-curator"] and front["configs"][0]["default"] is True
 
 
 CALIBRATION = {"status": "fitted", "method": "logistic regression", "labelled": 900, "ece": 0.02, "brier": 0.2,
