@@ -123,7 +123,8 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
         f"**At least {percent(0.9)} of the {count(summary['rows'])} certified pairs ({count(summary['rows'])} from "
         "helpsteer3) have chosen answers that agree with human preference, with 95% confidence** (certified on "
         f"{count(cert['calibration_pairs'])} held-out labelled pairs from each source's own clear labels, each "
-        "source's pairs certified on its own). The held-out pairs the certified thresholds accept agree "
+        f"source's pairs certified on its own; attempt 1 on these labels, tested at risk {cert['risk_spent']:.4g} so "
+        "that every attempt together stays within 0.05). The held-out pairs the certified thresholds accept agree "
         f"{percent(cert['estimated_agreement'])} of the time: an estimate, not a bound.")
     section = card.split("## Certified agreement", 1)[1].split("\n## ", 1)[0]
     assert ("| estimated agreement of the accepted held-out pairs (an estimate, not a bound) | "
