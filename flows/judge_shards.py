@@ -39,8 +39,7 @@ from tasks.judge.exchange import (
     results_dir,
     shard_label,
     shared_secret,
-    work_path,
-    write_work,
+    write_plan,
 )
 from tasks.judge.exchange import plan_id as make_plan_id
 from tasks.judge.exchange_checks import KEY_ENV
@@ -94,22 +93,23 @@ def merge_exchange(warehouse: str, exchange: str) -> MergeSummary:
 def _write_plan(wh: Warehouse, ex: Exchange, run: JudgeRun, shards: int, pending: list[str], states: States,
                 wanted: Wanted | None, texts: dict[str, PairText] | None = None) -> tuple[str, dict[int, str]]:
     """One signed work file per non-empty hash bucket of `pending` (a round's: with the judgments `wanted` of
-    each pair); returns the plan's id, named by what it asks, and the files' URLs by shard."""
+    each pair), and the plan's manifest; returns the plan's id, named by what it asks, and the files' URLs by
+    shard."""
     config, label = run.config, run.strategy.label
     pid = make_plan_id(config.id, label, pending, wanted)
-    files = {}
+    work = {}
     for index in range(shards):
         mine = [p for p in pending if pair_bucket(p, shards) == index]
         if not mine:
             continue
         keep = set(mine)
-        path = work_path(ex, pid, index, shards)
-        write_work(ex, path, plan=pid, shard=f"{index}/{shards}", strategy=label, config=asdict(config),
-                   pairs=[texts[p] for p in mine] if texts is not None else wh.judging.pair_texts(mine),
-                   states={k: v for k, v in states.items() if k[0] in keep}, secret=shared_secret(),
-                   wanted=None if wanted is None else {p: wanted[p] for p in mine})
-        files[index] = ex.url_of(path)
-    return pid, files
+        work[index] = ([texts[p] for p in mine] if texts is not None else wh.judging.pair_texts(mine),
+                       {k: v for k, v in states.items() if k[0] in keep},
+                       None if wanted is None else {p: wanted[p] for p in mine})
+    if not work:
+        return pid, {}
+    paths = write_plan(ex, pid, shards, work, config=asdict(config), strategy=label, secret=shared_secret())
+    return pid, {index: ex.url_of(path) for index, path in paths.items()}
 
 
 def _first_plan(warehouse: str, exchange: str, shards: int, run: JudgeRun) -> dict[str, Any]:
