@@ -212,11 +212,13 @@ def shard_label(index: int, count: int) -> str:
     return f"shard-{index}-of-{count}"
 
 
-def plan_id(config_id: str, strategy: str, pair_ids: list[str], wanted: Wanted | None = None) -> str:
+def plan_id(config_id: str, strategy: str, pair_ids: list[str], wanted: Wanted | None = None,
+            reopened: bool = False) -> str:
     """Names a plan by what it asks: the same pending work planned twice lands in the same folder (a round's
-    plan by the judgments it asks of each pair too: another round of the same pairs is another plan)."""
+    plan by the judgments it asks of each pair too: another round of the same pairs is another plan; a plan that
+    reopened judgments at the attempt limit is another plan too, so its workers fold no result of before)."""
     h = hashlib.blake2b(digest_size=8)
-    h.update(f"{config_id}\0{strategy}\0".encode())
+    h.update(f"{config_id}\0{strategy}\0".encode() + (b"reopened\0" if reopened else b""))
     for pid in pair_ids:
         h.update(pid.encode() + b"\0")
         if wanted is not None:

@@ -421,3 +421,30 @@ def test_one_plans_key_signs_nothing_for_another_plans_pairs(tmp_path, ingested,
             return sorted(wh.query('SELECT pair_id, "order", status, margin_a FROM judgments'))
 
     assert margins(path) == margins(alone) and len(margins(path)) == 2 * n
+
+
+def test_sharded_judging_asks_the_exhausted_again_only_when_told(tmp_path, ingested, monkeypatch):
+    """In shards too: judgments a garbage judge exhausted are planned no more, until a run is told to retry them;
+    that run's plan is another plan (its workers fold no result of before) and asks exactly them."""
+    from common.settings import get_settings
+    from flows.judge_shards import judge_sharded_here
+
+    path, n = ingested
+    monkeypatch.setenv(KEY, "k1")
+    monkeypatch.setenv("CURATE_JUDGE_MAX_ATTEMPTS", "1")
+    get_settings.cache_clear()
+    exchange = str(tmp_path / "exchange")
+    with StandinProcess(StandinConfig(latency_mean=0.005, malformed_rate=1.0)) as garbage:
+        first = judge_sharded_here(2, endpoints=[garbage.url], strategy="swap", exchange=exchange, warehouse=path)
+    assert first["merged"]["rows"] == 2 * n and first["judged"] == 0
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as good:
+        plain = judge_sharded_here(2, endpoints=[good.url], strategy="swap", exchange=exchange, warehouse=path)
+        assert good.stats()["requests"] == 0
+        retried = judge_sharded_here(2, endpoints=[good.url], strategy="swap", exchange=exchange, warehouse=path,
+                                     retry_exhausted=True)
+        assert good.stats()["requests"] == 2 * n
+    assert (plain["pending"], plain["skipped_exhausted"]) == (0, 2 * n)
+    assert (retried["reopened_exhausted"], retried["judged"]) == (2 * n, 2 * n)
+    assert retried["plan_id"] != first["plan_id"]
+    assert_summary(retried, ShardedJudgeSummary)
+    assert {r[3] for r in _judgments(path)} == {"ok"}
