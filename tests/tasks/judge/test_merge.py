@@ -328,3 +328,18 @@ def test_setting_the_key_later_leaves_runs_recorded_as_they_say_and_refuses_any_
         assert wh.runs.judge_run_summaries([RUN]) == {RUN: original["summary"]}
     assert report.run_records == 0 and [q["reason"].split(" (")[0] for q in report.quarantined] == [
         f"its plan {PLAN} {LABEL} is not trusted"]
+
+
+def test_a_merge_without_the_key_says_in_one_line_that_it_authenticates_nothing(tmp_path, caplog):
+    ex = _exchange(tmp_path / "exchange", "s3cret")
+    folder = results_dir(ex, PLAN, LABEL)
+    ResultWriter(ex, folder, RUN, _key(ex, "s3cret")).write(_table(_result("p0")))
+    ResultWriter(ex, folder, "other").write(_table(_result("p1"), run="other"))
+    with Warehouse(tmp_path / "w.duckdb") as wh, caplog.at_level("WARNING", logger="tasks.judge.merge"):
+        report = merge_exchange_into(wh, ex, "")
+        merge_exchange_into(wh, ex, "")  # nothing left to merge: nothing to say
+    assert not report.authenticated and report.rows == 2
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert said == ("judge exchange: merging 2 result files without CURATE_JUDGE_EXCHANGE_KEY: nothing merged is "
+                    "authenticated, a file is only checked against its plan (1 of them are signed, their signatures "
+                    "unchecked)") and "\n" not in said
