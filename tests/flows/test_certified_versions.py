@@ -410,20 +410,22 @@ def test_status_counts_pairs_over_budget_apart_and_shows_the_reviews(judged, tmp
     shutil.copy(judged, warehouse)
     with Warehouse(warehouse) as wh:
         pairs = [p for (p,) in wh.query("SELECT pair_id FROM pairs_for_curation ORDER BY pair_id")]
-        over, too_long, pending = pairs[:7], pairs[7:10], pairs[10:15]
-        # as the judge records them: over the input budget (never sent), too long for the server's context, and
-        # failures a run sends again
-        for chosen, reason in ((over, "over_budget"), (too_long, "too_long"), (pending, "timeout")):
-            wh.con.execute("UPDATE judgments SET status = 'failed', failure_reason = ?, margin_a = NULL "
-                           f"WHERE pair_id IN ({', '.join('?' * len(chosen))})", [reason, *chosen])
+        over, too_long, pending, exhausted = pairs[:7], pairs[7:10], pairs[10:15], pairs[15:19]
+        # as the judge records them: over the input budget (never sent), too long for the server's context,
+        # failures a run sends again, and answers without a verdict up to the attempt limit (3)
+        for chosen, reason, attempts in ((over, "over_budget", 0), (too_long, "too_long", 1), (pending, "timeout", 0),
+                                         (exhausted, "no_json", 3)):
+            wh.con.execute("UPDATE judgments SET status = 'failed', failure_reason = ?, margin_a = NULL, attempts = ? "
+                           f"WHERE pair_id IN ({', '.join('?' * len(chosen))})", [reason, attempts, *chosen])
     audit = {p: ("a" if i % 4 else "b") for i, p in enumerate(pairs[100:140])}
     _land_reviews(warehouse, audit, "audit")
     result = CliRunner().invoke(app, ["status", "--warehouse", str(warehouse), "--json"])
     assert result.exit_code == 0, result.output
     status = json.loads(result.stdout)
     (judging,) = status["judging"]
-    assert (judging["pairs_over_budget"], judging["pairs_pending"]) == (len(over) + len(too_long), len(pending))
-    assert judging["pairs_judged"] == len(pairs) - len(over) - len(too_long) - len(pending)
+    assert (judging["pairs_over_budget"], judging["pairs_pending"], judging["pairs_exhausted"]) == (
+        len(over) + len(too_long), len(pending), len(exhausted))
+    assert judging["pairs_judged"] == len(pairs) - len(over) - len(too_long) - len(pending) - len(exhausted)
     (review,) = status["reviews"]
     assert (review["pushed"], review["annotated"], review["audit_decided"]) == (40, 40, 40)
     # the helper's judge side is A for every pair: the judge agrees wherever the reviewer chose A
@@ -431,9 +433,10 @@ def test_status_counts_pairs_over_budget_apart_and_shows_the_reviews(judged, tmp
 
     table = CliRunner().invoke(app, ["status", "--warehouse", str(warehouse)]).stdout
     judging_table = table.split("\njudging\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert judging_table[0].endswith("pairs judged  pairs pending  over budget, never sent")
+    assert judging_table[0].endswith("pairs judged  pairs pending  at the attempt limit  over budget, never sent")
     line = next(row for row in judging_table if row.startswith(judging["judge_config_id"]))
-    assert line.split()[-3:] == [count(judging["pairs_judged"]), str(len(pending)), str(len(over) + len(too_long))]
+    assert line.split()[-4:] == [count(judging["pairs_judged"]), str(len(pending)), str(len(exhausted)),
+                                 str(len(over) + len(too_long))]
     header, row = table.split("\nreviews\n", 1)[1].splitlines()[:2]
     assert header.split("  ")[0] == "review project" and header.endswith("judge agrees, audit (unbiased)")
     assert row.startswith("review 1 ") and row.endswith(agreement_text(review["audit_judge_agrees"], 40))
