@@ -20,10 +20,13 @@ from tasks.ingest.declared.formats.shared import (
     DeclaredRows,
     answer_column,
     answer_text,
+    assistant_only,
     chosen_pair,
     common_bad_kinds,
+    ends_with,
     id_bad_kinds,
     id_columns,
+    is_text_or_messages,
     prompt_column,
     row_source_id,
     rows_class,
@@ -39,6 +42,12 @@ class TrlFormat(ChosenFormat):
     name = "trl"
     required_columns = ("prompt", "chosen", "rejected")
     optional_columns = (ID,)
+
+    def looks_like(self, row: dict[str, Any]) -> bool:
+        """Answers under `chosen` and `rejected` (texts, or assistant turns): whole conversations there (a user turn
+        first, as UltraFeedback-binarized's beside its `prompt`) are `trl-implicit`'s."""
+        return all(is_text_or_messages(v) and ends_with(v, "assistant") and assistant_only(v)
+                   for v in (row.get("chosen"), row.get("rejected")))
 
     def raw_schema(self, decl: Declaration) -> pa.DataFrameSchema:
         return pa.DataFrameSchema({decl.column("prompt"): prompt_column(), decl.column("chosen"): answer_column(),
