@@ -40,6 +40,7 @@ from tasks.ingest.revisions import pin_revision, source_batches
 from tasks.ingest.source_facts import facts_changes, record_facts
 from tasks.ingest.sources import EvalPrompt, Source, get_source
 from tasks.ingest.summary import SUMMARY_KEYS, record_if_unchanged, summarize
+from tasks.ingest.synth import written_by_synth
 from warehouse.store import Warehouse
 
 
@@ -196,6 +197,8 @@ def ingest(
                 warehouse=str(settings.warehouse), decontaminated_against=wh.ingest.eval_prompt_counts(),
                 seconds=round(time.perf_counter() - started, 3), **chosen_format(src),
             )
+            if path and written_by_synth(Path(path), rev):  # a card of these pairs says they are synthetic
+                summary["synthetic"] = True
             # a declared source whose rows are another format's: one line naming it (the run recorded as failed)
             wrong_format = misfit(src, counts.read, counts.flags.get("rows_paired", 0), counts.quarantined_rows,
                                   counts.quarantined, sample, location)
