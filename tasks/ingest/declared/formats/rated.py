@@ -28,6 +28,7 @@ from common.reasons import AdapterRejection, ReadFault, SchemaCheck, ValueFault,
 from schemas.checks import text_not_empty, value_faults
 from schemas.pair import HUMAN_LABEL_MAX, CandidatePair, Rejection, model_names
 from schemas.raw import element_check
+from tasks.ingest.declared.formats.hh import prompt_history
 from tasks.ingest.declared.formats.shared import (
     ID,
     DeclaredFormat,
@@ -38,7 +39,6 @@ from tasks.ingest.declared.formats.shared import (
     prompt_column,
     row_source_id,
     rows_class,
-    to_history,
 )
 from tasks.ingest.declared.model import Declaration
 from tasks.ingest.latent import latent_quality
@@ -161,6 +161,7 @@ class RatedFormat(DeclaredFormat):
         text_key, score_key = decl.column("response"), decl.column("score")
         model_key = decl.models.get("response")
         row_id = row_source_id(decl)
+        history_of = prompt_history(decl)
 
         def rate(position: int, item: Any) -> Rated | Rejection:
             where = f"response {position}"
@@ -197,9 +198,12 @@ class RatedFormat(DeclaredFormat):
                 if isinstance(found, Rejection):
                     yield found
                     continue
+                history = history_of(row[prompt])
+                if isinstance(history, Rejection):
+                    yield history
+                    return
                 counts = {"ties_with_best": found.ties, "within_gap": found.within_gap}
                 base = row_id(row)
-                history = to_history(row[prompt])
                 for other in found.worse:
                     yield make_pair(decl, rule, f"{base}:{found.best.position}>{other.position}", history, found.best,
                                     other, found.gaps[other.position], score_key, ctx, counts)
@@ -288,7 +292,7 @@ class RatedRows(DeclaredRows):
     def render(self, g: dict[str, Any], swap: bool = False) -> dict[str, Any]:
         items = g["responses"][::-1] if swap else g["responses"]
         model = self.DECL.models.get("response")
-        prompt: Any = [dict(m) for m in g["history"]] if g["conversational"] else g["history"][-1]["content"]
+        prompt = self.prompt(g)
         return self.with_id({
             self.col("prompt"): prompt,
             self.col("responses"): [{self.col("response"): r["response"], self.col("score"): self._score(r["goodness"]),
