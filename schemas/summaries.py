@@ -34,6 +34,7 @@ class IngestSummary(TypedDict, total=False):
     note: str
     format: str  # a declared source's format (docs/sources.md#declared-sources); built-in sources have none
     format_detected: bool  # ... told from the first batch's columns (declared `auto`)
+    synthetic: bool  # the file read is rows `curate synth` wrote (its manifest records this revision); else absent
 
 
 class JudgeRound(TypedDict):

@@ -111,15 +111,15 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
     # JSON holds no -inf or NaN a strict reader refuses
     json.loads(json.dumps(meta["stats"]["certification"]), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
 
-    # the card states the guarantee first (after the SIMULATED notice), from the same figures
+    # the card states the guarantee first (after the SYNTHETIC rows' and the SIMULATED notices), from the same figures
     from flows.publish import publish
 
     folder = Path(publish("sure", to=str(tmp_path), warehouse=str(judged))["target"])
     card = (folder / "README.md").read_text()
     body = card.split("\n---\n", 1)[1]
     paragraphs = [p for p in body.split("\n\n") if p.strip()]
-    assert paragraphs[1].startswith("> **SIMULATED VERDICTS.**")
-    assert paragraphs[2] == (
+    assert paragraphs[1].startswith("> **SYNTHETIC ROWS.**") and paragraphs[2].startswith("> **SIMULATED VERDICTS.**")
+    assert paragraphs[3] == (
         f"**At least {percent(0.9)} of the {count(summary['rows'])} certified pairs ({count(summary['rows'])} from "
         "helpsteer3) have chosen answers that agree with human preference, with 95% confidence** (certified on "
         f"{count(cert['calibration_pairs'])} held-out labelled pairs from each source's own clear labels, each "

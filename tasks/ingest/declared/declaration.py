@@ -54,11 +54,14 @@ KEYS: dict[str, str] = {
     "language": "the language of every row, when the data does not say",
     "human_labels": "true when people gave the labels (default false: a model's, a vendor's or a release's picks "
                     "never certify a version)",
+    "prompt_format": "\"hh\": a text prompt is a Human/Assistant transcript, parsed into turns as the hh format "
+                     "parses its transcripts (formats with a prompt column)",
 }
 WHERE_KEYS = ("path", "hub_id")
 HUB_ONLY_KEYS = ("config", "splits", "revision")
 FOLDER_KEYS = ("config", "splits")  # a folder in the Hub's layout has configs and splits, not commits
-TEXT_KEYS = ("path", "hub_id", "config", "revision", "format", "license", "description", "domain", "language")
+TEXT_KEYS = ("path", "hub_id", "config", "revision", "format", "license", "description", "domain", "language",
+             "prompt_format")
 MAPPING_KEYS = ("columns", "models")  # tables of strings
 
 
@@ -175,6 +178,7 @@ def parse_declaration(name: str, table: Any, origin: Path, formats: Mapping[str,
         splits=splits, revision=revision, columns=dict(table.get("columns", {})),
         label=dict(table.get("label", {})), models=dict(table.get("models", {})), domain=table.get("domain"),
         language=table.get("language"), human_labels=_human_labels(where, table, path),
+        prompt_format=table.get("prompt_format"),
     )
     if format_name != AUTO:
         check_with_format(decl, formats[format_name], where)
