@@ -244,6 +244,36 @@ def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, ta
     return nxt, how
 
 
+SCORE_FEATURES = ("the judge's |mean margin| (a spline)", "its margin in each order toward the chosen answer",
+                  "which orders were judged", "whether the orders agree", "whether the scores agree with the ranking",
+                  "the spread over samples", "how many verdicts", "how much longer the chosen answer is (log length "
+                  "ratio)", "the domain")
+
+
+def _r2(x: np.ndarray, y: np.ndarray) -> float:
+    if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
+        return 0.0
+    return float(np.corrcoef(x, y)[0, 1] ** 2)
+
+
+def score_leaning(pool: JudgedPool, c: Confidences, certified: Certified) -> dict[str, Any]:
+    """What the certification's score follows over the pairs it scored: the share of its variance the judge's
+    |margin| explains beside the share the chosen answer's extra length and extra markdown explain (squared
+    correlations). `leans_on` names a bias feature that explains more of it than the judge does (None: the judge)."""
+    s = certified.scores.score
+    idx = np.flatnonzero(~np.isnan(s))
+    toward = c.direction[idx].astype(float)
+    length = np.log((pool.len_a[idx] + 1.0) / (pool.len_b[idx] + 1.0)) * toward
+    markdown = (pool.md_a[idx] - pool.md_b[idx]) * toward
+    shares = {"judge_margin": _r2(np.abs(c.margin[idx]), s[idx]), "length": _r2(length, s[idx]),
+              "markdown": _r2(markdown.astype(float), s[idx])}
+    bias = max(("length", "markdown"), key=lambda k: shares[k])
+    return {"features": list(SCORE_FEATURES) if certified.scores.method == "p_correct"
+            else ["the judge's own confidence (too few training labels for a model)"],
+            "explained": {k: round(v, 4) for k, v in shares.items()},
+            "leans_on": bias if shares[bias] > shares["judge_margin"] else None}
+
+
 def _threshold(t: float) -> float | None:
     """A threshold as JSON holds it: None for the loosest, which accepts every scored pair (-inf)."""
     return round(t, 6) if np.isfinite(t) else None

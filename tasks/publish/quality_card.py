@@ -250,6 +250,12 @@ def guarantee_paragraph(cert: dict[str, Any] | None) -> str:
         text.append(f"{count(reviewed)} pairs are kept with their reviewers' choice.")
     for name, why in sorted((cert.get("excluded_labels") or {}).items()):
         text.append(f"The labels of {name} do not calibrate: {why}.")
+    leaning = (cert.get("score") or {}).get("leans_on")
+    if leaning:
+        explained = cert["score"]["explained"]
+        text.append(f"The score that selected these pairs follows the chosen answer's {leaning} more than the judge's "
+                    f"verdicts (it explains {explained[leaning]:.0%} of the score's variance, the judge's margin "
+                    f"{explained['judge_margin']:.0%}): the selection leans on {leaning}.")
     if cert.get("estimated_agreement") is not None:
         text.append(f"The held-out pairs the certified thresholds accept agree {percent(cert['estimated_agreement'])} "
                     "of the time: an estimate, not a bound.")
@@ -300,6 +306,10 @@ def certification_markdown(cert: dict[str, Any], stats: dict[str, Any]) -> str:
         f"| pairs certified / judged (coverage) | {count(cert['accepted'])} / {count(cert['judged'])} "
         f"({percent(cert['coverage'])}) |",
     ]
+    score = cert.get("score")
+    if score:
+        lines.append(f"| the score (each row's `certification_score`, not the judge's `p_correct`) reads | "
+                     f"{'; '.join(score['features'])} |")
     if cert.get("attempt"):
         attempts = cert.get("attempts", cert["attempt"])
         lines.append(f"| attempt on these labels (attempts so far) | {cert['attempt']} ({attempts}), tested at risk "

@@ -23,6 +23,7 @@ from tasks.curate.certification import (
     certification_report,
     certify_pool,
     labelled_mix,
+    score_leaning,
 )
 from tasks.curate.confidence import Confidences
 from tasks.curate.label_roles import CertificationHistory, attempt_of, labels_digest, role_conflict
@@ -163,7 +164,8 @@ def certify_version(pool: JudgedPool, c: Confidences, reviews: PoolReviews, poli
     judged = c.verdicts > 0
     report = {**certification_report(certified, int(judged.sum()), pool.source),
               "risk": policy.risk, "attempt": attempt["attempt"], "risk_spent": attempt["risk_spent"],
-              "min_audit_reviews": policy.min_audit_reviews, "population": labelled_mix(pool, certified.labels, judged)}
+              "min_audit_reviews": policy.min_audit_reviews, "population": labelled_mix(pool, certified.labels, judged),
+              "score": score_leaning(pool, c, certified)}
     attempt["certified"] = bool(report["certified"])
     if report["certified"]:
         report["uncertified"] = review_queue(pool, c, certified, reviews)

@@ -71,3 +71,25 @@ def test_labels_that_agree_with_the_judge_far_above_the_others_are_flagged():
     assert list(flagged) == ["odd"]
     fair = np.where(rng.random(500) < 0.78, direction[500:], -direction[500:])
     assert judge_like_sources(source, np.r_[honest, fair].astype(np.int8), direction) == {}
+
+
+def test_a_score_that_follows_length_rather_than_the_judge_says_so():
+    """People who prefer the longer answer and a judge that agrees with them by chance: what certifies is length,
+    and the report names it."""
+    pool = _pool(n=2000, seed=11)
+    rng = np.random.default_rng(5)
+    len_a = rng.integers(100, 4000, len(pool))
+    len_b = rng.integers(100, 4000, len(pool))
+    pool = replace(pool, source=np.full(len(pool), "labelled", dtype=object), len_a=len_a, len_b=len_b,
+                   human_label=np.where(len_a > len_b, 3.0, -3.0))
+    c = _confidences(pool)
+    found, report, _ = certify_version(pool, c, PoolReviews.none(len(pool)), make_policy({"target_agreement": 0.8}),
+                                       FACTS, "cfg")
+    assert report["certified"] and report["score"]["leans_on"] == "length"
+    assert report["score"]["explained"]["length"] > report["score"]["explained"]["judge_margin"]
+    honest = _pool(n=2000, seed=11)
+    honest = replace(honest, source=np.full(len(honest), "labelled", dtype=object))
+    c = _confidences(honest)
+    _, report, _ = certify_version(honest, c, PoolReviews.none(len(honest)), make_policy({"target_agreement": 0.8}),
+                                   FACTS, "cfg")
+    assert report["score"]["leans_on"] is None
