@@ -77,13 +77,13 @@ def check_input_file(source: Source, path: Path | None, batch_size: int, limit: 
     """A local file (or a folder in the Hub's layout) that exists, in a format and encoding the reader takes,
     whose first batch has the source's columns (a file of another source is refused before anything runs).
     Damage further in is left to the ingest, which lands what is whole and says where the file is damaged."""
-    from common.errors import NotFoundError
-    from tasks.ingest.read import SourceDamagedError, read_path
+    from common.errors import InvalidInputError, NotFoundError
+    from tasks.ingest.read import SourceDamagedError, input_fault, read_path
 
     if path is None:
         return
-    if not (path.is_file() or path.is_dir()):  # not a pipe or a device either: reading one would block
-        raise NotFoundError(f"{path}: no such file")
+    if (fault := input_fault(path)) is not None:  # not a pipe or a device either: reading one would block
+        raise (NotFoundError if fault == "no such file" else InvalidInputError)(f"{path}: {fault}")
     batches = read_path(path, source.config, source.splits, batch_size)  # a folder: its config, from its card
     try:
         first = next(iter(batches), None)

@@ -385,6 +385,26 @@ def folder_revision(path: Path) -> str:
     return "folder:" + h.hexdigest()
 
 
+def input_fault(path: Path) -> str | None:
+    """Why a local source's path cannot be read (`no such file`; a symlink loop, a folder it may not enter: the
+    system's reason; a FIFO, a device or a socket: not a regular file or folder), or None when it is a regular
+    file or a folder."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as err:
+        return f"cannot read it: {err.strerror or err}"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "no regular file")
+    return f"not a regular file or folder but {kind}: reading it could block or never end"
+
+
 def read_path(path: Path, config: str | None, splits: tuple[str, ...], batch_size: int) -> Iterator[RawBatch]:
     """A local source: a folder in the Hub's layout (`read_folder`), else a file (`read_local`)."""
     if Path(path).is_dir():
@@ -395,8 +415,8 @@ def read_path(path: Path, config: str | None, splits: tuple[str, ...], batch_siz
 def read_local(path: Path, batch_size: int) -> Iterator[RawBatch]:
     """A local JSONL (optionally .gz) or Parquet file, by its suffix."""
     path = Path(path)
-    if not path.exists():
-        raise SourceReadError(f"{path}: no such file")
+    if (fault := input_fault(path)) is not None:
+        raise SourceReadError(f"{path}: {fault}")
     suffixes = [s.lower() for s in path.suffixes]
     if ".parquet" in suffixes:
         yield from read_parquet(path, batch_size)

@@ -10,7 +10,14 @@ from pathlib import Path
 from tenacity import Retrying, stop_after_attempt, wait_exponential
 
 from common.settings import Settings
-from tasks.ingest.read import RawBatch, SourceReadError, file_revision, read_source, resolve_hub_revision
+from tasks.ingest.read import (
+    RawBatch,
+    SourceReadError,
+    file_revision,
+    input_fault,
+    read_source,
+    resolve_hub_revision,
+)
 from tasks.ingest.sources import Source
 from warehouse.ingest import IngestStore
 
@@ -29,8 +36,8 @@ def resolve_revision(source: Source, requested: str | None, pinned: str | None, 
     commit, else the earlier pin; without one, the source's declared branch or tag, else main, resolved now).
     Resolving a Hub ref is retried: the Hub may be briefly unreachable."""
     if path is not None:
-        if not Path(path).exists():
-            raise SourceReadError(f"{path}: no such file or folder")
+        if (fault := input_fault(Path(path))) is not None:
+            raise SourceReadError(f"{path}: {fault if fault != 'no such file' else 'no such file or folder'}")
         return file_revision(Path(path))
     if requested is None and (known := known_revision(source, pinned)) is not None:
         return known
