@@ -65,6 +65,8 @@ class ReadFault(Reasons):
     MALFORMED_JSON = "malformed_json", "the line is not JSON"
     NOT_AN_OBJECT = "not_an_object", "the line is JSON but not an object"
     JSON_TOO_DEEP = "json_too_deep", "the JSON nests deeper than the readers and the storage can hold"
+    ROW_TOO_LARGE = ("row_too_large(<=<bytes> bytes)", "the row is over CURATE_MAX_ROW_BYTES, more than the judge "
+                     "could ever read; its first bytes kept")
 
 
 class ValueFault(Reasons):
