@@ -24,7 +24,7 @@ from common.errors import UserError
 
 # the policy keys that decide which labels calibrate, and so what an attempt is
 ATTEMPT_KEYS = ("calibration_share", "min_audit_reviews", "min_audit_reviewers", "audit_votes", "judge_like_labels",
-                "sources", "mixture", "uncovered")
+                "sources", "mixture")
 
 
 class LabelRolesError(UserError, ValueError):
