@@ -32,7 +32,8 @@ from tasks.curate.certify import Certificate, fixed_sequence, shortfall, thresho
 from tasks.curate.confidence import Confidences
 from tasks.curate.pool import JudgedPool
 
-LABEL_KINDS = ("audit", "source")
+LABEL_KINDS = ("audit", "source", "mixed")  # mixed: some sources by their audit, the others by their labels
+AUDIT_SUFFIX = " (review audit)"  # a source calibrated by its audit pairs: its population's name
 EVERY_PAIR = "every pair"  # the one population of labels that name none
 
 
@@ -57,6 +58,7 @@ class CertificationLabels:
     population: np.ndarray | None = None
     populations: int | None = None
     excluded: dict[str, str] = field(default_factory=dict)
+    audited: np.ndarray | None = None  # bool per pair: calibrated by the audit (every decided audit pair calibrates)
 
     def __post_init__(self) -> None:
         if self.kind not in LABEL_KINDS:
@@ -89,7 +91,8 @@ def calibration_pairs(pair_ids: np.ndarray, labels: CertificationLabels) -> np.n
     """Which pairs calibrate: of those that can, a `share` by a hash of their pair id (stable across builds and
     rounds, so a pair is a calibration pair or not once and for all)."""
     u = np.array([_unit_hash(p) for p in pair_ids], dtype=float)
-    return (labels.calibration != 0) & (u < labels.share)
+    every = np.zeros(len(pair_ids), bool) if labels.audited is None else labels.audited
+    return (labels.calibration != 0) & ((u < labels.share) | every)
 
 
 @dataclass(frozen=True)
@@ -389,7 +392,8 @@ def kept_coverage(pool: JudgedPool, accepted: np.ndarray, covered: np.ndarray, k
             "kept_not_covered": sum(r["not_covered"] for r in rows.values())}
 
 
-LABELS_SAID = {"audit": "a review audit", "source": "the sources' clear labels"}
+LABELS_SAID = {"audit": "a review audit", "source": "the sources' clear labels",
+               "mixed": "a review audit and the other sources' clear labels"}
 
 
 class NotCertifiedError(UserError, ValueError):
@@ -410,8 +414,10 @@ def not_certified(report: dict[str, Any]) -> NotCertifiedError:
     head = (f"no selection certifies {percent(target)} agreement with human preference at {at} on "
             f"{count(pairs)} held-out labelled pairs (from {LABELS_SAID[report['labels']]})")
     uncovered = sum((report.get("not_covered") or {}).values())
+    names = sorted(report.get("not_covered") or {})
     audit = ("; " + f"{count(uncovered)} judged pairs have no trusted label at all: `curate review push NAME --select "
-             "audit` draws the review audit that covers them") if uncovered else ""
+             f"audit --source {names[0] if len(names) == 1 else 'SOURCE'}` draws the review audit that covers "
+             f"{'them' if len(names) == 1 else 'a source'}") if uncovered else ""
     if not pairs:
         return NotCertifiedError(f"{head}: no held-out labelled pair has a verdict to test{audit}")
     short = report.get("shortfall") or {}

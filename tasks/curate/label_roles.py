@@ -85,7 +85,7 @@ def role_conflict(pair_ids: np.ndarray, calibrating: np.ndarray, policy: Any, ki
     if not moved:
         return None
     roles = history.roles or {}
-    if roles.get("kind") == "source" and kind == "audit":
+    if roles.get("kind") == "source" and kind in ("audit", "mixed"):
         key = f"min_audit_reviews = {policy.min_audit_reviews} (the review audit now calibrates; its labels trained " \
               "the rounds)"
     elif roles and policy.calibration_share != roles.get("calibration_share"):

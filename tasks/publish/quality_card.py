@@ -150,7 +150,9 @@ def bias_markdown(bias: dict[str, Any] | None, pairs_judged: int | None = None, 
 # -- a certified version's guarantee (`stats.certification`, `tasks.curate.certification.certification_report`) --
 
 CERTIFIED_ON = {"audit": "from a review audit of the sources it sampled",
-                "source": "from each source's own clear labels, each source's pairs certified on its own"}
+                "source": "from each source's own clear labels, each source's pairs certified on its own",
+                "mixed": "from a review audit of the sources it sampled and each other source's own clear labels, "
+                         "each source's pairs certified on its own"}
 SCORED_BY = {"p_correct": "p_correct of a model fitted on the other labelled pairs (never on a held-out one)",
              "confidence": "the judge's own confidence (too few other labelled pairs for a model)"}
 CURVE_ROWS = 8  # thresholds shown of the risk-coverage curve, the certified one among them
@@ -340,7 +342,7 @@ def certification_markdown(cert: dict[str, Any], stats: dict[str, Any]) -> str:
                          f"{threshold_text(p['threshold']) if p['certified'] else '–'} | "
                          f"{count(p['calibration_accepted'])} / {count(p['calibration_disagreements'])} | "
                          f"{'yes' if p['certified'] else 'no'} |")
-    if cert["labels"] == "source":
+    if cert["labels"] in ("source", "mixed"):
         mix = cert.get("population") or {}
         lines += ["", f"Certified on each source's clear labels, the guarantee covers that source's pairs like those: "
                   f"{percent(mix.get('labelled_share'))} of the judged pool ({count(mix.get('labelled'))} of "

@@ -93,3 +93,29 @@ def test_a_score_that_follows_length_rather_than_the_judge_says_so():
     _, report, _ = certify_version(honest, c, PoolReviews.none(len(honest)), make_policy({"target_agreement": 0.8}),
                                    FACTS, "cfg")
     assert report["score"]["leans_on"] is None
+
+
+def test_a_source_without_labels_is_covered_by_its_own_audit():
+    """`review push --select audit --source vendor`: a uniform sample of the unlabelled source, decided by three
+    reviewers, certifies that source's pairs; the labelled source keeps its own labels."""
+    pool = _pool()
+    c = _confidences(pool)
+    truth = np.sign(np.nan_to_num(pool.human_label))  # what the reviewers prefer: the clear preference there is
+    pool = _mixed(pool, c)
+    c = _confidences(pool)
+    reviews = PoolReviews.none(len(pool))
+    vendor = np.flatnonzero((pool.source == "vendor") & (truth != 0))[:300]
+    reviews.selected["audit"][vendor] = True
+    reviews.outcome[vendor] = truth[vendor].astype(np.int8)
+    reviews.reviewers[vendor] = 1
+    reviews.voters.update({int(i): frozenset({f"r{i % 3}"}) for i in vendor})
+    policy = make_policy({"target_agreement": 0.8})
+    labels = certification_labels(pool, c, reviews, policy, FACTS)
+    assert labels.kind == "mixed" and labels.names() == ["labelled", "vendor (review audit)"]
+    found, report, _ = certify_version(pool, c, reviews, policy, FACTS, "cfg")
+    assert report["populations"]["vendor (review audit)"]["certified"]
+    assert set(pool.source[found.accepted].tolist()) == {"labelled", "vendor"}
+    assert "vendor" not in report["not_covered"]
+    # the same audit from one reviewer replaces nothing
+    reviews.voters.update({int(i): frozenset({"r0"}) for i in vendor})
+    assert certification_labels(pool, c, reviews, policy, FACTS).names() == ["labelled"]
