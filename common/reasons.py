@@ -256,8 +256,7 @@ class Dropped(Reasons):
     ORDERS_DISAGREE = "orders_disagree", "the two orders' verdicts point different ways"
     SCORES_DISAGREE = "scores_disagree", "the individual scores point against the ranking"
     SPREAD_ABOVE_MAX = "spread_above_max", "the verdicts' spread is above max_spread"
-    NOT_COVERED = "not_covered", ("no calibration label speaks for the pair's population (its source has no trusted "
-                                  "labels and no review audit sampled it): a certified version cannot vouch for it")
+    NOT_COVERED = "not_covered", "no trusted label or review audit speaks for the pair's source (a certified version)"
     NOT_CERTIFIED = "not_certified", "outside the threshold certified at target_agreement (a certified version)"
     HUMAN_DISAGREES = "human_disagrees", "the human label disagrees with the judge (policy: require_agreement)"
     REVIEWED_TIE = "reviewed_tie", "the reviewers' majority is a tie"
