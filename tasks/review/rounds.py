@@ -22,19 +22,31 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tasks.curate.certification import certify_pool, next_rungs
-from tasks.curate.policy import rounds_policy
+from tasks.curate.certification import CertificationLabels, Plan, certify_pool, next_rungs
+from tasks.curate.policy import FilterPolicy, rounds_policy
 from tasks.curate.select import certifiable
 from tasks.judge.run import Round, RoundOutcome, as_states, split_pending
-from tasks.judge.strategies import slots_said
+from tasks.judge.strategies import Slot, slots_said
 from tasks.review.certification import certification_labels
 from tasks.review.pool import ReviewedPool
 
 if TYPE_CHECKING:
+    from tasks.curate.confidence import Confidences
+    from tasks.curate.pool import JudgedPool
     from tasks.judge.context import JudgeRun
     from warehouse.store import Warehouse
 
 NOTHING_MORE = "no pair needs more judgments"
+
+
+def round_plan(pool: JudgedPool, c: Confidences, labels: CertificationLabels, policy: FilterPolicy,
+               ladder: list[list[Slot]], ours: np.ndarray) -> Plan:
+    """The next round over `pool` for the run whose pairs are `ours` (bool per pair), toward `policy`'s target:
+    over the pairs a version may hold (not contaminated, unless the policy includes them), a pair the policy's
+    label-free filters would drop as it stands never sure (`certifiable`)."""
+    may_hold = ~pool.contaminated if policy.exclude_contaminated else np.ones(len(pool), bool)
+    return next_rungs(pool, c, labels, policy.target_agreement, policy.risk, may_hold, ladder,
+                      certifiable(pool, c, policy), ours)
 
 
 class CertifyRounds:
@@ -51,12 +63,13 @@ class CertifyRounds:
         self.ids = set(ids)
         self.policy = rounds_policy(run.target_agreement, run.risk, run.policy_path)
         self.cap = 2 * len(ladder)
-        self._decided: tuple[str, tuple[dict[str, int], dict[str, int], str]] | None = None
+        self._decided: tuple[str, tuple[dict[str, int], dict[str, int], str, str]] | None = None
 
-    def _decide(self) -> tuple[dict[str, int], dict[str, int], str]:
-        """(what is certified now, the rung each of the run's pairs is to get next, how), from the warehouse as it
-        stands; decided once per state of the warehouse (the fingerprint a version's inputs are compared by, and
-        the judgments and requests on record: a round whose every judgment failed changes that too)."""
+    def _decide(self) -> tuple[dict[str, int], dict[str, int], str, str]:
+        """(what is certified now, the rung each of the run's pairs is to get next, how, why climbing stopped short
+        ("" nowhere)), from the warehouse as it stands; decided once per state of the warehouse (the fingerprint a
+        version's inputs are compared by, and the judgments and requests on record: a round whose every judgment
+        failed changes that too)."""
         config_id = self.run.config.id
         totals = self.wh.judging.judging_totals(config_id)
         state = f"{self.wh.versions.version_inputs(config_id)}/{totals['judgments']}/{totals['requests']}"
@@ -67,18 +80,18 @@ class CertifyRounds:
         pool, c, reviews = read.pool, read.judge, read.reviews
         labels = certification_labels(pool, c, reviews, p, read.facts)
         certified = certify_pool(pool, c, labels, p.target_agreement, p.risk, certifiable(pool, c, p))
-        may_hold = ~pool.contaminated if p.exclude_contaminated else np.ones(len(pool), bool)
-        rungs, how = next_rungs(pool, c, labels, p.target_agreement, p.risk, may_hold, self.ladder)
-        mine = np.array([i in self.ids for i in pool.pair_id.tolist()], bool) & (rungs >= 0)
-        nxt = dict(zip(pool.pair_id[mine].tolist(), rungs[mine].tolist()))
-        decided = ({"certified": int(certified.accepted.sum())}, nxt, how)
+        ours = np.array([i in self.ids for i in pool.pair_id.tolist()], bool)
+        plan = round_plan(pool, c, labels, p, self.ladder, ours)
+        mine = ours & (plan.rungs >= 0)
+        nxt = dict(zip(pool.pair_id[mine].tolist(), plan.rungs[mine].tolist()))
+        decided = ({"certified": int(certified.accepted.sum())}, nxt, plan.how, plan.stopped)
         self._decided = (state, decided)
         return decided
 
     def after(self, done: int) -> RoundOutcome:
-        achieved, nxt, how = self._decide()
+        achieved, nxt, how, stopped = self._decide()
         if not nxt:
-            return RoundOutcome(achieved, None, NOTHING_MORE)
+            return RoundOutcome(achieved, None, stopped or NOTHING_MORE)
         if done + 1 >= self.cap:
             return RoundOutcome(achieved, None, f"the round cap ({self.cap} rounds for {self.run.strategy.label}): "
                                                 f"{len(nxt):,} pairs would be asked more; a rerun goes on")
