@@ -185,7 +185,8 @@ class ExchangeFileFault(Reasons):
     NO_PLAN = ("no plan <plan> <shard> in the exchange to check it against",
                "the result file's shard has no readable work file in the exchange")
     PLAN_UNTRUSTED = ("its plan <plan> <shard> is not trusted (<problem>)",
-                      "the exchange is keyed and the file's work file is unsigned, changed, or signed with another key")
+                      "the exchange is keyed and the file's plan has no manifest, or one unsigned, changed or signed "
+                      "with another key")
     UNREADABLE = ("unreadable as judgments (<Exception>: <message>)",
                   "the result file is truncated, not Parquet, or not judgments")
     REWRITTEN = ("rewritten after it was merged (<rule>)",

@@ -23,6 +23,7 @@ from common.settings import Settings, settings_with
 from flows.runs import current_run_id
 from schemas.summaries import EvalSetSummary, IngestSummary
 from tasks.ingest.context import IngestRun
+from tasks.ingest.declared.misfit import SAMPLE_ROWS, misfit
 from tasks.ingest.declared.registry import chosen_format, with_format_settled
 from tasks.ingest.declared.source import is_settled
 from tasks.ingest.decontam import Decontaminator
@@ -39,6 +40,7 @@ from tasks.ingest.revisions import pin_revision, source_batches
 from tasks.ingest.source_facts import facts_changes, record_facts
 from tasks.ingest.sources import EvalPrompt, Source, get_source
 from tasks.ingest.summary import SUMMARY_KEYS, record_if_unchanged, summarize
+from tasks.ingest.synth import written_by_synth
 from warehouse.store import Warehouse
 
 
@@ -176,7 +178,10 @@ def ingest(
                     if chosen_format(src).get("format_detected"):
                         log.info("ingest %s: format auto: reading it as %s, told from the first batch's columns",
                                  src.name, chosen_format(src)["format"])
+                    sample: list = []  # the first batch's first rows: the format they fit, if none made a pair
                     for n, batch in enumerate(batches):
+                        if n == 0:
+                            sample = batch.rows[:SAMPLE_ROWS]
                         # quote(): Prefect would otherwise walk every row of the batch (and the index) looking for
                         # futures, twice per task: about a second per 5,000-row batch, measured.
                         counts.add(ingest_batch(wh, quote(batch), source=src, settings=settings, revision=rev,
@@ -192,6 +197,13 @@ def ingest(
                 warehouse=str(settings.warehouse), decontaminated_against=wh.ingest.eval_prompt_counts(),
                 seconds=round(time.perf_counter() - started, 3), **chosen_format(src),
             )
+            if path and written_by_synth(Path(path), rev):  # a card of these pairs says they are synthetic
+                summary["synthetic"] = True
+            # a declared source whose rows are another format's: one line naming it (the run recorded as failed)
+            wrong_format = misfit(src, counts.read, counts.flags.get("rows_paired", 0), counts.quarantined_rows,
+                                  counts.quarantined, sample, location)
+            if wrong_format is not None:
+                raise wrong_format
     log.info(
         "ingest %s: read %d, valid %d, quarantined %d, exact dups %d, near dups %d, contaminated %d, new pairs %d",
         src.name, summary["read"], summary["valid"], summary["quarantined_rows"], summary["exact_duplicates"],

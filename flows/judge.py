@@ -2,7 +2,8 @@
 
 Reads like the process: decide the configuration and the shard, see what the cache already answers,
 bring up a server if this worker runs its own, judge, leave a summary. A rerun sends only what is
-missing; failed judgments are asked again until `judge_max_attempts`.
+missing; failed judgments are asked again until `judge_max_attempts`, and past it when a run is told to
+(`retry_exhausted`).
 """
 
 from __future__ import annotations
@@ -91,15 +92,18 @@ def judge(
     risk: float | None = None,
     policy_path: str | None = None,
     warehouse: str | None = None,
+    retry_exhausted: bool = False,
 ) -> JudgeSummary:
     """Judge the pending pairs (of one shard "i/n") on the given endpoints, or on a server launched here; a
     strategy that judges in rounds (`certify`) escalates toward `target_agreement` at `risk` (over the policy
-    file's, the one the version will be built by)."""
+    file's, the one the version will be built by). `retry_exhausted`: the judgments at the attempt limit are
+    asked again, with a fresh count of attempts (once the endpoints pass their check)."""
     log = get_run_logger()
     settings = settings_with(warehouse=warehouse, judge_max_in_flight=max_in_flight,
                              judge_request_timeout=request_timeout)
     run = JudgeRun.of(settings, config=judge_config_from(settings), run_id=current_run_id(), strategy=strategy,
-                      shard=shard, limit=limit, target_agreement=target_agreement, risk=risk, policy_path=policy_path)
+                      shard=shard, limit=limit, target_agreement=target_agreement, risk=risk, policy_path=policy_path,
+                      retry_exhausted=retry_exhausted)
     if run.strategy.judges_in_rounds:
         rounds_policy(run.target_agreement, run.risk, run.policy_path)  # refused before any server starts
     server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)

@@ -39,8 +39,7 @@ from tasks.judge.exchange import (
     results_dir,
     shard_label,
     shared_secret,
-    work_path,
-    write_work,
+    write_plan,
 )
 from tasks.judge.exchange import plan_id as make_plan_id
 from tasks.judge.exchange_checks import KEY_ENV
@@ -92,24 +91,26 @@ def merge_exchange(warehouse: str, exchange: str) -> MergeSummary:
 
 
 def _write_plan(wh: Warehouse, ex: Exchange, run: JudgeRun, shards: int, pending: list[str], states: States,
-                wanted: Wanted | None, texts: dict[str, PairText] | None = None) -> tuple[str, dict[int, str]]:
+                wanted: Wanted | None, texts: dict[str, PairText] | None = None,
+                reopened: bool = False) -> tuple[str, dict[int, str]]:
     """One signed work file per non-empty hash bucket of `pending` (a round's: with the judgments `wanted` of
-    each pair); returns the plan's id, named by what it asks, and the files' URLs by shard."""
+    each pair), and the plan's manifest; returns the plan's id, named by what it asks, and the files' URLs by
+    shard."""
     config, label = run.config, run.strategy.label
-    pid = make_plan_id(config.id, label, pending, wanted)
-    files = {}
+    pid = make_plan_id(config.id, label, pending, wanted, reopened)
+    work = {}
     for index in range(shards):
         mine = [p for p in pending if pair_bucket(p, shards) == index]
         if not mine:
             continue
         keep = set(mine)
-        path = work_path(ex, pid, index, shards)
-        write_work(ex, path, plan=pid, shard=f"{index}/{shards}", strategy=label, config=asdict(config),
-                   pairs=[texts[p] for p in mine] if texts is not None else wh.judging.pair_texts(mine),
-                   states={k: v for k, v in states.items() if k[0] in keep}, secret=shared_secret(),
-                   wanted=None if wanted is None else {p: wanted[p] for p in mine})
-        files[index] = ex.url_of(path)
-    return pid, files
+        work[index] = ([texts[p] for p in mine] if texts is not None else wh.judging.pair_texts(mine),
+                       {k: v for k, v in states.items() if k[0] in keep},
+                       None if wanted is None else {p: wanted[p] for p in mine})
+    if not work:
+        return pid, {}
+    paths = write_plan(ex, pid, shards, work, config=asdict(config), strategy=label, secret=shared_secret())
+    return pid, {index: ex.url_of(path) for index, path in paths.items()}
 
 
 def _first_plan(warehouse: str, exchange: str, shards: int, run: JudgeRun) -> dict[str, Any]:
@@ -121,21 +122,23 @@ def _first_plan(warehouse: str, exchange: str, shards: int, run: JudgeRun) -> di
         work = work_of(wh, run)
         initial = tuple(run.strategy.initial())
         wanted = {p: initial for p in work.pending} if run.strategy.judges_in_rounds else None
-        pid, files = _write_plan(wh, ex, run, shards, work.pending, work.states, wanted)
+        pid, files = _write_plan(wh, ex, run, shards, work.pending, work.states, wanted,
+                                 reopened=work.reopened > 0)
     return {"plan_id": pid, "judge_config_id": run.config.id, "strategy": run.strategy.label, "pairs": len(work.ids),
             "pending": len(work.pending), "skipped_cached": work.done.skipped_cached,
-            "skipped_exhausted": work.done.exhausted, "work": files,
+            "skipped_exhausted": work.done.exhausted, "reopened_exhausted": work.reopened, "work": files,
             "how": f"{slots_said(initial)} of every pair without it"}
 
 
 @task(cache_policy=NO_CACHE)
-def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None, limit: int | None) -> dict[str, Any]:
+def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None, limit: int | None,
+                retry_exhausted: bool = False) -> dict[str, Any]:
     """Write one work file per non-empty shard of the pending pairs (of a strategy that does not judge in
     rounds); returns the plan."""
     settings = settings_with(warehouse=warehouse)
     # the orchestrator's run: it plans for the workers and judges nothing itself (no endpoints)
     run = JudgeRun.of(settings, config=judge_config_from(settings), run_id=current_run_id(), strategy=strategy,
-                      limit=limit)
+                      limit=limit, retry_exhausted=retry_exhausted)
     return _first_plan(warehouse, exchange, shards, run)
 
 
@@ -383,11 +386,13 @@ def _said(runs: list[ShardRun]) -> list[dict[str, str]]:
 
 
 def _coordinator(settings: Settings, config: JudgeConfig, strategy: str | None, limit: int | None,
-                 target_agreement: float | None, risk: float | None, policy_path: str | None) -> JudgeRun:
+                 target_agreement: float | None, risk: float | None, policy_path: str | None,
+                 retry_exhausted: bool = False) -> JudgeRun:
     """The run the coordinator plans and decides rounds for (it judges nothing itself); a strategy in rounds
     and its policy refused before anything is planned."""
     run = JudgeRun.of(settings, config=config, run_id=current_run_id(), strategy=strategy, limit=limit,
-                      target_agreement=target_agreement, risk=risk, policy_path=policy_path)
+                      target_agreement=target_agreement, risk=risk, policy_path=policy_path,
+                      retry_exhausted=retry_exhausted)
     if run.strategy.judges_in_rounds:
         rounds_policy(run.target_agreement, run.risk, run.policy_path)
     return run
@@ -406,15 +411,18 @@ def judge_sharded(
     target_agreement: float | None = None,
     risk: float | None = None,
     policy_path: str | None = None,
+    retry_exhausted: bool = False,
 ) -> ShardedJudgeSummary:
     """Judge the pending pairs in `shards` shards, one run of the judge deployment per shard; a strategy in
-    rounds (`certify`) judges each round so, toward `target_agreement` at `risk` (over the policy file's)."""
+    rounds (`certify`) judges each round so, toward `target_agreement` at `risk` (over the policy file's).
+    `retry_exhausted`: the judgments at the attempt limit are asked again, with a fresh count of attempts."""
     if shards < 1:
         raise InvalidInputError(f"shards must be >= 1, not {shards}")
     settings = settings_with(warehouse=warehouse, judge_exchange=exchange, judge_deployment=deployment,
                              judge_shard_stale_seconds=stale_seconds)
     # the orchestrator plans for the workers' servers, which it does not see: the configuration the settings name
-    run = _coordinator(settings, judge_config_from(settings), strategy, limit, target_agreement, risk, policy_path)
+    run = _coordinator(settings, judge_config_from(settings), strategy, limit, target_agreement, risk, policy_path,
+                       retry_exhausted)
     ex = Exchange(settings.judge_exchange)
     _require_deployment(settings.judge_deployment)
     return _in_shards(run, shards, ex, str(settings.warehouse), _by_deployment(settings, ex, shards, start_timeout),
@@ -436,17 +444,20 @@ def judge_sharded_here(
     target_agreement: float | None = None,
     risk: float | None = None,
     policy_path: str | None = None,
+    retry_exhausted: bool = False,
 ) -> ShardedJudgeSummary:
     """`curate judge --shards N`: the pending pairs planned in `shards` signed shards through the exchange, as
     for GPU workers, each judged here by the worker's flow on the given endpoints (or a server launched here),
-    and merged; a strategy in rounds (`certify`) judges each round so."""
+    and merged; a strategy in rounds (`certify`) judges each round so. `retry_exhausted`: the judgments at the
+    attempt limit are asked again, with a fresh count of attempts."""
     from flows.judge import JUDGE_SERVERS
 
     if shards < 1:
         raise InvalidInputError(f"shards must be >= 1, not {shards}")
     settings = settings_with(warehouse=warehouse, judge_exchange=exchange, judge_max_in_flight=max_in_flight,
                              judge_request_timeout=request_timeout)
-    run = _coordinator(settings, judge_config_from(settings), strategy, limit, target_agreement, risk, policy_path)
+    run = _coordinator(settings, judge_config_from(settings), strategy, limit, target_agreement, risk, policy_path,
+                       retry_exhausted)
     server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
     with server:
         # the plans are for what these endpoints serve, as an unsharded run's verdicts are filed

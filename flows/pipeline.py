@@ -93,11 +93,12 @@ def _stages(run: PipelineRun) -> PipelineSummary:
             summary["judge"] = judge_sharded(run.judge_shards, strategy=run.strategy, deployment=run.judge_deployment,
                                              exchange=run.exchange, warehouse=warehouse,
                                              stale_seconds=run.stale_seconds,
-                                             policy_path=run.policy_path if run.judges_in_rounds else None)
+                                             policy_path=run.policy_path if run.judges_in_rounds else None,
+                                             retry_exhausted=run.retry_exhausted)
         else:
             summary["judge"] = judge(endpoints=run.endpoints, strategy=run.strategy, launch=run.launch,
                                      policy_path=run.policy_path if run.judges_in_rounds else None,
-                                     warehouse=warehouse)
+                                     warehouse=warehouse, retry_exhausted=run.retry_exhausted)
         after("judge", bool(summary["judge"].get("requests")))
     if "version" not in skip:
         try:

@@ -50,8 +50,13 @@ def _licenses(rows: list[dict[str, Any]], facts: dict[str, SourceFacts]) -> list
     return [f"{s}: {license_of(s)}" for s in sorted({r["source"] for r in rows})]
 
 
+def synthetic_sources(source_revisions: dict[str, list[str]], reads: set[tuple[str, str]]) -> list[str]:
+    """The version's sources whose pairs came from rows `curate synth` wrote (a revision of theirs read as such)."""
+    return sorted(s for s, revisions in source_revisions.items() if any((s, r) in reads for r in revisions))
+
+
 def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict[str, Any],
-            facts: dict[str, SourceFacts]):
+            facts: dict[str, SourceFacts], synthetic: list[str]):
     def fill(folder: Path) -> None:
         configs = export_files(folder, rows, meta["policy"])
         licenses = _licenses(rows, facts)
@@ -69,7 +74,7 @@ def _filler(meta: dict[str, Any], rows: list[dict[str, Any]], judge_config: dict
             name=meta["name"], version=meta["version"], content_hash=meta["content_hash"], rows=rows,
             stats=meta["stats"], policy=meta["policy"], judge_config=judge_config,
             source_revisions=meta["source_revisions"], licenses=licenses, configs=configs, plot_file=PLOT,
-            simulated=bool(meta.get("simulated")), weights=meta.get("judge_weights"),
+            simulated=bool(meta.get("simulated")), weights=meta.get("judge_weights"), synthetic=synthetic,
         ))
         (folder / MARKER).write_text(
             '{"name": "%s", "version": %d, "content_hash": "%s"}' % (meta["name"], meta["version"], meta["content_hash"]))
@@ -93,8 +98,9 @@ def publish(
         rows = wh.versions.version_rows(name, meta["version"])
         judge_config = wh.judging.judge_config(meta["judge_config_id"])
         facts = warehouse_facts(wh.sources)
+        synthetic = synthetic_sources(meta["source_revisions"], wh.runs.synthetic_reads())
     tag = f"v{meta['version']}"
-    fill = _filler(meta, rows, judge_config, facts)
+    fill = _filler(meta, rows, judge_config, facts, synthetic)
 
     if run.repo is not None:
         import tempfile

@@ -15,10 +15,11 @@ from prefect.cache_policies import NO_CACHE
 
 from common.errors import UserError
 from schemas.summaries import VersionSummary
-from tasks.curate.certification import kept_counts, kept_coverage
+from tasks.curate.certification import kept_counts, kept_coverage, not_certified
 from tasks.curate.context import VersionRun
 from tasks.curate.exports import export_options
 from tasks.curate.figures import estimated_lengths
+from tasks.curate.label_roles import CertificationHistory
 from tasks.curate.policy import FilterPolicy, promised
 from tasks.curate.select import certifiable, content_hash, select_rows, version_table
 from tasks.curate.stats import version_stats
@@ -48,7 +49,13 @@ def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> 
     p_correct, calibration = calibrate_with_reviews(pool, confidences, reviews, facts)
     certified, covered, certification = None, None, None
     if policy.target_agreement is not None:
-        found, certification = certify_version(pool, confidences, reviews, policy, facts)
+        history = CertificationHistory(frozenset(wh.certification.trained(config_id)),
+                                       wh.certification.label_roles(config_id), wh.certification.attempts(config_id))
+        found, certification, attempt = certify_version(pool, confidences, reviews, policy, facts, config_id, history)
+        wh.certification.record_attempt(attempt)
+        if not certification["certified"]:
+            raise not_certified(certification)
+        certification["attempts"] = len(wh.certification.attempts(config_id))
         certified, covered = found.accepted, found.covered | ~certifiable(pool, confidences, policy)
     decided, overriding = under_policy(reviews, confidences, policy.review_overrides)
     kept, dropped = select_rows(pool, decided, policy, p_correct, overriding, certified, covered)

@@ -34,6 +34,7 @@ class IngestSummary(TypedDict, total=False):
     note: str
     format: str  # a declared source's format (docs/sources.md#declared-sources); built-in sources have none
     format_detected: bool  # ... told from the first batch's columns (declared `auto`)
+    synthetic: bool  # the file read is rows `curate synth` wrote (its manifest records this revision); else absent
 
 
 class JudgeRound(TypedDict):
@@ -62,7 +63,8 @@ class JudgeSummary(TypedDict, total=False):
     transport_failures: dict[str, int]  # time-outs, 5xx, 429, connection errors (retried or not)
     over_budget: int
     skipped_cached: int
-    skipped_exhausted: int
+    skipped_exhausted: int  # failed judgments at the attempt limit, not asked (`--retry-exhausted` asks them)
+    reopened_exhausted: int  # judgments at the attempt limit this run reopened (`--retry-exhausted`) and asked
     requests: int
     retries: int
     retry_after_waits: int  # retries of a 429 / 503 that waited as the server's Retry-After said
@@ -127,6 +129,7 @@ class ShardedJudgeSummary(TypedDict, total=False):
     pending: int
     skipped_cached: int
     skipped_exhausted: int
+    reopened_exhausted: int  # judgments at the attempt limit the plan reopened (`--retry-exhausted`)
     merged_before: MergeSummary
     shards: list[dict[str, str]]  # shard, plan_id, flow_run_id, state, message: every plan's
     judged: int

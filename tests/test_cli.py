@@ -307,6 +307,10 @@ def test_the_demo_says_what_it_read_and_its_rerun_reads_nothing(tmp_path):
     # offline (the tests set HF_HUB_OFFLINE): the first line on stdout says the rows are synthetic
     assert lines[0].startswith("demo: reading synthetic rows (the Hub is not reachable)"), lines[:3]
     assert any(line.startswith("made: from synthetic rows: ") for line in lines)
+    # ... and so does the card it published, first, with its agreement figures said to be of synthetic labels
+    card = next((tmp_path / "published").rglob("README.md")).read_text()
+    assert card.split("---\n", 2)[2].lstrip().split("\n\n")[1].startswith("> **SYNTHETIC ROWS.** All of its rows")
+    assert "The labels of the synthetic rows are synthetic too" in card
     # a log keeps whole lines: the vLLM command is one line, not cut at 80 columns
     assert any(line.strip().startswith("python3 -m vllm.entrypoints") and line.endswith("0.95") for line in lines)
     # the closing lines' declaration is one TOML table as printed, its header too (Rich once took it for markup)

@@ -67,6 +67,18 @@ class JudgingStore(Part):
         )
         return {(r[0], r[1], r[2]): r[3:] for r in rows}
 
+    def reopen_exhausted(self, config_id: str, pair_ids: list[str], max_attempts: int) -> int:
+        """Give the failed judgments of `pair_ids` at the attempt limit (`max_attempts` answers without a verdict)
+        a fresh count of attempts, so that runs ask them again; their requests (what was paid) stay counted. An
+        'ok' is never touched. Returns how many were reopened."""
+        if not pair_ids:
+            return 0
+        with self._registered("lookup_keys", pa.table({"pair_id": pa.array(pair_ids, pa.string())})):
+            return len(self.con.execute(
+                "UPDATE judgments SET attempts = 0 WHERE judge_config_id = ? AND status <> 'ok' AND attempts >= ? "
+                "AND pair_id IN (SELECT pair_id FROM lookup_keys) RETURNING pair_id",
+                [config_id, max_attempts]).fetchall())
+
     def write_judgments(self, rows: pa.Table, table: str = "judgments") -> None:
         """Upsert judgments in one transaction: a success replaces an earlier failure; an 'ok' is final."""
         if rows.num_rows == 0:
@@ -161,30 +173,35 @@ class JudgingStore(Part):
             "SELECT status, count(*) FROM judgments WHERE judge_config_id = ? GROUP BY status", [config_id]
         ).fetchall())
 
-    def judging_status(self) -> list[dict[str, Any]]:
+    def judging_status(self, max_attempts: int) -> list[dict[str, Any]]:
         """Per judge configuration: judgments ok and failed; curation pairs with a verdict (`pairs_judged`),
         those that can never have one as they are (`pairs_over_budget`: without a verdict, and a judgment failed
         for its length: over the judge's input budget, never sent, or too long for the server's context, never
-        sent again), and the rest (`pairs_pending`): what a run would still ask."""
+        sent again), those without a verdict and a judgment at the attempt limit (`pairs_exhausted`: `max_attempts`
+        answers without a verdict; runs ask it no more unless told to retry them), and the rest
+        (`pairs_pending`): what a run would still ask."""
         cur = self.con.execute(
             "WITH per AS (SELECT judge_config_id, count(*) FILTER (WHERE status = 'ok') AS ok, "
             "count(*) FILTER (WHERE status <> 'ok') AS failed FROM judgments GROUP BY 1), "
             "pair_state AS (SELECT c.judge_config_id, p.pair_id, "
             "bool_or(j.status = 'ok') AS judged, "
-            "bool_or(j.status <> 'ok' AND j.failure_reason IN (?, ?)) AS too_long "
+            "bool_or(j.status <> 'ok' AND j.failure_reason IN (?, ?)) AS too_long, "
+            "bool_or(j.status <> 'ok' AND j.attempts >= ?) AS exhausted "
             "FROM judge_configs c CROSS JOIN pairs_for_curation p LEFT JOIN judgments j "
             "ON j.pair_id = p.pair_id AND j.judge_config_id = c.judge_config_id GROUP BY ALL), "
             "pairs AS (SELECT judge_config_id, count(*) FILTER (WHERE judged) AS pairs_judged, "
             "count(*) FILTER (WHERE judged IS NOT TRUE AND too_long) AS pairs_over_budget, "
-            "count(*) FILTER (WHERE judged IS NOT TRUE AND too_long IS NOT TRUE) AS pairs_pending "
-            "FROM pair_state GROUP BY 1) "
+            "count(*) FILTER (WHERE judged IS NOT TRUE AND too_long IS NOT TRUE AND exhausted) AS pairs_exhausted, "
+            "count(*) FILTER (WHERE judged IS NOT TRUE AND too_long IS NOT TRUE AND exhausted IS NOT TRUE) "
+            "AS pairs_pending FROM pair_state GROUP BY 1) "
             "SELECT c.judge_config_id, c.model, coalesce(c.simulated, false) AS simulated, c.weights, "
             "coalesce(per.ok, 0) AS ok, coalesce(per.failed, 0) AS failed, "
             "coalesce(pairs.pairs_judged, 0) AS pairs_judged, coalesce(pairs.pairs_pending, 0) AS pairs_pending, "
-            "coalesce(pairs.pairs_over_budget, 0) AS pairs_over_budget "
+            "coalesce(pairs.pairs_over_budget, 0) AS pairs_over_budget, "
+            "coalesce(pairs.pairs_exhausted, 0) AS pairs_exhausted "
             "FROM judge_configs c LEFT JOIN per USING (judge_config_id) LEFT JOIN pairs USING (judge_config_id) "
             "WHERE per.judge_config_id IS NOT NULL ORDER BY c.created_at",
-            [JudgeFailure.OVER_BUDGET.value, JudgeFailure.TOO_LONG.value])
+            [JudgeFailure.OVER_BUDGET.value, JudgeFailure.TOO_LONG.value, max_attempts])
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur.fetchall()]
 

@@ -134,6 +134,12 @@ class RunRecords(Part):
         ).fetchone()
         return row[0] if row else None
 
+    def synthetic_reads(self) -> set[tuple[str, str]]:
+        """(source, revision) of every ingest run that read rows `curate synth` wrote (its summary says so)."""
+        return {tuple(r) for r in self.con.execute(
+            "SELECT DISTINCT source, source_revision FROM ingest_runs "
+            "WHERE json_extract_string(summary, '$.synthetic') = 'true'").fetchall()}
+
     def any_completed_full_ingest(self, source: str) -> bool:
         """Whether any revision of `source` was read in full (else no ingest of it can be a no-op)."""
         return self.con.execute(

@@ -8,6 +8,7 @@ and named queries grouped by bounded context, each in its own module:
 - `judging.py`: judge configurations, the judgment cache, merging worker results, evaluations, cost;
 - `versions.py`: dataset versions, their rows and their publication;
 - `reviews.py`: human review in Label Studio: projects, tasks, selections, annotations, outcomes;
+- `certification.py`: the labels that trained rounds, their label roles, and certification attempts;
 - `dashboard.py`: the dashboard's queries over its snapshot (a file of its own, never the warehouse).
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from warehouse.certification import CertificationStore
 from warehouse.connection import (
     JUDGMENT_TABLES,
     Connection,
@@ -35,7 +37,7 @@ __all__ = ["JUDGMENT_TABLES", "Warehouse", "WarehouseLockedError", "WarehouseUnr
 class Warehouse(Connection):
     """The warehouse file, open read-write (migrated, interrupted runs marked) or read-only. Its named queries are
     grouped in parts, one per bounded context: `wh.runs`, `wh.ingest`, `wh.sources`, `wh.judging`,
-    `wh.versions`, `wh.reviews`."""
+    `wh.versions`, `wh.reviews`, `wh.certification`."""
 
     def __init__(self, path: Path | str, read_only: bool = False):
         self.runs = RunRecords(self)
@@ -44,6 +46,7 @@ class Warehouse(Connection):
         self.judging = JudgingStore(self)
         self.versions = VersionStore(self)
         self.reviews = ReviewStore(self)
+        self.certification = CertificationStore(self)
         super().__init__(path, read_only)  # opening a writer marks the runs whose process is gone (self.runs)
 
     def after_open_for_writing(self) -> None:

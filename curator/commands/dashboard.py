@@ -30,7 +30,7 @@ def status(
         counts = wh.counts()
         runs = wh.runs.ingest_runs(10)
         interrupted = wh.runs.interrupted_runs(10)
-        judging = wh.judging.judging_status()
+        judging = wh.judging.judging_status(get_settings().judge_max_attempts)
         found = wh.versions.versions()
         reviews = wh.reviews.review_progress()
     if as_json:
@@ -41,13 +41,14 @@ def status(
 
     print_summary("warehouse", {k: count(v) for k, v in counts.items()}, False)
     if judging:
-        # a pair over the judge's budget is never sent: not pending, counted apart
+        # a pair over the judge's budget is never sent, one at the attempt limit is not asked again unless a run is
+        # told to (--retry-exhausted): neither is pending, each is counted apart
         print_table(out, ["judge configuration", "model", "judgments ok", "failed", "pairs judged", "pairs pending",
-                          "over budget, never sent"],
+                          "at the attempt limit", "over budget, never sent"],
                     [(j["judge_config_id"], "SIMULATED stand-in" if j["simulated"] else
                       judge_label(False, j["weights"], j["model"]), count(j["ok"]),
                       count(j["failed"]), count(j["pairs_judged"]), count(j["pairs_pending"]),
-                      count(j["pairs_over_budget"])) for j in judging], title="judging")
+                      count(j["pairs_exhausted"]), count(j["pairs_over_budget"])) for j in judging], title="judging")
     if found:
         def figure(v: dict[str, Any], key: str) -> Any:
             return (v["figures"] or {}).get(key)

@@ -27,6 +27,13 @@ def rounds_option(key: str, said: str) -> Any:
     return typer.Option(None, "--" + key.replace("_", "-"), help=f"{said} ({allowed_range(FilterPolicy, key)})")
 
 
+def retry_exhausted_option() -> Any:
+    """`--retry-exhausted`, as `curate judge` and `curate run` take it."""
+    return typer.Option(False, "--retry-exhausted", help="ask again the judgments that hit the attempt limit "
+                        "(CURATE_JUDGE_MAX_ATTEMPTS answers without a verdict), each with a fresh count of attempts; "
+                        "verdicts already stored are never asked again")
+
+
 def check_judge(endpoints: Optional[list[str]], launch: Optional[str], refuse: Any = None) -> Any:
     """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts, and what `refuse` refuses
     of what the check found. Returns what the check found (None when the run starts its own server)."""
@@ -59,6 +66,10 @@ def judge_outcome(summary: dict[str, Any] | None) -> None:
     from tasks.judge.outcome import failure_line
 
     line, all_failed = failure_line(summary or {})
+    exhausted = (summary or {}).get("skipped_exhausted") or 0
+    if exhausted:  # not asked, and not failed in this run: said apart, with what asks them again
+        err.print(f"note: {exhausted:,} judgments at the attempt limit were not asked (--retry-exhausted asks them "
+                  "again)", soft_wrap=True, highlight=False, markup=False)
     if line is None:
         return
     if all_failed:
@@ -97,6 +108,7 @@ def judge(
     policy: Optional[Path] = typer.Option(None, "--policy", help="with certify: the filter policy TOML file the "
                                           "version will be built by (its target_agreement, risk, calibration_share "
                                           "and min_audit_reviews decide the rounds; a flag wins over its key)"),
+    retry_exhausted: bool = retry_exhausted_option(),
     warehouse: Optional[Path] = warehouse_option(),
     as_json: bool = json_option(),
     runner: Runner = None,
@@ -126,12 +138,12 @@ def judge(
                                   limit=limit, launch=launch, port=port, max_in_flight=max_in_flight,
                                   request_timeout=request_timeout, target_agreement=target_agreement, risk=risk,
                                   policy_path=None if policy is None else str(policy),
-                                  warehouse=str(get_settings().warehouse))
+                                  warehouse=str(get_settings().warehouse), retry_exhausted=retry_exhausted)
         print_summary("judge", summary if as_json else with_rounds_apart(summary), as_json)
         judge_outcome(summary)
         return
     summary = None
-    if report is not None:  # the endpoints are known and answer: is anything left to judge?
+    if report is not None and not retry_exhausted:  # the endpoints are known and answer: anything left to judge?
         from curator.noop import judge_noop
 
         summary = runner.noop(judge_noop, report, strategy, shard, limit, target_agreement, risk,
@@ -144,7 +156,7 @@ def judge(
                                   launch=launch, port=port, max_in_flight=max_in_flight,
                                   request_timeout=request_timeout, target_agreement=target_agreement, risk=risk,
                                   policy_path=None if policy is None else str(policy),
-                                  warehouse=str(get_settings().warehouse))
+                                  warehouse=str(get_settings().warehouse), retry_exhausted=retry_exhausted)
     print_summary("judge", summary if as_json else with_rounds_apart(summary), as_json)
     judge_outcome(summary)
 

@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from curator.commands.judge import check_judge, judge_outcome
+from curator.commands.judge import check_judge, judge_outcome, retry_exhausted_option
 from curator.options import json_option, sources_file_option, warehouse_option
 from curator.output import out, print_json
 from curator.runner import Runner, apply_flags, guarded, runs_flows
@@ -47,6 +47,7 @@ def run(
                                            "another model than the configured judge (CURATE_JUDGE_MODEL)"),
     allow_other_weights: bool = typer.Option(False, "--allow-other-weights", help="publish to the Hub a version "
                                              "judged by other weights than the judge's published ones"),
+    retry_exhausted: bool = retry_exhausted_option(),
     as_json: bool = json_option(),
     runner: Runner = None,
 ) -> None:
@@ -61,6 +62,7 @@ def run(
     parameters = {"sources": source, "endpoints": endpoint or None, "launch": launch, "strategy": strategy,
                   "dataset": dataset, "policy_path": str(policy) if policy else None, "publish_to": publish_to,
                   "skip": skip, "judge_shards": shards, "allow_other_weights": allow_other_weights,
+                  "retry_exhausted": retry_exhausted,
                   "warehouse": str(settings.warehouse),
                   "sources_file": str(settings.sources_file) if settings.sources_file is not None else None}
     # the run's arguments and files as the flow checks them, then the warehouse, the endpoints and the Hub

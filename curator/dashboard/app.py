@@ -150,7 +150,9 @@ def main() -> None:
         chosen_sources = st.multiselect("Source", data.sources(snap), key="sources")
         chosen_domains = st.multiselect("Domain", data.domains(snap), key="domains")
         labels = [f"{r.dataset} v{r.version}" for r in versions.itertuples()]
-        label = st.selectbox("Dataset version", labels, key="version") if labels else None
+        # the version made last first, not the first dataset by name
+        label = st.selectbox("Dataset version", labels, index=data.latest_version(versions), key="version") \
+            if labels else None
     dataset, version = (label.rsplit(" v", 1)[0], int(label.rsplit(" v", 1)[1])) if label else (None, None)
     f = Filters(tuple(chosen_sources), tuple(chosen_domains), dataset, version)
 

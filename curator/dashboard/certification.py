@@ -18,6 +18,12 @@ from tasks.curate.certification import LABELS_SAID
 from tasks.publish.quality_card import confidence_level, guarantee_paragraph, threshold_text
 
 
+def as_text(cell: str) -> str:
+    """A table cell shown as the text it is: `st.table` reads its cells as Markdown, where `>= 0.9312` would be a
+    quote block of `= 0.9312`."""
+    return "\\" + cell if cell.startswith(">") else cell
+
+
 def versions_table(certs: list[dict[str, Any]]) -> pd.DataFrame:
     """One readable row per certified version."""
     rows = []
@@ -30,7 +36,7 @@ def versions_table(certs: list[dict[str, Any]]) -> pd.DataFrame:
             "estimated agreement": percent(c.get("estimated_agreement")),
             "not covered": count(sum((c.get("not_covered") or {}).values()) if isinstance(c.get("not_covered"), dict)
                                  else 0),
-            "threshold": threshold_text(c.get("threshold")) if c.get("certified") else "–",
+            "threshold": as_text(threshold_text(c.get("threshold"))) if c.get("certified") else "–",
             "held-out labelled pairs": count(c["calibration_pairs"]), "labels": c["labels"],
             "coverage": percent(c.get("coverage")),
             "uncertified, not yet reviewed": count(queue.get("not_reviewed")) if queue else "–",
@@ -46,7 +52,7 @@ def figures_table(c: dict[str, Any]) -> pd.DataFrame:
         ("estimated agreement of the accepted held-out pairs (an estimate, not a bound)",
          percent(c.get("estimated_agreement"))),
         ("bound", c["bound"]),
-        ("threshold", f"{threshold_text(c['threshold'])} ({count(c['thresholds_tested'])} thresholds tried)"),
+        ("threshold", as_text(f"{threshold_text(c['threshold'])} ({count(c['thresholds_tested'])} thresholds tried)")),
         ("held-out labelled pairs", f"{count(c['calibration_pairs'])}, from {LABELS_SAID[c['labels']]}"),
         ("of them accepted / disagreeing with the person",
          f"{count(c['calibration_accepted'])} / {count(c['calibration_disagreements'])}"),

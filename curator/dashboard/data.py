@@ -32,6 +32,15 @@ from warehouse.dashboard import (  # noqa: F401 - the page reads these through t
 )
 
 
+def latest_version(listed: pd.DataFrame) -> int:
+    """The position in `listed` (the versions as `versions` lists them) of the version created last: the one the
+    page opens on (0 when there is none)."""
+    if listed.empty:
+        return 0
+    created = pd.to_datetime(listed["created_at"]).reset_index(drop=True)
+    return int(created.idxmax())
+
+
 def cost_model(snap: Snapshot) -> CostModel:
     c = snap.cost_model
     return CostModel(c["server_tokens_per_second"], c["gpus_per_server"])

@@ -18,6 +18,7 @@ from typing import Any
 from common.errors import InvalidInputError
 from tasks.ingest.declared.model import AUTO
 from tasks.ingest.declared.source import format_name
+from tasks.ingest.read import file_revision
 from tasks.ingest.sources import SOURCES, declared_sources
 from tasks.ingest.synth_rows import SynthManifest, SynthRows, TextMaker
 
@@ -119,7 +120,8 @@ def synth_eval_prompts(n: int, seed: int = 1) -> list[str]:
 
 
 def write_synth(path: Path, kind: str, n: int, seed: int = 0, **kwargs: Any) -> SynthManifest:
-    """Write `n` rows to `path` (JSONL) and the manifest beside it (`<path>.manifest.json`)."""
+    """Write `n` rows to `path` (JSONL) and the manifest beside it (`<path>.manifest.json`), which records the
+    file's revision: what marks an ingest of it as reading synthetic rows."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     manifest = SynthManifest(kind, seed)
@@ -127,8 +129,23 @@ def write_synth(path: Path, kind: str, n: int, seed: int = 0, **kwargs: Any) -> 
         for line in synth_lines(kind, n, seed, manifest=manifest, **kwargs):
             f.write(line)
             f.write("\n")
-    Path(str(path) + ".manifest.json").write_text(manifest.to_json())
+    manifest.revision = file_revision(path)
+    manifest_path(path).write_text(manifest.to_json())
     return manifest
+
+
+def manifest_path(path: Path) -> Path:
+    return Path(str(path) + ".manifest.json")
+
+
+def written_by_synth(path: Path, revision: str) -> bool:
+    """Whether the file at `path`, read at `revision`, is rows `curate synth` wrote: the manifest beside it records
+    that very revision (a file edited since, or a manifest of other bytes, is not)."""
+    try:
+        found = json.loads(manifest_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(found, dict) and bool(revision) and found.get("revision") == revision
 
 
 def write_eval_set(path: Path, prompts: list[str]) -> None:

@@ -59,6 +59,9 @@ class SynthManifest:
     # make some included), and the rows whose completions all tie (quarantined as `no_clear_preference`)
     pairs: dict[int, int] = field(default_factory=dict)
     no_clear_preference: list[int] = field(default_factory=list)
+    # the written file's revision (`tasks.ingest.read.file_revision`): an ingest of exactly these bytes marks its run
+    # as reading synthetic rows (`tasks.ingest.synth.written_by_synth`), and a card of its pairs says so
+    revision: str = ""
 
     def to_json(self) -> str:
         d = asdict(self)

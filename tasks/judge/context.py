@@ -54,6 +54,8 @@ class JudgeRun:
     policy_path: str | None = None  # the filter policy the version will be built by (its certification keys)
     # judges what a coordinator planned (a shard's work file, a round's among them): rounds are decided there
     planned: bool = False
+    # judgments at the attempt limit get a fresh count of attempts before the run plans (asked again)
+    retry_exhausted: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "targets", tuple(self.targets))
@@ -80,10 +82,11 @@ class JudgeRun:
     def of(cls, settings: Settings, *, config: JudgeConfig, run_id: str, strategy: str | None = None,
               targets: list[str] | tuple[str, ...] = (), shard: str | None = None,
               limit: int | None = None, target_agreement: float | None = None,
-              risk: float | None = None, policy_path: str | None = None, planned: bool = False) -> JudgeRun:
+              risk: float | None = None, policy_path: str | None = None, planned: bool = False,
+              retry_exhausted: bool = False) -> JudgeRun:
         """The run a caller asks for: the strategy from its text (the settings' default when None)."""
         return cls(settings, config, parse_strategy(strategy or settings.judge_strategy, settings), run_id,
-                   tuple(targets), shard, limit, target_agreement, risk, policy_path, planned)
+                   tuple(targets), shard, limit, target_agreement, risk, policy_path, planned, bool(retry_exhausted))
 
     def served_by(self, targets: list[str], config: JudgeConfig) -> JudgeRun:
         """The same run on the endpoints that passed the preflight, with the configuration it found."""

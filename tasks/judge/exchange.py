@@ -8,6 +8,7 @@ by default, or object storage (`s3://bucket/prefix`, any S3-compatible server) f
 file appears whole or not at all: a local file is written to a temporary name and renamed, an object is
 one PUT.
 
+    <root>/plans/<plan_id>/manifest.parquet                              what the orchestrator planned
     <root>/plans/<plan_id>/shard-<i>-of-<n>.parquet                      the work of one shard
     <root>/results/<plan_id>/shard-<i>-of-<n>/<run_id>-<seq>[.<sig>].parquet   judgments, one file per batch
     <root>/results/<plan_id>/shard-<i>-of-<n>/<run_id>.run.json          the worker run's record
@@ -17,9 +18,10 @@ one PUT.
 Nothing read back is trusted (`exchange_checks.py`): a work file carries digests of its texts and states, which
 a worker checks before judging; every result row is checked against its shard's plan before it is merged, an
 unreadable or forged file is moved aside under `quarantine/` with its reason; and with a key shared by the
-orchestrator and the workers (`CURATE_JUDGE_EXCHANGE_KEY`) work files are signed by the orchestrator, result
-files and run records by the worker (bound to the texts it judged), and a file unsigned or signed on one side
-only is refused, by the worker before it judges.
+orchestrator and the workers (`CURATE_JUDGE_EXCHANGE_KEY`) each plan's manifest and work files are signed by the
+orchestrator, result files and run records by the worker (bound to the plan and the texts it judged), a work file
+that is not its shard of the manifest is refused by the worker before it judges, and the merge takes results
+only for the manifest's pairs and texts.
 
 Liveness never reads modification times (clocks and timestamps differ across hosts and object stores): a
 heartbeat holds a counter the worker increments, and the orchestrator notes, on its own clock, when it last
@@ -60,15 +62,21 @@ from tasks.judge.exchange_checks import (
     KEY_ENV,
     KEY_ON_ORCHESTRATOR_ONLY,
     KEY_ON_WORKER_ONLY,
+    MANIFEST_COLUMNS,
     STATE_COLUMNS,
     TEXT_COLUMNS,
     WANTED_COLUMNS,
+    Asked,
     ShardPlan,
+    manifest_key,
+    manifest_problem,
+    pair_digests,
     plan_key,
     record_signature,
     results_key,
     signature,
     signature_holds,
+    signed_problem,
     table_digest,
     work_problem,
 )
@@ -204,11 +212,13 @@ def shard_label(index: int, count: int) -> str:
     return f"shard-{index}-of-{count}"
 
 
-def plan_id(config_id: str, strategy: str, pair_ids: list[str], wanted: Wanted | None = None) -> str:
+def plan_id(config_id: str, strategy: str, pair_ids: list[str], wanted: Wanted | None = None,
+            reopened: bool = False) -> str:
     """Names a plan by what it asks: the same pending work planned twice lands in the same folder (a round's
-    plan by the judgments it asks of each pair too: another round of the same pairs is another plan)."""
+    plan by the judgments it asks of each pair too: another round of the same pairs is another plan; a plan that
+    reopened judgments at the attempt limit is another plan too, so its workers fold no result of before)."""
     h = hashlib.blake2b(digest_size=8)
-    h.update(f"{config_id}\0{strategy}\0".encode())
+    h.update(f"{config_id}\0{strategy}\0".encode() + (b"reopened\0" if reopened else b""))
     for pid in pair_ids:
         h.update(pid.encode() + b"\0")
         if wanted is not None:
@@ -227,18 +237,79 @@ def _read_parquet(ex: Exchange, path: str) -> pa.Table:
 
 
 class UntrustedWorkError(InvalidInputError):
-    """A work file this side must not judge or trust: changed since it was written, or signed on one side only
-    (`problem`: why, as `exchange_checks.work_problem` says)."""
+    """A work file this side must not judge or trust: changed since it was written, signed on one side only, or
+    not its shard of the plan's manifest (`problem`: why, as `exchange_checks` says)."""
 
     def __init__(self, problem: str):
         super().__init__(f"this shard's work file is refused before anything is judged: {problem}")
         self.problem = problem
-        keys = problem in (KEY_ON_ORCHESTRATOR_ONLY, KEY_ON_WORKER_ONLY, BAD_SIGNATURE)
+        keys = any(k in problem for k in (KEY_ON_ORCHESTRATOR_ONLY, KEY_ON_WORKER_ONLY, BAD_SIGNATURE))
         self.hint = (f"set the same {KEY_ENV} on the orchestrator and on every GPU worker (or on none)" if keys
                      else "rerun the pipeline: it writes the work file again")
 
 
 _WORK_META = b"curator.shard_work"
+_MANIFEST_META = b"curator.plan_manifest"
+MANIFEST_SCHEMA = pa.schema([("pair_id", pa.string()), ("shard", pa.int32()), ("texts", pa.string()),
+                             ("wanted", WANTED_TYPE)])
+
+
+def manifest_path(ex: Exchange, plan: str) -> str:
+    return ex.path("plans", plan, "manifest.parquet")
+
+
+@dataclass(frozen=True)
+class PlanManifest:
+    """What the orchestrator planned, as it committed it: its metadata (plan, configuration, strategy, shards and
+    each shard's digests) and, by shard, each pair id with the digest of its texts and the judgments asked."""
+
+    meta: dict[str, Any]
+    shards: dict[int, dict[str, tuple[str, Asked]]]
+
+
+def _asked(wanted: list[dict[str, Any]] | None) -> Asked:
+    return None if wanted is None else tuple((w["order"], w["sample_index"]) for w in wanted)
+
+
+def read_manifest(ex: Exchange, plan: str, secret: str | None) -> PlanManifest | None:
+    """A plan's manifest once it is unchanged and signed exactly when this side holds the key (else
+    `UntrustedWorkError`); None when the plan has none (written before manifests were)."""
+    path = manifest_path(ex, plan)
+    if not ex.exists(path):
+        return None
+    try:
+        table = _read_parquet(ex, path)
+        meta = json.loads((table.schema.metadata or {})[_MANIFEST_META])
+        table = table.select(MANIFEST_SCHEMA.names).cast(MANIFEST_SCHEMA)
+    except Exception:  # noqa: BLE001 - whatever it is, it commits nothing
+        raise UntrustedWorkError(f"its plan's manifest ({ex.relative(path)}) is unreadable") from None
+    if not isinstance(meta, dict):
+        raise UntrustedWorkError(f"its plan's manifest ({ex.relative(path)}) is unreadable")
+    problem = signed_problem(meta, {"rows": table_digest(table, MANIFEST_COLUMNS)}, secret, manifest_key)
+    if problem is not None:
+        raise UntrustedWorkError(f"its plan's manifest: {problem}")
+    shards: dict[int, dict[str, tuple[str, Asked]]] = {}
+    for r in table.to_pylist():
+        shards.setdefault(r["shard"], {})[r["pair_id"]] = (r["texts"], _asked(r["wanted"]))
+    return PlanManifest(meta, shards)
+
+
+def _manifest_check(ex: Exchange, table: pa.Table, meta: dict[str, Any], secret: str | None) -> None:
+    """Refuse a work file that is not exactly its shard of its plan's manifest: with the key, a manifest signed
+    under it is required (without one, a manifest there is still checked)."""
+    plan = str(meta["plan_id"])
+    manifest = read_manifest(ex, plan, secret)
+    if manifest is None:
+        if secret is not None:
+            raise UntrustedWorkError(f"plan {plan[:40]} has no manifest committed by the orchestrator "
+                                     f"({ex.relative(manifest_path(ex, plan))})")
+        return
+    rows = list(zip(table.column("pair_id").to_pylist(), pair_digests(table),
+                    (_asked(w) for w in table.column("wanted").to_pylist())))
+    index = int(str(meta["shard"]).split("/")[0])
+    problem = manifest_problem(manifest.meta, manifest.shards.get(index, {}), meta, rows)
+    if problem is not None:
+        raise UntrustedWorkError(problem)
 
 
 def verify_work(ex: Exchange, path: str, secret: str | None) -> tuple[pa.Table, dict[str, Any]]:
@@ -269,27 +340,38 @@ def verify_work(ex: Exchange, path: str, secret: str | None) -> tuple[pa.Table, 
                            table_digest(table, WANTED_COLUMNS) if has_wanted else None)
     if problem is not None:
         raise UntrustedWorkError(problem)
+    _manifest_check(ex, table, meta, secret)
     return table, meta
 
 
 def shard_plan(ex: Exchange, plan: str, label: str, secret: str | None = None) -> ShardPlan | None:
-    """What the orchestrator planned for one shard (from its work file), or None when there is no such plan.
-    With `secret` (a keyed merge) the file must be signed and unchanged (else `UntrustedWorkError`), and the
-    plan holds the key its results are signed with."""
+    """What the orchestrator planned for one shard, or None when there is no such plan. With `secret` (a keyed
+    merge) from the plan's manifest alone, which must be signed under it and unchanged (else
+    `UntrustedWorkError`): its shard's pairs, and the key of the texts it holds for them, which its results must
+    be signed with. Without, from the shard's work file: its pair ids are all the rows are checked against."""
     match = re.fullmatch(r"shard-(\d+)-of-(\d+)", label)
-    path = work_path(ex, plan, int(match.group(1)), int(match.group(2))) if match else None
-    if path is None or not ex.exists(path):
+    if match is None:
         return None
-    if secret is None:  # unauthenticated: the pair ids are all the rows are checked against
+    index, count = int(match.group(1)), int(match.group(2))
+    if secret is not None:
+        manifest = read_manifest(ex, plan, secret)
+        if manifest is None:
+            if not ex.exists(work_path(ex, plan, index, count)):
+                return None
+            raise UntrustedWorkError(f"plan {plan[:40]} has no manifest committed by the orchestrator")
+        meta, held = manifest.meta, (manifest.meta.get("files") or {}).get(str(index))
+        if meta.get("shards") != count or held is None:
+            return None
+        pair_ids, key = frozenset(manifest.shards.get(index, {})), results_key(secret, plan, held["texts"])
+    else:
+        path = work_path(ex, plan, index, count)
+        if not ex.exists(path):
+            return None
         data = pq.read_table(io.BytesIO(ex.get(path)), columns=["pair_id"])
         meta = json.loads(data.schema.metadata[_WORK_META])
-        key = None
-    else:
-        data, meta = verify_work(ex, path, secret)
-        key = results_key(secret, plan, meta["texts"])
+        pair_ids, key = frozenset(data.column("pair_id").to_pylist()), None
     slots = parse_strategy(meta["strategy"]).all_slots()
-    return ShardPlan(plan, JudgeConfig(**meta["config"]).id, frozenset(slots),
-                     frozenset(data.column("pair_id").to_pylist()), key)
+    return ShardPlan(plan, JudgeConfig(**meta["config"]).id, frozenset(slots), pair_ids, key)
 
 
 @dataclass(frozen=True)
@@ -319,11 +401,44 @@ def results_dir(ex: Exchange, plan: str, label: str) -> str:
     return ex.path("results", plan, label)
 
 
+def write_plan(ex: Exchange, plan: str, count: int, shards: dict[int, tuple[list[PairText], States, Wanted | None]],
+               *, config: dict[str, Any], strategy: str, secret: str | None = None) -> dict[int, str]:
+    """A plan's work files, one per shard given (`shards`: index -> its pairs, their states and the judgments a
+    round asks of each), then its manifest, which commits what was planned: every pair id with the digest of its
+    texts, the judgments asked of it and its shard, and each shard's digests; signed, when `secret` is given,
+    under a key derived from it for manifests alone. Returns the work files' paths by shard."""
+    paths: dict[int, str] = {}
+    files: dict[str, dict[str, Any]] = {}
+    rows: dict[str, list[Any]] = {name: [] for name in MANIFEST_COLUMNS}
+    for index, (pairs, states, wanted) in sorted(shards.items()):
+        paths[index] = work_path(ex, plan, index, count)
+        table, meta = write_work(ex, paths[index], plan=plan, shard=f"{index}/{count}", config=config,
+                                 strategy=strategy, pairs=pairs, states=states, secret=secret, wanted=wanted)
+        files[str(index)] = {k: meta.get(k) for k in ("texts", "states", "wanted")}
+        rows["pair_id"] += table.column("pair_id").to_pylist()
+        rows["shard"] += [index] * table.num_rows
+        rows["texts"] += pair_digests(table)
+        rows["wanted"] += (table.column("wanted").to_pylist() if "wanted" in table.column_names
+                           else [None] * table.num_rows)
+    manifest = pa.table(rows, schema=MANIFEST_SCHEMA)
+    meta = json.loads(json.dumps({"plan_id": plan, "config": config, "strategy": strategy, "shards": count,
+                                  "files": files, "rows": table_digest(manifest, MANIFEST_COLUMNS),
+                                  "signed": secret is not None}))
+    if secret is not None:
+        meta["signature"] = record_signature(manifest_key(secret), meta)
+    ex.put(manifest_path(ex, plan),
+           _parquet_bytes(manifest.replace_schema_metadata({_MANIFEST_META: json.dumps(meta).encode()}),
+                          compression="zstd"))
+    return paths
+
+
 def write_work(ex: Exchange, path: str, *, plan: str, shard: str, config: dict[str, Any], strategy: str,
-               pairs: list[PairText], states: States, secret: str | None = None, wanted: Wanted | None = None) -> None:
+               pairs: list[PairText], states: States, secret: str | None = None, wanted: Wanted | None = None,
+               ) -> tuple[pa.Table, dict[str, Any]]:
     """One shard's work file, with the digests of its texts, states and the judgments a round asks (`wanted`,
     per pair; None: the strategy's own); signed when `secret` (the exchange's key) is given, and saying whether
-    it is, so that a worker keyed otherwise refuses it."""
+    it is, so that a worker keyed otherwise refuses it. Returns its table and metadata as written. (A plan's
+    files are written by `write_plan`, which commits its manifest too.)"""
     by_pair: dict[str, list[dict[str, Any]]] = {}
     for (pid, order, sample), state in states.items():
         by_pair.setdefault(pid, []).append({"order": order, "sample_index": sample, **state._asdict()})
@@ -345,6 +460,7 @@ def write_work(ex: Exchange, path: str, *, plan: str, shard: str, config: dict[s
         meta["signature"] = record_signature(plan_key(secret, plan), meta)
     table = table.replace_schema_metadata({_WORK_META: json.dumps(meta).encode()})
     ex.put(path, _parquet_bytes(table, compression="zstd"))
+    return table, meta
 
 
 def read_work(ex: Exchange, path: str, secret: str | None = None) -> ShardWork:

@@ -7,14 +7,16 @@ equal to the verdict mapped from its order) or a failure with a reason and no ve
 rejected with the first reason it fails, never merged; the others of its file are.
 
 Files can also be authenticated: with a key shared by the orchestrator and the GPU workers
-(`CURATE_JUDGE_EXCHANGE_KEY`), the orchestrator signs each work file (an HMAC-SHA256, under a key derived for
-the plan, over its metadata and the digests of its texts and states) and a worker judges no file whose
-signature does not hold, nor an unsigned one; a keyless worker judges no signed one. Each worker signs its
-result files (an HMAC of the bytes) in their names, and its run records inside them, under a key derived for
-the plan AND the digest of the texts it judged, answer order included: results of a work file whose texts
-were changed (answers swapped, say) do not verify against the plan the orchestrator wrote. The merge then
-refuses any file without a valid signature, so whoever can write to the storage but lacks the key cannot add
-a verdict.
+(`CURATE_JUDGE_EXCHANGE_KEY`), the orchestrator commits each plan's manifest (every pair id with the digest of
+its texts, answer order included, the judgments asked of it and its shard; each shard's digests) under a key
+derived from the secret for manifests alone, and signs each work file (an HMAC-SHA256, under a key derived for
+the plan, over its metadata and the digests of its texts and states). A worker judges no work file whose
+signature does not hold, nor an unsigned one, nor one that is not exactly its shard of the plan's manifest; a
+keyless worker judges no signed one. Each worker signs its result files (an HMAC of the bytes) in their names,
+and its run records inside them, under a key derived from the secret for the plan AND the digest of the texts
+it judged: neither a plan's key nor another shard's results key can make it. The merge checks each file
+against the manifest (its shard's pairs, and the key of the texts the manifest holds), so whoever can write to
+the storage, or holds one plan's key, cannot add a verdict for any pair or text the orchestrator did not plan.
 
 A worker's run record is typed field by field (its summary against `JudgeSummary`), must lie where its worker
 writes it (`<run_id>.run.json` in its own shard's folder) and must agree with what the warehouse holds of
@@ -86,15 +88,24 @@ class ShardPlan:
 
 
 def plan_key(secret: str, plan_id: str) -> bytes:
-    """The signing key of one plan, derived from the shared secret: a key leaked with one plan's files
-    signs nothing for another plan."""
+    """The key of one plan's work files, derived from the shared secret. It signs work files only, and a work file
+    is judged only as the plan's manifest (`manifest_key`) says: so it signs nothing a worker or the merge takes
+    outside its own plan, and no result at all."""
     return hmac.new(secret.encode(), f"curator-exchange-plan\0{plan_id}".encode(), hashlib.sha256).digest()
 
 
+def manifest_key(secret: str) -> bytes:
+    """The key the orchestrator commits plans' manifests with: derived from the shared secret for that alone (no
+    plan's key or results key leads to it)."""
+    return hmac.new(secret.encode(), b"curator-exchange-manifest", hashlib.sha256).digest()
+
+
 def results_key(secret: str, plan_id: str, texts: str) -> bytes:
-    """The key a worker signs its results and run record with: the plan's, bound to the digest of the texts it
-    judged (`texts` of the work file), so results of other texts than the plan's never verify."""
-    return hmac.new(plan_key(secret, plan_id), f"curator-exchange-results\0{texts}".encode(), hashlib.sha256).digest()
+    """The key a worker signs its results and run record with: derived from the shared secret for one plan and
+    the digest of the texts it judged (`texts` of the work file, as the plan's manifest holds them), so results
+    of other texts or another plan never verify, and a plan's key cannot make it."""
+    return hmac.new(secret.encode(), f"curator-exchange-results\0{plan_id}\0{texts}".encode(),
+                    hashlib.sha256).digest()
 
 
 def signature(key: bytes, data: bytes) -> str:
@@ -157,23 +168,78 @@ BAD_SIGNATURE = (f"its signature does not hold under this side's {KEY_ENV}: it w
                  "the keys differ")
 
 
-def work_problem(meta: dict[str, Any], texts: str, states: str, secret: str | None,
-                 wanted: str | None = None) -> str | None:
-    """Why a work file must not be judged (or trusted by a keyed merge), given the digests of the texts, states
-    and asked judgments (`wanted`; None: the file has no such column, as before rounds could be sharded) it
-    holds and this side's secret; None: it may."""
+def signed_problem(meta: dict[str, Any], digests: dict[str, str | None], secret: str | None,
+                   key: Any) -> str | None:
+    """Why a file written with `meta` (its digests, whether it is signed, its signature) must not be trusted, given
+    the `digests` its content has now and this side's secret (`key(secret)` the key it is signed with); None: it
+    may. A file written before it carried digests is only checked for its signature."""
     signed = meta.get("signed") is True
-    if ("texts" in meta or signed) and (meta.get("texts"), meta.get("states"), meta.get("wanted")) != (texts, states,
-                                                                                                     wanted):
+    if (signed or any(name in meta for name in digests)) and {name: meta.get(name) for name in digests} != digests:
         return CHANGED
     if signed and secret is None:
         return KEY_ON_ORCHESTRATOR_ONLY
     if not signed and secret is not None:
         return KEY_ON_WORKER_ONLY
     claimed = meta.get("signature")
-    if signed and not (isinstance(claimed, str) and hmac.compare_digest(
-            record_signature(plan_key(secret, str(meta.get("plan_id"))), meta), claimed)):
+    if signed and not (isinstance(claimed, str) and hmac.compare_digest(record_signature(key(secret), meta), claimed)):
         return BAD_SIGNATURE
+    return None
+
+
+def work_problem(meta: dict[str, Any], texts: str, states: str, secret: str | None,
+                 wanted: str | None = None) -> str | None:
+    """Why a work file must not be judged (or trusted by a keyed merge), given the digests of the texts, states
+    and asked judgments (`wanted`; None: the file has no such column, as before rounds could be sharded) it
+    holds and this side's secret; None: it may."""
+    return signed_problem(meta, {"texts": texts, "states": states, "wanted": wanted}, secret,
+                          lambda s: plan_key(s, str(meta.get("plan_id"))))
+
+
+MANIFEST_COLUMNS = ("pair_id", "shard", "texts", "wanted")  # a plan's manifest: one row a pair
+
+
+def pair_digests(table: pa.Table) -> list[str]:
+    """The digest of each pair's texts (`TEXT_COLUMNS` of a work file's rows, answer order included), as a plan's
+    manifest holds them."""
+    out = []
+    for values in zip(*(table.column(name).to_pylist() for name in TEXT_COLUMNS)):
+        h = hashlib.blake2b(digest_size=16)
+        for value in values:
+            data = value.encode() if isinstance(value, str) else b""
+            h.update(b"\0" if value is None else b"\1" + len(data).to_bytes(8, "little") + data)
+        out.append(h.hexdigest())
+    return out
+
+
+Asked = tuple[tuple[str, int], ...] | None  # the judgments a round asks of a pair (None: the strategy's own)
+
+
+def manifest_problem(manifest: dict[str, Any], planned: dict[str, tuple[str, Asked]], meta: dict[str, Any],
+                     rows: list[tuple[str, str, Asked]]) -> str | None:
+    """Why a work file (`meta`, and its `rows`: each pair id, the digest of its texts and the judgments it asks) is
+    not its shard of the plan as its manifest commits it (`manifest`'s metadata, and `planned`: the shard's pair
+    ids with their digests and judgments); None: it is, pair for pair."""
+    plan, shard = str(meta.get("plan_id"))[:40], str(meta.get("shard"))[:20]
+    if manifest.get("plan_id") != meta.get("plan_id"):
+        return f"the manifest beside it is not plan {plan}'s"
+    if (manifest.get("config"), manifest.get("strategy")) != (meta.get("config"), meta.get("strategy")):
+        return f"its judge configuration or strategy is not the one plan {plan}'s manifest names"
+    seen: set[str] = set()
+    for pair, digest, asked in rows:
+        if pair not in planned or pair in seen:
+            return f"pair {str(pair)[:40]} is not in plan {plan}'s manifest for shard {shard}"
+        seen.add(pair)
+        if planned[pair][0] != digest:
+            return f"the texts of pair {pair[:40]} are not those plan {plan}'s manifest holds (answers swapped or changed)"
+        if planned[pair][1] != asked:
+            return f"the judgments it asks of pair {pair[:40]} are not those plan {plan}'s manifest names"
+    missing = sorted(planned.keys() - seen)
+    if missing:
+        return f"it lacks pair {missing[0][:40]} of plan {plan}'s manifest for shard {shard}"
+    index, _, count = shard.partition("/")
+    held = (manifest.get("files") or {}).get(index)
+    if manifest.get("shards") != int(count) or held != {k: meta.get(k) for k in ("texts", "states", "wanted")}:
+        return f"its digests (texts, cached states) are not those plan {plan}'s manifest holds for shard {shard}"
     return None
 
 

@@ -1,9 +1,10 @@
 """Merging the judge exchange into the warehouse, trusting nothing in it.
 
 Each result file not merged yet is read once; a file that cannot be read, names no known plan, carries no
-valid signature (when the exchange is keyed: its plan too must be signed and unchanged) or was rewritten after
-it was merged is moved aside under `quarantine/` with one warning, and the merge goes on: no single file can
-block later merges. The rows of a readable file are checked against their shard's plan (`exchange_checks.py`):
+valid signature (when the exchange is keyed: the key of the texts its plan's manifest, signed and unchanged,
+holds for its shard) or was rewritten after it was merged is moved aside under `quarantine/` with one warning,
+and the merge goes on: no single file can block later merges. A merge without the key says so in one line
+before it merges anything: it cannot authenticate what it merges. The rows of a readable file are checked against their shard's plan (`exchange_checks.py`):
 the good ones are merged, the others are stored in `exchange_rejects` with their reason, never as verdicts.
 Run records likewise: typed field by field, in their own place, agreeing with the run as already recorded;
 the warehouse's `judge_runs` then holds each run once, and a flow totals a run from there, never from files.
@@ -165,12 +166,22 @@ def merge_exchange_into(wh: Warehouse, ex: Exchange, secret: str | None = None) 
     """Merge every result file and run record of `ex` not merged yet (see the module's notes)."""
     merge = _Merge(wh, ex, shared_secret() if secret is None else secret or None)
     done = wh.judging.merged_file_keys()
-    for f in result_files(ex):
-        if f.key not in done:
-            merge.result_file(f)
+    todo = [f for f in result_files(ex) if f.key not in done]
+    if todo and merge.secret is None:
+        _log.warning("judge exchange: %s", unauthenticated(todo))
+    for f in todo:
+        merge.result_file(f)
     for path in run_record_files(ex):
         merge.run_record(path)
     return merge.report
+
+
+def unauthenticated(files: list[ResultFile]) -> str:
+    """What a merge without the exchange's key says of the files it is about to merge, in one line."""
+    signed = sum(1 for f in files if f.parts[3] is not None)
+    return (f"merging {len(files)} result files without {KEY_ENV}: nothing merged is authenticated, a file is "
+            "only checked against its plan" + (f" ({signed} of them are signed, their signatures unchecked)"
+                                               if signed else ""))
 
 
 def nothing_merged(report: MergeSummary) -> str | None:

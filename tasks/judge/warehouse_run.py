@@ -23,19 +23,25 @@ class JudgeWork:
     states: States
     pending: list[str]
     done: Plan  # counts what the cache answers for the others
+    reopened: int = 0  # judgments at the attempt limit given a fresh count of attempts (`retry_exhausted`)
 
 
 def plan_work(store: JudgingStore, config_id: str, strategy: Strategy, shard: str | None, limit: int | None,
-              max_attempts: int) -> JudgeWork:
+              max_attempts: int, retry_exhausted: bool = False) -> JudgeWork:
+    """The run's pairs, what the cache knows of them and those with work left; with `retry_exhausted`, the failed
+    judgments at the attempt limit are reopened first (asked again, each with a fresh count of attempts)."""
     ids = pairs_of_shard(store.curation_pair_ids(), shard, limit)
+    reopened = store.reopen_exhausted(config_id, ids, max_attempts) if retry_exhausted else 0
     states = as_states(store.judgment_states(config_id, ids))
     pending, done = split_pending(ids, strategy, states, max_attempts)
-    return JudgeWork(ids, states, pending, done)
+    return JudgeWork(ids, states, pending, done, reopened)
 
 
 def work_of(wh: Warehouse, run: JudgeRun) -> JudgeWork:
-    """The work of `run`: its shard's pairs (at most its limit) under its configuration and strategy."""
-    return plan_work(wh.judging, run.config.id, run.strategy, run.shard, run.limit, run.max_attempts)
+    """The work of `run`: its shard's pairs (at most its limit) under its configuration and strategy (its judgments
+    at the attempt limit reopened first when it is told to retry them)."""
+    return plan_work(wh.judging, run.config.id, run.strategy, run.shard, run.limit, run.max_attempts,
+                     run.retry_exhausted)
 
 
 def judge_and_record(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Rounds | None = None) -> JudgeSummary:
@@ -49,6 +55,6 @@ def judge_and_record(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Roun
                               wh.judging.write_judgments, rounds=rounds)
         summary.update(pairs=len(work.ids), judge_config_id=config.id, strategy=run.strategy.label, shard=run.shard,
                        endpoints=targets, run_id=run.run_id, served_models=wh.judging.served_models(run.run_id),
-                       simulated=config.simulated, weights=config.weights)
+                       simulated=config.simulated, weights=config.weights, reopened_exhausted=work.reopened)
         outcome.summary = summary
     return summary

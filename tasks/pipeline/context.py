@@ -34,6 +34,8 @@ class PipelineRun(RunContext):
     stale_seconds: float | None = None  # bounded by Settings.judge_shard_stale_seconds
     allow_other_weights: bool = Field(False, description="publish to the Hub a version judged by other weights than "
                                       "the judge's published ones")
+    retry_exhausted: bool = Field(False, description="ask the judgments at the attempt limit again, with a fresh "
+                                  "count of attempts")
 
     @classmethod
     def of(cls, *, sources: list[str] | None = None, endpoints: list[str] | None = None, launch: str | None = None,
@@ -41,7 +43,8 @@ class PipelineRun(RunContext):
            publish_to: str | None = "published", skip: list[str] | None = None, warehouse: str | None = None,
            limit: int | None = None, judge_shards: int = 0, judge_deployment: str | None = None,
            exchange: str | None = None, stale_seconds: float | None = None,
-           allow_other_weights: bool = False, sources_file: str | None = None) -> PipelineRun:
+           allow_other_weights: bool = False, sources_file: str | None = None,
+           retry_exhausted: bool = False) -> PipelineRun:
         """The run's arguments checked (the stages, the sources' names, built-in or declared in the sources file, a
         judge to ask, the strategy, the dataset's name, an hf:// target's repository); its files are
         `check_files`'s."""
@@ -67,7 +70,8 @@ class PipelineRun(RunContext):
                                "publish_to": publish_to, "skip": frozenset(skip or []), "limit": limit,
                                "judge_shards": judge_shards, "judge_deployment": judge_deployment,
                                "exchange": exchange, "stale_seconds": stale_seconds,
-                               "allow_other_weights": allow_other_weights, "settings": settings},
+                               "allow_other_weights": allow_other_weights, "retry_exhausted": retry_exhausted,
+                               "settings": settings},
                          "invalid pipeline run")
 
     def check_files(self) -> None:

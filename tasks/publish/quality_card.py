@@ -234,7 +234,9 @@ def guarantee_paragraph(cert: dict[str, Any] | None) -> str:
     text = [f"**At least {percent(cert['target_agreement'])} of the {count(total)} certified pairs{where} have chosen "
             f"answers that agree with human preference, with {level} confidence** (certified on "
             f"{count(cert['calibration_pairs'])} held-out labelled pairs {CERTIFIED_ON[cert['labels']]}"
-            + (f", the risk split over {split} populations" if split > 1 else "") + ")."]
+            + (f", the risk split over {split} populations" if split > 1 else "")
+            + (f"; attempt {cert['attempt']} on these labels, tested at risk {cert['risk_spent']:.4g} so that every "
+               f"attempt together stays within {cert['risk']:g}" if cert.get("attempt") else "") + ")."]
     kept_out = {s: r["not_covered"] for s, r in (by or {}).items() if r["not_covered"]}
     left_out = cert.get("not_covered") or {}
     if kept_out:
@@ -298,6 +300,13 @@ def certification_markdown(cert: dict[str, Any], stats: dict[str, Any]) -> str:
         f"| pairs certified / judged (coverage) | {count(cert['accepted'])} / {count(cert['judged'])} "
         f"({percent(cert['coverage'])}) |",
     ]
+    if cert.get("attempt"):
+        attempts = cert.get("attempts", cert["attempt"])
+        lines.append(f"| attempt on these labels (attempts so far) | {cert['attempt']} ({attempts}), tested at risk "
+                     f"{cert['risk_spent']:.4g} |")
+    if cert.get("kept_not_covered"):
+        lines.append(f"| rows kept uncertified (no calibration label speaks for them) | "
+                     f"{count(cert['kept_not_covered'])} |")
     if "kept_certified" in cert:
         lines.append(f"| rows of this version: certified / decided by reviewers | {count(cert['kept_certified'])} / "
                      f"{count(cert['kept_by_reviewers'])} (of {count(kept)}) |")

@@ -19,12 +19,13 @@ from tasks.curate.calibration import clear_human_directions
 from tasks.curate.certification import (
     CertificationLabels,
     Certified,
+    calibration_pairs,
     certification_report,
     certify_pool,
     labelled_mix,
-    not_certified,
 )
 from tasks.curate.confidence import Confidences
+from tasks.curate.label_roles import CertificationHistory, attempt_of, labels_digest, role_conflict
 from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
@@ -116,11 +117,13 @@ def certification_labels(pool: JudgedPool, c: Confidences, reviews: PoolReviews,
 
 
 def certified_pairs(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy,
-                    facts: Mapping[str, SourceFacts]) -> Certified:
-    """The pool certified at its policy's target and risk (`c`: the judge's own confidences) over the pairs the
-    policy's label-free filters keep; a pair that could be certified but is not has a score and is not accepted."""
+                    facts: Mapping[str, SourceFacts], risk: float | None = None) -> Certified:
+    """The pool certified at its policy's target and `risk` (default: the policy's; an attempt tests at its share of
+    it, `tasks.curate.label_roles`) over the pairs the policy's label-free filters keep (`c`: the judge's own
+    confidences); a pair that could be certified but is not has a score and is not accepted."""
     labels = certification_labels(pool, c, reviews, policy, facts)
-    return certify_pool(pool, c, labels, policy.target_agreement, policy.risk, certifiable(pool, c, policy))
+    return certify_pool(pool, c, labels, policy.target_agreement, policy.risk if risk is None else risk,
+                        certifiable(pool, c, policy))
 
 
 def review_queue(pool: JudgedPool, c: Confidences, certified: Certified, reviews: PoolReviews,
@@ -140,14 +143,28 @@ def review_queue(pool: JudgedPool, c: Confidences, certified: Certified, reviews
 
 
 def certify_version(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy,
-                    facts: Mapping[str, SourceFacts]) -> tuple[Certified, dict[str, Any]]:
-    """A version's certification (`certified_pairs`) and its report (`stats.certification`: what every surface
-    reads), with how the labelled pairs differ from the judged pool and the review queue of the pairs it did not
-    accept (`uncertified`). No threshold certifying the target: `NotCertifiedError`."""
-    certified = certified_pairs(pool, c, reviews, policy, facts)
+                    facts: Mapping[str, SourceFacts], config_id: str = "",
+                    history: CertificationHistory | None = None) -> tuple[Certified, dict[str, Any], dict[str, Any]]:
+    """A version's certification (`certified_pairs`), its report (`stats.certification`: what every surface reads,
+    with how the labelled pairs differ from the judged pool and the review queue of the pairs it did not accept,
+    `uncertified`), and the attempt's record (`tasks.curate.label_roles`: the caller stores it, certified or not).
+    Refused (`LabelRolesError`) when a calibration label trained the rounds of `history`. The caller raises
+    `not_certified(report)` when nothing certified, after recording the attempt."""
+    history = history or CertificationHistory()
+    labels = certification_labels(pool, c, reviews, policy, facts)
+    calibrating = calibration_pairs(pool.pair_id, labels)
+    conflict = role_conflict(pool.pair_id, calibrating, policy, labels.kind, history)
+    if conflict is not None:
+        raise conflict
+    attempt = attempt_of(config_id, policy, labels.kind, labels_digest(pool.pair_id, calibrating, labels.calibration),
+                         history)
+    certified = certify_pool(pool, c, labels, policy.target_agreement, attempt["risk_spent"],
+                             certifiable(pool, c, policy))
     judged = c.verdicts > 0
     report = {**certification_report(certified, int(judged.sum()), pool.source),
+              "risk": policy.risk, "attempt": attempt["attempt"], "risk_spent": attempt["risk_spent"],
               "min_audit_reviews": policy.min_audit_reviews, "population": labelled_mix(pool, certified.labels, judged)}
-    if not report["certified"]:
-        raise not_certified(report)
-    return certified, {**report, "uncertified": review_queue(pool, c, certified, reviews)}
+    attempt["certified"] = bool(report["certified"])
+    if report["certified"]:
+        report["uncertified"] = review_queue(pool, c, certified, reviews)
+    return certified, report, attempt

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tasks.curate.certification import CertificationLabels, Plan, certify_pool, next_rungs
+from tasks.curate.certification import CertificationLabels, Plan, calibration_pairs, certify_pool, next_rungs
+from tasks.curate.label_roles import trained_by_rounds
 from tasks.curate.policy import FilterPolicy, rounds_policy
 from tasks.curate.select import certifiable
 from tasks.judge.run import Round, RoundOutcome, as_states, split_pending
@@ -79,6 +80,10 @@ class CertifyRounds:
         read = ReviewedPool.read(self.wh, config_id, p.version_sources())
         pool, c, reviews = read.pool, read.judge, read.reviews
         labels = certification_labels(pool, c, reviews, p, read.facts)
+        # the roles fixed when judging: the first round's split, and every label a round's escalation reads
+        self.wh.certification.record_label_roles(config_id, labels.kind, labels.share, p.min_audit_reviews)
+        self.wh.certification.record_trained(
+            config_id, trained_by_rounds(pool.pair_id, calibration_pairs(pool.pair_id, labels), labels.training))
         certified = certify_pool(pool, c, labels, p.target_agreement, p.risk, certifiable(pool, c, p))
         ours = np.array([i in self.ids for i in pool.pair_id.tolist()], bool)
         plan = round_plan(pool, c, labels, p, self.ladder, ours)

@@ -153,8 +153,9 @@ def version_candidates(wh: Warehouse, name: str, version: int, selection: str) -
                                   "built without target_agreement")
     read = ReviewedPool.read(wh, meta["judge_config_id"])
     p_correct, _ = calibrate_with_reviews(read.pool, read.judge, read.reviews, read.facts)
-    certified = (certified_pairs(read.pool, read.judge, read.reviews, policy, read.facts) if selection == "uncertified"
-                 else None)
+    spent = ((meta.get("stats") or {}).get("certification") or {}).get("risk_spent")  # the risk its attempt was tested at
+    certified = (certified_pairs(read.pool, read.judge, read.reviews, policy, read.facts, spent)
+                 if selection == "uncertified" else None)
     return Candidates.of_pool(read.pool, read.judge, p_correct, certified), meta["judge_config_id"]
 
 

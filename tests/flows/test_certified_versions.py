@@ -6,6 +6,7 @@ pairs kept with their choice, and versions without a target stored as before."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ from flows.versions import build_version
 from tasks.curate.bias import MARKDOWN_RE2
 from tasks.curate.certification import NotCertifiedError, certify_pool
 from tasks.curate.confidence import pool_confidences
+from tasks.curate.label_roles import spent_risk
 from tasks.curate.policy import load_policy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
@@ -45,7 +47,7 @@ ROWS = 1000
 
 
 @pytest.fixture(scope="module")
-def judged(tmp_path_factory):
+def judged_once(tmp_path_factory):
     from flows.judge import judge
     from testing.genrm_standin import StandinConfig, StandinProcess
 
@@ -57,13 +59,22 @@ def judged(tmp_path_factory):
     return warehouse
 
 
+@pytest.fixture
+def judged(judged_once, tmp_path):
+    """A copy of the judged warehouse for one test: its certification attempts are its own (every attempt on the
+    same labels spends part of the risk)."""
+    copy = tmp_path / "judged.duckdb"
+    shutil.copyfile(judged_once, copy)
+    return copy
+
+
 def _cli(*args: str) -> tuple[int, dict]:
     result = CliRunner().invoke(app, list(args))
     assert result.exit_code == 0, result.output
     return result.exit_code, json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def _accepted_anew(warehouse: Path, policy_values: dict) -> set[str]:
+def _accepted_anew(warehouse: Path, policy_values: dict, attempt: int = 1) -> set[str]:
     """The pairs a certification accepts, computed again from the warehouse with the core's functions alone."""
     policy = load_policy(None, policy_values)
     with Warehouse(warehouse, read_only=True) as wh:
@@ -72,7 +83,8 @@ def _accepted_anew(warehouse: Path, policy_values: dict) -> set[str]:
         reviews = PoolReviews.align(pool.pair_id, wh.reviews.review_outcomes(), wh.reviews.review_selections())
     c = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
     labels = certification_labels(pool, c, reviews, policy, known_facts())
-    found = certify_pool(pool, c, labels, policy.target_agreement, policy.risk, certifiable(pool, c, policy))
+    found = certify_pool(pool, c, labels, policy.target_agreement, spent_risk(policy.risk, attempt),
+                         certifiable(pool, c, policy))
     return set(pool.pair_id[found.accepted].tolist())
 
 
@@ -99,19 +111,20 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
     # JSON holds no -inf or NaN a strict reader refuses
     json.loads(json.dumps(meta["stats"]["certification"]), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
 
-    # the card states the guarantee first (after the SIMULATED notice), from the same figures
+    # the card states the guarantee first (after the SYNTHETIC rows' and the SIMULATED notices), from the same figures
     from flows.publish import publish
 
     folder = Path(publish("sure", to=str(tmp_path), warehouse=str(judged))["target"])
     card = (folder / "README.md").read_text()
     body = card.split("\n---\n", 1)[1]
     paragraphs = [p for p in body.split("\n\n") if p.strip()]
-    assert paragraphs[1].startswith("> **SIMULATED VERDICTS.**")
-    assert paragraphs[2] == (
+    assert paragraphs[1].startswith("> **SYNTHETIC ROWS.**") and paragraphs[2].startswith("> **SIMULATED VERDICTS.**")
+    assert paragraphs[3] == (
         f"**At least {percent(0.9)} of the {count(summary['rows'])} certified pairs ({count(summary['rows'])} from "
         "helpsteer3) have chosen answers that agree with human preference, with 95% confidence** (certified on "
         f"{count(cert['calibration_pairs'])} held-out labelled pairs from each source's own clear labels, each "
-        "source's pairs certified on its own). The held-out pairs the certified thresholds accept agree "
+        f"source's pairs certified on its own; attempt 1 on these labels, tested at risk {cert['risk_spent']:.4g} so "
+        "that every attempt together stays within 0.05). The held-out pairs the certified thresholds accept agree "
         f"{percent(cert['estimated_agreement'])} of the time: an estimate, not a bound.")
     section = card.split("## Certified agreement", 1)[1].split("\n## ", 1)[0]
     assert ("| estimated agreement of the accepted held-out pairs (an estimate, not a bound) | "
@@ -143,17 +156,36 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
                             percent(cert["coverage"]), "source", "0"]
 
 
-def test_a_stricter_target_keeps_fewer_pairs_and_a_reached_one_is_unchanged(judged):
+def test_a_stricter_target_keeps_fewer_pairs_and_a_reached_one_is_unchanged(judged, judged_once, tmp_path):
     loose = build_version("ladder", policy_overrides={"target_agreement": 0.9}, warehouse=str(judged))
-    strict = build_version("ladder", policy_overrides={"target_agreement": 0.95}, warehouse=str(judged))
-    assert strict["version"] == loose["version"] + 1
+    other = tmp_path / "other.duckdb"  # the stricter target as a first attempt on the same labels
+    shutil.copyfile(judged_once, other)
+    strict = build_version("ladder", policy_overrides={"target_agreement": 0.95}, warehouse=str(other))
     a, b = loose["stats"]["certification"], strict["stats"]["certification"]
+    assert a["attempt"] == b["attempt"] == 1 and a["risk_spent"] == b["risk_spent"] == spent_risk(0.05, 1)
     assert b["coverage"] < a["coverage"] and b["estimated_agreement"] >= 0.95 and strict["rows"] < loose["rows"]
-    again = build_version("ladder", policy_overrides={"target_agreement": 0.95}, warehouse=str(judged))
+    again = build_version("ladder", policy_overrides={"target_agreement": 0.95}, warehouse=str(other))
     assert not again["new_version"] and again["version"] == strict["version"]
 
 
-def test_an_unreachable_target_is_refused_in_one_line_and_writes_nothing(judged):
+def test_every_attempt_on_the_same_labels_spends_its_share_of_the_risk(judged):
+    """A second target tried on the same labels is attempt 2, tested at its share of the risk (6 / (π² 4) of it),
+    and the card counts the attempts; the first attempt made again is still attempt 1 and changes nothing."""
+    first = build_version("tries", policy_overrides={"target_agreement": 0.85}, warehouse=str(judged))
+    second = build_version("tries", policy_overrides={"target_agreement": 0.8}, warehouse=str(judged))
+    a, b = first["stats"]["certification"], second["stats"]["certification"]
+    assert (a["attempt"], b["attempt"]) == (1, 2) and b["risk_spent"] == pytest.approx(0.05 * 6 / (math.pi ** 2 * 4))
+    assert b["attempts"] == 2 and b["risk"] == 0.05
+    with pytest.raises(NotCertifiedError):  # a third, harder target: refused, and still counted
+        build_version("tries", policy_overrides={"target_agreement": 0.97}, warehouse=str(judged))
+    with Warehouse(judged, read_only=True) as wh:
+        attempts = wh.certification.attempts(wh.versions.latest_judge_config_id())
+    assert [(x["attempt"], x["target"], x["certified"]) for x in attempts] == [(1, 0.85, True), (2, 0.8, True),
+                                                                                (3, 0.97, False)]
+    assert sum(x["risk_spent"] for x in attempts) < 0.05
+
+
+def test_an_unreachable_target_is_refused_in_one_line_and_writes_nothing(judged, judged_once, tmp_path):
     curate = Path(sys.executable).with_name("curate")
     done = subprocess.run([str(curate), "build-version", "too-sure", "--target-agreement", "0.99",
                            "--warehouse", str(judged)], capture_output=True, text=True, timeout=300,
@@ -172,8 +204,11 @@ def test_an_unreachable_target_is_refused_in_one_line_and_writes_nothing(judged)
     assert f"error: {caught.value}" == lines[0]
     with Warehouse(judged, read_only=True) as wh:
         assert wh.versions.versions("too-sure") == []
-    # a target reachable with more labels says how many
-    with pytest.raises(NotCertifiedError, match=r"at most 9\d\.\d% could be certified at that risk .*; about [\d,]+ more labelled"):
+    # a target reachable with more labels says how many (a first attempt on these labels)
+    judged = tmp_path / "first.duckdb"
+    shutil.copyfile(judged_once, judged)
+    with pytest.raises(NotCertifiedError, match=r"at most 9\d\.\d% could be certified at that risk .*(about [\d,]+ more labelled pairs "
+                       r"would be needed|more labelled pairs would test stricter thresholds)"):
         build_version("too-sure", policy_overrides={"target_agreement": 0.96}, warehouse=str(judged))
 
 
@@ -286,10 +321,15 @@ def test_a_review_audit_certifies_once_it_has_enough_decided_pairs(judged, tmp_p
     sources = build_version("audited", policy_overrides={"target_agreement": 0.9, "min_audit_reviews": 9},
                             warehouse=str(warehouse))
     assert sources["stats"]["certification"]["labels"] == "source"
-    # enough: the audit's 8 decided pairs alone calibrate, far too few for 90%, and the refusal says which labels
+    # enough pairs, but one reviewer decided them all: one person never replaces every source label
+    one = build_version("audited-one", policy_overrides={"target_agreement": 0.9, "min_audit_reviews": 8},
+                        warehouse=str(warehouse))
+    assert one["stats"]["certification"]["labels"] == "source"
+    # enough, from as few reviewers as the policy allows: the audit's 8 decided pairs alone calibrate, far too few
+    # for 90%, and the refusal says which labels
     with pytest.raises(NotCertifiedError, match=r"on 8 held-out labelled pairs \(from a review audit\)"):
-        build_version("audited", policy_overrides={"target_agreement": 0.9, "min_audit_reviews": 8},
-                      warehouse=str(warehouse))
+        build_version("audited", policy_overrides={"target_agreement": 0.9, "min_audit_reviews": 8,
+                                                   "min_audit_reviewers": 1}, warehouse=str(warehouse))
 
 
 def test_versions_without_a_target_are_stored_as_before(judged):
@@ -370,20 +410,22 @@ def test_status_counts_pairs_over_budget_apart_and_shows_the_reviews(judged, tmp
     shutil.copy(judged, warehouse)
     with Warehouse(warehouse) as wh:
         pairs = [p for (p,) in wh.query("SELECT pair_id FROM pairs_for_curation ORDER BY pair_id")]
-        over, too_long, pending = pairs[:7], pairs[7:10], pairs[10:15]
-        # as the judge records them: over the input budget (never sent), too long for the server's context, and
-        # failures a run sends again
-        for chosen, reason in ((over, "over_budget"), (too_long, "too_long"), (pending, "timeout")):
-            wh.con.execute("UPDATE judgments SET status = 'failed', failure_reason = ?, margin_a = NULL "
-                           f"WHERE pair_id IN ({', '.join('?' * len(chosen))})", [reason, *chosen])
+        over, too_long, pending, exhausted = pairs[:7], pairs[7:10], pairs[10:15], pairs[15:19]
+        # as the judge records them: over the input budget (never sent), too long for the server's context,
+        # failures a run sends again, and answers without a verdict up to the attempt limit (3)
+        for chosen, reason, attempts in ((over, "over_budget", 0), (too_long, "too_long", 1), (pending, "timeout", 0),
+                                         (exhausted, "no_json", 3)):
+            wh.con.execute("UPDATE judgments SET status = 'failed', failure_reason = ?, margin_a = NULL, attempts = ? "
+                           f"WHERE pair_id IN ({', '.join('?' * len(chosen))})", [reason, attempts, *chosen])
     audit = {p: ("a" if i % 4 else "b") for i, p in enumerate(pairs[100:140])}
     _land_reviews(warehouse, audit, "audit")
     result = CliRunner().invoke(app, ["status", "--warehouse", str(warehouse), "--json"])
     assert result.exit_code == 0, result.output
     status = json.loads(result.stdout)
     (judging,) = status["judging"]
-    assert (judging["pairs_over_budget"], judging["pairs_pending"]) == (len(over) + len(too_long), len(pending))
-    assert judging["pairs_judged"] == len(pairs) - len(over) - len(too_long) - len(pending)
+    assert (judging["pairs_over_budget"], judging["pairs_pending"], judging["pairs_exhausted"]) == (
+        len(over) + len(too_long), len(pending), len(exhausted))
+    assert judging["pairs_judged"] == len(pairs) - len(over) - len(too_long) - len(pending) - len(exhausted)
     (review,) = status["reviews"]
     assert (review["pushed"], review["annotated"], review["audit_decided"]) == (40, 40, 40)
     # the helper's judge side is A for every pair: the judge agrees wherever the reviewer chose A
@@ -391,9 +433,10 @@ def test_status_counts_pairs_over_budget_apart_and_shows_the_reviews(judged, tmp
 
     table = CliRunner().invoke(app, ["status", "--warehouse", str(warehouse)]).stdout
     judging_table = table.split("\njudging\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert judging_table[0].endswith("pairs judged  pairs pending  over budget, never sent")
+    assert judging_table[0].endswith("pairs judged  pairs pending  at the attempt limit  over budget, never sent")
     line = next(row for row in judging_table if row.startswith(judging["judge_config_id"]))
-    assert line.split()[-3:] == [count(judging["pairs_judged"]), str(len(pending)), str(len(over) + len(too_long))]
+    assert line.split()[-4:] == [count(judging["pairs_judged"]), str(len(pending)), str(len(exhausted)),
+                                 str(len(over) + len(too_long))]
     header, row = table.split("\nreviews\n", 1)[1].splitlines()[:2]
     assert header.split("  ")[0] == "review project" and header.endswith("judge agrees, audit (unbiased)")
     assert row.startswith("review 1 ") and row.endswith(agreement_text(review["audit_judge_agrees"], 40))

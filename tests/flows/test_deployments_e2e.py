@@ -9,8 +9,8 @@ started here is stopped by id."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import signal
 import socket
 import subprocess

@@ -131,3 +131,54 @@ def test_adaptive_pairs_judged_once_on_purpose_are_kept_by_the_default_policy(in
     with Warehouse(path, read_only=True) as wh:
         one_order = wh.query("SELECT count(*) FROM dataset_rows WHERE name = 'adaptive-set' AND orders_agree IS NULL")
     assert one_order[0][0] > 0  # decisive single-order pairs are in the version
+
+
+@pytest.fixture
+def two_attempts(monkeypatch):
+    """A judgment is exhausted after two answers without a verdict (the limit is 3 unless set)."""
+    from common.settings import get_settings
+
+    monkeypatch.setenv("CURATE_JUDGE_MAX_ATTEMPTS", "2")
+    get_settings.cache_clear()
+    yield 2
+    get_settings.cache_clear()
+
+
+def _status(path: Path) -> dict:
+    with Warehouse(path, read_only=True) as wh:
+        (row,) = wh.judging.judging_status(2)
+    return row
+
+
+def test_exhausted_by_a_garbage_judge_is_asked_again_with_the_flag_and_nothing_twice(ingested, two_attempts):
+    """A judge answering garbage half the time exhausts some judgments; a rerun against a good judge asks them
+    no more and says so; `retry_exhausted` asks exactly them again (never a stored verdict), and status counts
+    the pairs at the limit apart from the pending ones."""
+    path, n = ingested
+    with StandinProcess(StandinConfig(latency_mean=0.005, malformed_rate=0.5, seed=5)) as garbage:
+        for _ in range(two_attempts):
+            judge(endpoints=[garbage.url], strategy="swap", warehouse=str(path))
+    with Warehouse(path, read_only=True) as wh:
+        (exhausted,) = wh.query("SELECT count(*) FROM judgments WHERE status = 'failed' AND attempts >= 2")[0]
+        ok = wh.query("SELECT pair_id, \"order\", judge_run_id, margin_a FROM judgments WHERE status = 'ok'")
+    assert 0 < exhausted < 2 * n and len(ok) == 2 * n - exhausted
+    status = _status(path)
+    assert status["pairs_exhausted"] > 0 and status["pairs_pending"] == 0
+    assert status["pairs_judged"] + status["pairs_exhausted"] == n
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as good:
+        plain = judge(endpoints=[good.url], strategy="swap", warehouse=str(path))
+        assert good.stats()["requests"] == 0
+        retried = judge(endpoints=[good.url], strategy="swap", warehouse=str(path), retry_exhausted=True)
+        assert good.stats()["requests"] == exhausted  # exactly the judgments at the limit, once each
+        again = judge(endpoints=[good.url], strategy="swap", warehouse=str(path), retry_exhausted=True)
+        assert good.stats()["requests"] == exhausted
+    assert_summary(retried, JudgeSummary)
+    assert (plain["skipped_exhausted"], plain["reopened_exhausted"]) == (exhausted, 0)
+    assert (retried["reopened_exhausted"], retried["judged"], retried["skipped_cached"]) == (exhausted, exhausted,
+                                                                                             2 * n - exhausted)
+    assert (again["reopened_exhausted"], again["requests"], again["skipped_cached"]) == (0, 0, 2 * n)
+    with Warehouse(path, read_only=True) as wh:
+        stored = wh.query("SELECT pair_id, \"order\", judge_run_id, margin_a FROM judgments WHERE judge_run_id <> ?",
+                          [retried["run_id"]])
+    assert sorted(stored) == sorted(ok)  # the verdicts stored before were left as they were
+    assert (_status(path)["pairs_exhausted"], _status(path)["pairs_judged"]) == (0, n)

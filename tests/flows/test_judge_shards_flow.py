@@ -333,3 +333,118 @@ def test_judging_in_shards_here_plans_signed_shards_and_merges_them_once(tmp_pat
     assert len({x["plan_id"] for x in s["shards"]}) == 1 and s["merged"]["authenticated"]
     assert s["judged"] == s["requests"] == s["merged"]["rows"] == 2 * n and len(_judgments(path)) == 2 * n
     assert again["pending"] == 0 and again["merged"] == {} and again["merged_before"]["rows"] == 0
+
+
+# ---------------------------------------------------------------- one plan's key against another plan's pairs
+
+
+def _forged_results(ex: Exchange, plan: str, label: str, run: str, pairs, config_id: str, key: bytes) -> None:
+    """A result file as a forger writes it: an 'ok' verdict for A on every pair, in both orders, signed with `key`."""
+    from tasks.judge.client import JudgeRequest, JudgeResult
+    from tasks.judge.exchange import ResultWriter, results_dir
+    from tasks.judge.genrm import Verdict, to_a_side
+    from tasks.judge.run import results_table
+
+    results = []
+    for p in pairs:
+        for order, verdict in (("ab", Verdict(5, 1, 1)), ("ba", Verdict(1, 5, 6))):
+            request = JudgeRequest(p.pair_id, order, 0, [])
+            request.attempts = request.requests = 1
+            results.append(JudgeResult(request, "ok", verdict=verdict, side=to_a_side(verdict, order), raw_text="{}"))
+    ResultWriter(ex, results_dir(ex, plan, label), run, key).write(results_table(results, config_id, run))
+
+
+def test_one_plans_key_signs_nothing_for_another_plans_pairs(tmp_path, ingested, monkeypatch):
+    """The attack: someone holding only P1's plan key (not the shared secret) rewrites P1's shard 0 to hold pairs
+    of a newer plan P2 with their answers swapped, re-signed with P1's key, and writes result files signed with
+    keys made from P1's key alone. An honest worker refuses the shard in one line before any request; the merge
+    moves every forged result aside (even those a worker holding the secret would sign after judging the forged
+    shard); P2's honest verdicts are the ones stored."""
+    import hashlib
+    import hmac
+
+    from flows.judge import judge
+    from tasks.judge.exchange import UntrustedWorkError, write_work
+    from tasks.judge.exchange_checks import plan_key, record_signature, results_key
+
+    path, n = ingested
+    alone = tmp_path / "alone.duckdb"
+    alone.write_bytes(open(path, "rb").read())
+    exchange = str(tmp_path / "exchange")
+    monkeypatch.setenv(KEY, "k1")
+    p1 = plan_shards(path, exchange, 2, "swap", 20)
+    p2 = plan_shards(path, exchange, 2, "swap", None)
+    ex, p1_work = Exchange.of_work(p1["work"][0])
+    planned_p1 = {p.pair_id for w in p1["work"].values() for p in read_work(*Exchange.of_work(w), "k1").pairs}
+    theirs = [p for w in p2["work"].values() for p in read_work(*Exchange.of_work(w), "k1").pairs
+              if p.pair_id not in planned_p1]
+    swapped = [p._replace(response_a=p.response_b, response_b=p.response_a) for p in theirs]
+    # the forger's shard: P2's pairs, answers swapped, P1's name, signed with P1's key
+    original = json.loads(pq.read_schema(p1_work).metadata[b"curator.shard_work"])
+    stolen = plan_key("k1", p1["plan_id"])
+    table, meta = write_work(ex, p1_work, plan=p1["plan_id"], shard="0/2", config=original["config"],
+                             strategy="swap", pairs=swapped, states={})
+    meta.update(signed=True)
+    meta["signature"] = record_signature(stolen, meta)
+    pq.write_table(table.replace_schema_metadata({b"curator.shard_work": json.dumps(meta).encode()}), p1_work)
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
+        with pytest.raises(UntrustedWorkError, match=f"pair .* is not in plan {p1['plan_id']}'s manifest for shard"):
+            judge_worker(p1["work"][0], endpoints=[server.url])
+        env = {**os.environ, KEY: "k1"}
+        done, _ = _curate("judge-shard", p1["work"][0], "--endpoint", server.url, env=env)
+        assert server.stats()["requests"] == 0
+    assert done.returncode == 2 and done.stderr.startswith("error: this shard's work file is refused before anything "
+                                                           "is judged: pair ")
+    assert len(done.stderr.strip().splitlines()) == 2  # the line and its hint
+    # forged results: keys made from P1's key alone (no worker at all), and the key a worker holding the secret
+    # would sign with after judging the forged shard: none is the key of the texts P1's manifest holds
+    config_id = p1["judge_config_id"]
+    made = hmac.new(stolen, f"curator-exchange-results\0{meta['texts']}".encode(), hashlib.sha256).digest()
+    for run, plan, key in (("from-plan-key", p1["plan_id"], stolen), ("derived", p1["plan_id"], made),
+                           ("forged-shard", p1["plan_id"], results_key("k1", p1["plan_id"], meta["texts"])),
+                           ("into-p2", p2["plan_id"], stolen)):
+        _forged_results(ex, plan, "shard-0-of-2", run, swapped, config_id, key)
+    before = merge_exchange(path, exchange)
+    assert before["authenticated"] and before["rows"] == 0 and _judgments(path) == []
+    assert sorted(q["reason"] for q in before["quarantined"]) == [
+        "no valid signature for its plan (CURATE_JUDGE_EXCHANGE_KEY)"] * 4
+    # P2's honest workers, then the merge: the verdicts stored are theirs, as one process judges the same pairs
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as server:
+        for work in p2["work"].values():
+            judge_worker(work, endpoints=[server.url])
+        judge(endpoints=[server.url], strategy="swap", warehouse=str(alone))
+    merged = merge_exchange(path, exchange)
+    assert merged["rows"] == 2 * n and merged["quarantined"] == []
+
+    def margins(warehouse):
+        with Warehouse(warehouse, read_only=True) as wh:
+            return sorted(wh.query('SELECT pair_id, "order", status, margin_a FROM judgments'))
+
+    assert margins(path) == margins(alone) and len(margins(path)) == 2 * n
+
+
+def test_sharded_judging_asks_the_exhausted_again_only_when_told(tmp_path, ingested, monkeypatch):
+    """In shards too: judgments a garbage judge exhausted are planned no more, until a run is told to retry them;
+    that run's plan is another plan (its workers fold no result of before) and asks exactly them."""
+    from common.settings import get_settings
+    from flows.judge_shards import judge_sharded_here
+
+    path, n = ingested
+    monkeypatch.setenv(KEY, "k1")
+    monkeypatch.setenv("CURATE_JUDGE_MAX_ATTEMPTS", "1")
+    get_settings.cache_clear()
+    exchange = str(tmp_path / "exchange")
+    with StandinProcess(StandinConfig(latency_mean=0.005, malformed_rate=1.0)) as garbage:
+        first = judge_sharded_here(2, endpoints=[garbage.url], strategy="swap", exchange=exchange, warehouse=path)
+    assert first["merged"]["rows"] == 2 * n and first["judged"] == 0
+    with StandinProcess(StandinConfig(latency_mean=0.005)) as good:
+        plain = judge_sharded_here(2, endpoints=[good.url], strategy="swap", exchange=exchange, warehouse=path)
+        assert good.stats()["requests"] == 0
+        retried = judge_sharded_here(2, endpoints=[good.url], strategy="swap", exchange=exchange, warehouse=path,
+                                     retry_exhausted=True)
+        assert good.stats()["requests"] == 2 * n
+    assert (plain["pending"], plain["skipped_exhausted"]) == (0, 2 * n)
+    assert (retried["reopened_exhausted"], retried["judged"]) == (2 * n, 2 * n)
+    assert retried["plan_id"] != first["plan_id"]
+    assert_summary(retried, ShardedJudgeSummary)
+    assert {r[3] for r in _judgments(path)} == {"ok"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from prefect.artifacts import Artifact
@@ -33,6 +34,10 @@ def test_first_run_publishes_and_a_rerun_on_unchanged_sources_makes_nothing_new(
         assert server.stats()["requests"] == requests_after_first  # 0 judge calls on unchanged sources
     assert first["ingest"]["helpsteer3"]["new_pairs"] > 0 and first["judge"]["judged"] > 0
     assert first["version"]["new_version"] and first["publish"]["published"]
+    # rows `curate synth` wrote: the ingest says so, and the card says it first
+    assert first["ingest"]["helpsteer3"]["synthetic"] is True
+    card = (Path(first["publish"]["target"]) / "README.md").read_text()
+    assert card.split("---\n", 2)[2].lstrip().split("\n\n")[1].startswith("> **SYNTHETIC ROWS.** All of its rows")
     assert second["ingest"]["helpsteer3"]["new_pairs"] == 0 and second["judge"]["requests"] == 0
     assert not second["version"]["new_version"] and "unchanged" in second["version"]["note"]
     assert second["publish"]["already_published"]

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from common.files import UnreadableTextError, read_small_text
 from tasks.ingest.declared.model import AUTO, FORMAT_NAMES, Declaration, DeclarationError, Format
 
@@ -50,11 +52,16 @@ KEYS: dict[str, str] = {
     "description": "one line saying what the rows are",
     "domain": "the domain of every row, when the data does not say",
     "language": "the language of every row, when the data does not say",
+    "human_labels": "true when people gave the labels (default false: a model's, a vendor's or a release's picks "
+                    "never certify a version)",
+    "prompt_format": "\"hh\": a text prompt is a Human/Assistant transcript, parsed into turns as the hh format "
+                     "parses its transcripts (formats with a prompt column)",
 }
 WHERE_KEYS = ("path", "hub_id")
 HUB_ONLY_KEYS = ("config", "splits", "revision")
 FOLDER_KEYS = ("config", "splits")  # a folder in the Hub's layout has configs and splits, not commits
-TEXT_KEYS = ("path", "hub_id", "config", "revision", "format", "license", "description", "domain", "language")
+TEXT_KEYS = ("path", "hub_id", "config", "revision", "format", "license", "description", "domain", "language",
+             "prompt_format")
 MAPPING_KEYS = ("columns", "models")  # tables of strings
 
 
@@ -170,13 +177,41 @@ def parse_declaration(name: str, table: Any, origin: Path, formats: Mapping[str,
         description=table.get("description", ""), path=path, hub_id=hub_id, config=table.get("config"),
         splits=splits, revision=revision, columns=dict(table.get("columns", {})),
         label=dict(table.get("label", {})), models=dict(table.get("models", {})), domain=table.get("domain"),
-        language=table.get("language"),
+        language=table.get("language"), human_labels=_human_labels(where, table, path),
+        prompt_format=table.get("prompt_format"),
     )
     if format_name != AUTO:
         check_with_format(decl, formats[format_name], where)
     else:
         _check_keys_of_any_format(where, decl, formats)
     return decl
+
+
+def _human_labels(where: _Where, table: Mapping[str, Any], path: Path | None) -> bool:
+    """The declaration's `human_labels` (a boolean, default false); a version of this project read back (its card
+    says so) carries the judge's or the reviewers' picks, never people's labels, and cannot say true."""
+    value = table.get("human_labels", False)
+    if not isinstance(value, bool):
+        raise where.refuse("human_labels", f"true or false, not {_shown(value)}")
+    if value and path is not None and is_release_folder(path):
+        raise where.refuse("human_labels", "the folder is a version this project published: its labels are the judge's "
+                                           "or reviewers' picks, not people's labels")
+    return value
+
+
+def is_release_folder(path: Path) -> bool:
+    """Whether `path` is a folder holding a version this project published: its card's YAML tags it
+    `preference-curator` (or, before that tag, both `preference` and `llm-judge`)."""
+    card = path / "README.md"
+    if not path.is_dir() or not card.is_file():
+        return False
+    try:
+        text = card.read_text(encoding="utf-8", errors="replace")[:65536]
+        front = yaml.safe_load(text.split("---", 2)[1]) if text.startswith("---") else None
+    except (OSError, yaml.YAMLError, IndexError):
+        return False
+    tags = set(front.get("tags") or []) if isinstance(front, dict) and isinstance(front.get("tags"), list) else set()
+    return "preference-curator" in tags or {"preference", "llm-judge"} <= tags
 
 
 def check_with_format(decl: Declaration, fmt: Format, where: _Where | None = None) -> None:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 FORMAT_NAMES = ("trl", "trl-implicit", "pairwise", "rated", "hh", "helpsteer3")
 AUTO = "auto"
+PROMPT_FORMATS = ("hh",)  # `prompt_format`: a text prompt read as a Human/Assistant transcript
+_STORED_WHEN_GIVEN = frozenset({"prompt_format", "human_labels"})  # keys added since, stored when set
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,10 @@ class Declaration:
     # constant facts of every row when the file does not carry them
     domain: str | None = None
     language: str | None = None
+    # whether people gave the labels (only people's labels may certify a version: docs/certification.md)
+    human_labels: bool = False
+    # how a text prompt is read: None, one user turn; "hh", a `Human:` / `Assistant:` transcript parsed into turns
+    prompt_format: str | None = None
 
     def column(self, logical: str) -> str:
         """The file's name for the format's logical column `logical`."""
@@ -67,7 +73,10 @@ class Declaration:
                 return [plain(x) for x in v]
             return v
 
-        return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
+        # a key added since (prompt_format, human_labels) is stored only when set: older declarations keep their
+        # stored form
+        return {f.name: plain(getattr(self, f.name)) for f in fields(self)
+                if not (f.name in _STORED_WHEN_GIVEN and getattr(self, f.name) in (None, False))}
 
 
 class DeclarationError(InvalidInputError):

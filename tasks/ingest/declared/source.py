@@ -13,7 +13,7 @@ from typing import Any
 
 import pandera.pandas as pa
 
-from tasks.ingest.declared.declaration import check_with_format
+from tasks.ingest.declared.declaration import check_with_format, is_release_folder
 from tasks.ingest.declared.model import AUTO, Declaration, DeclarationError, Format
 from tasks.ingest.sources.base import AdapterContext, Source
 from tasks.ingest.validate import MissingColumnsError
@@ -34,6 +34,8 @@ def declared_source(decl: Declaration, fmt: Format | None) -> Source:
         name=decl.name, hub_id=decl.hub_id or str(decl.path), config=decl.config, splits=decl.splits,
         license=decl.license, kind="pairs", description=decl.description or f"declared in {decl.origin}",
         local_path=decl.path, revision=decl.revision, declaration=decl.as_json(),
+        # a release read back never counts as people's labels, whatever an older declaration said
+        human_labels=decl.human_labels and not (decl.path is not None and is_release_folder(decl.path)),
     )
     if fmt is None:
         return Source(raw_schema=pa.DataFrameSchema({}, strict=False), adapt=_not_settled(decl),

@@ -5,7 +5,8 @@ The pairing rule: the best completion (highest `fine-grained_score`, the mean of
 1-5 scale; ties broken by the higher `overall_score`, then by the earlier position) is paired against every
 other completion rated at least `PAIR_THRESHOLD` (1.0) fine-grained points below it. A row makes 0 to n-1
 pairs. A row whose usable completions all lie within the threshold of the best makes none: it is
-quarantined as `no_clear_preference` (counted under that reason in the summary's `quarantined`).
+quarantined as `no_clear_preference` (counted under that reason in the summary's `quarantined`). The rule is
+`tasks.ingest.sources.rating`'s, the declared `rated` format's too: this module says how a completion is rated.
 
 A completion that is not an object, whose answer is empty, that holds a NaN or an infinity (a score, a
 rating: `completion_not_finite:<field>`, where the raw stage would quarantine the whole row), or whose
@@ -45,6 +46,7 @@ from schemas.raw import element_check, text_column
 from tasks.ingest.latent import latent_quality
 from tasks.ingest.normalize import row_hash
 from tasks.ingest.sources.base import AdapterContext, Source
+from tasks.ingest.sources.rating import PairingRule, Ranking
 from tasks.ingest.synth_rows import SynthRows, pair_sizes, too_deep
 
 PAIR_THRESHOLD = 1.0  # fine-grained points (1-5) the best completion must lead another by to make a pair
@@ -132,12 +134,15 @@ def rate(position: int, completion: Any, models: Any) -> Rated | Rejection:
     return Rated(position, response, fine, overall, model, principle if isinstance(principle, str) else None, ratings)
 
 
-def rank(rated: list[Rated], threshold: float = PAIR_THRESHOLD) -> tuple[Rated, list[Rated]]:
-    """(the best completion, the others at least `threshold` below it, in position order)."""
-    best = max(rated, key=lambda r: (r.fine, r.overall, -r.position))
-    # rounded: 4.1 - 3.1 is 0.9999999999999996 in floating point, and means 1
-    worse = [r for r in rated if r is not best and round(best.fine - r.fine, 6) >= threshold]
-    return best, worse
+def _no_clear_detail(ranking: Ranking[Rated]) -> str:
+    runner_up = max(r.fine for r in ranking.others)
+    return f"best fine-grained {ranking.best.fine:g}, next {runner_up:g}: none {PAIR_THRESHOLD:g} below"
+
+
+# the best by fine-grained score (ties: the higher overall score, then the earlier position)
+RULE: PairingRule[Rated] = PairingRule(min_gap=PAIR_THRESHOLD, value=lambda r: r.fine,
+                                       tiebreak=lambda r: (-r.overall, r.position), noun="completions",
+                                       no_clear_detail=_no_clear_detail)
 
 
 def a_is_better(pair_id: str) -> bool:
@@ -173,31 +178,15 @@ def make_pair(row: dict[str, Any], row_id: str, better: Rated, worse: Rated, ctx
 
 def to_pairs(row: dict[str, Any], ctx: AdapterContext) -> Iterator[CandidatePair | Rejection]:
     """Every pair a row makes under the pairing rule, and a rejection for each completion it cannot use."""
-    completions, cap = row["completions"], ctx.settings.max_completions_per_row
-    if len(completions) > cap:
-        yield Rejection([AdapterRejection.COMPLETIONS_OVER_CAP.of(cap)], f"{len(completions)} completions: those "
-                                                                         f"at positions {cap} and after left out")
-        completions = completions[:cap]
-    rated = []
-    for position, completion in enumerate(completions):
-        result = rate(position, completion, row.get("models"))
-        if isinstance(result, Rejection):
-            yield result
-        else:
-            rated.append(result)
-    if len(rated) < 2:
-        yield Rejection([AdapterRejection.FEWER_THAN_TWO_COMPLETIONS],
-                        f"{len(rated)} of {len(completions)} completions usable")
-        return
-    best, worse = rank(rated)
-    if not worse:
-        runner_up = max(r.fine for r in rated if r is not best)
-        yield Rejection([AdapterRejection.NO_CLEAR_PREFERENCE], f"best fine-grained {best.fine:g}, next "
-                                                                 f"{runner_up:g}: none {PAIR_THRESHOLD:g} below")
-        return
-    row_id = source_id(row)
-    for other in worse:
-        yield make_pair(row, row_id, best, other, ctx)
+    models = row.get("models")
+    for found in RULE.ranked(row["completions"], ctx.settings.max_completions_per_row,
+                             lambda position, completion: rate(position, completion, models)):
+        if isinstance(found, Rejection):
+            yield found
+            continue
+        row_id = source_id(row)
+        for other in found.worse:
+            yield make_pair(row, row_id, found.best, other, ctx)
 
 
 class UltraFeedbackRows(SynthRows):

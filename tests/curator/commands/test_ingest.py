@@ -154,3 +154,36 @@ def test_run_and_the_pipeline_accept_a_declared_name(tmp_path):
     assert result.exit_code == 0, result.output
     ingested = json.loads(result.stdout)["ingest"]["team-pairs"]
     assert ingested["read"] == 30 and ingested["format"] == "trl" and ingested["location"] == str(data.resolve())
+
+
+def _binarized_rows(n: int) -> str:
+    """Rows shaped as HuggingFaceH4/ultrafeedback_binarized's: `chosen` and `rejected` the whole conversation."""
+    def conversation(i, answer):
+        return [{"role": "user", "content": f"question {i}?"}, {"role": "assistant", "content": answer}]
+
+    return "".join(json.dumps({"prompt": f"question {i}?", "prompt_id": f"p{i}",
+                               "chosen": conversation(i, f"a good answer to {i}"),
+                               "rejected": conversation(i, f"a worse answer to {i}"),
+                               "messages": conversation(i, f"a good answer to {i}"), "score_chosen": 8.0,
+                               "score_rejected": 4.0}) + "\n" for i in range(n))
+
+
+def test_rows_of_another_format_end_in_one_line_naming_it_and_are_recorded(tmp_path):
+    """Every row quarantined for its format (UltraFeedback-binarized declared trl): one line naming the format the
+    rows fit, exit 2, the rows quarantined and recorded; declared so, the same file lands every row."""
+    _declare(tmp_path, '[sources.ufb]\npath = "ufb.jsonl"\nformat = "trl"\nlicense = "mit"\n')
+    (tmp_path / "ufb.jsonl").write_text(_binarized_rows(100))
+    warehouse = tmp_path / "warehouse.duckdb"
+    result = runner.invoke(app, ["ingest", "--source", "ufb", "--warehouse", str(warehouse)])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "every row of [sources.ufb] (trl, " in lines[0] and "chosen:assistant_turns_only 100" in lines[0]
+    assert "its rows fit format 'trl-implicit'" in lines[0] and 'declare format = "trl-implicit"' in lines[0]
+    status = json.loads(runner.invoke(app, ["status", "--warehouse", str(warehouse), "--json"]).stdout)
+    assert status["counts"]["quarantine"] == 100 and status["counts"]["candidate_pairs"] == 0
+
+    _declare(tmp_path, '[sources.ufb]\npath = "ufb.jsonl"\nformat = "trl-implicit"\nlicense = "mit"\n')
+    fixed = runner.invoke(app, ["ingest", "--source", "ufb", "--warehouse", str(warehouse), "--json"])
+    assert fixed.exit_code == 0, fixed.output  # the failed run did not count the file as read
+    assert json.loads(fixed.stdout)["new_pairs"] == 100

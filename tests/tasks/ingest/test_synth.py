@@ -79,3 +79,20 @@ def test_ultrafeedback_rows_make_the_pairs_and_quarantine_the_manifest_says(tmp_
     assert set(quarantined) == set(m.bad_rows) | set(m.no_clear_preference)
     for dup, orig in m.exact_duplicates:  # the same comparisons, whatever the completions' order
         assert pair_ids[source_id(json.loads(lines[dup]))] == pair_ids[source_id(json.loads(lines[orig]))]
+
+
+def test_the_manifest_marks_exactly_the_bytes_synth_wrote(tmp_path):
+    from tasks.ingest.read import file_revision
+    from tasks.ingest.synth import written_by_synth
+
+    path = tmp_path / "rows.jsonl"
+    m = write_synth(path, "helpsteer3", 20, seed=1, pair_bytes=300)
+    assert m.revision == file_revision(path) and written_by_synth(path, file_revision(path))
+    assert SynthManifest.from_json((tmp_path / "rows.jsonl.manifest.json").read_text()).revision == m.revision
+    other = tmp_path / "other.jsonl"
+    other.write_text(path.read_text().replace("a", "b", 1))
+    (tmp_path / "other.jsonl.manifest.json").write_text((tmp_path / "rows.jsonl.manifest.json").read_text())
+    assert not written_by_synth(other, file_revision(other))  # edited since: not the rows synth wrote
+    assert not written_by_synth(tmp_path / "none.jsonl", "file:x")  # no manifest
+    (tmp_path / "bad.jsonl.manifest.json").write_text("[1, 2")
+    assert not written_by_synth(tmp_path / "bad.jsonl", "file:x")

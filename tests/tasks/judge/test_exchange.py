@@ -23,6 +23,7 @@ from tasks.judge.exchange import (
     results_dir,
     run_record_files,
     work_path,
+    write_plan,
     write_work,
 )
 from tasks.judge.run import JUDGMENT_SCHEMA
@@ -77,9 +78,8 @@ def test_a_work_file_keeps_the_layout_and_digests_of_the_files_already_written(t
     pairs = [PAIRS[0], PairText("p2", PAIRS[1].history, "A two", "")]
     states = {("p1", "ab", 0): S("failed", 2, None, None, None, 3, "no_json"), ("p2", "ba", 1): S("ok", 1, 1.5, 4, 2, 1)}
     ex = Exchange(tmp_path)
-    path = work_path(ex, "plan1", 0, 2)
-    write_work(ex, path, plan="plan1", shard="0/2", config={"model": "m"}, strategy="swap", pairs=pairs,
-               states=states, secret="s3cret")
+    (path,) = write_plan(ex, "plan1", 2, {0: (pairs, states, None)}, config={"model": "m"}, strategy="swap",
+                         secret="s3cret").values()
     meta = json.loads(pq.read_schema(path).metadata[b"curator.shard_work"])
     assert pq.read_schema(path).names == [*TEXT_COLUMNS, *STATE_COLUMNS] and "wanted" not in meta
     assert (meta["texts"], meta["states"], meta["signature"]) == (
@@ -87,7 +87,8 @@ def test_a_work_file_keeps_the_layout_and_digests_of_the_files_already_written(t
     work = read_work(ex, path, "s3cret")
     assert work.pairs == pairs and all(isinstance(p, PairText) for p in work.pairs)
     assert work.pairs[1].pair_id == "p2" and work.pairs[1].history[-1]["content"] == "q2"
-    assert work.results_key.hex() == "aa6cb3846ae4127b3227a7d299ce53590c7a5538a1c2f684b523f6f6bd16a45f"
+    # the results key comes from the secret, the plan and the texts (never from the plan's key alone)
+    assert work.results_key.hex() == "51cf76553ee12b0ba8dfe0ad4a85bcab5fcba300dc67fc4c45bbc10f91823cfe"
 
 
 def test_a_rounds_work_file_carries_the_judgments_asked_of_each_pair_under_its_digests(tmp_path):
@@ -97,9 +98,8 @@ def test_a_rounds_work_file_carries_the_judgments_asked_of_each_pair_under_its_d
 
     ex = Exchange(tmp_path)
     wanted = {"p1": (("ba", 0),), "p2": (("ab", 1), ("ba", 1))}
-    path = work_path(ex, "plan2", 0, 1)
-    write_work(ex, path, plan="plan2", shard="0/1", config=CONFIG, strategy="certify:2", pairs=PAIRS, states={},
-               secret="s3cret", wanted=wanted)
+    (path,) = write_plan(ex, "plan2", 1, {0: (PAIRS, {}, wanted)}, config=CONFIG, strategy="certify:2",
+                         secret="s3cret").values()
     assert read_work(ex, path, "s3cret").wanted == wanted
     table = pq.read_table(path)
     meta = table.schema.metadata
@@ -110,8 +110,7 @@ def test_a_rounds_work_file_carries_the_judgments_asked_of_each_pair_under_its_d
         with pytest.raises(UntrustedWorkError, match="does not match the digests it was written with"):
             read_work(ex, path, "s3cret")
     # unsigned too: a careless change is caught by the digests
-    write_work(ex, path, plan="plan2", shard="0/1", config=CONFIG, strategy="certify:2", pairs=PAIRS, states={},
-               wanted=wanted)
+    write_plan(ex, "plan2", 1, {0: (PAIRS, {}, wanted)}, config=CONFIG, strategy="certify:2")
     pq.write_table(changed.replace_schema_metadata(pq.read_table(path).schema.metadata), path)
     with pytest.raises(UntrustedWorkError, match="does not match the digests"):
         read_work(ex, path)
@@ -246,9 +245,8 @@ def test_storage_options_that_are_not_json_are_refused_without_echoing_them(monk
 
 def _signed_work(tmp_path, secret="s3cret", pairs=PAIRS):
     ex = Exchange(tmp_path / "exchange")
-    path = work_path(ex, "plan1", 0, 2)
-    write_work(ex, path, plan="plan1", shard="0/2", config=CONFIG, strategy="swap", pairs=pairs,
-               states={("p1", "ab", 0): S("failed", 2, None, None, None)}, secret=secret)
+    (path,) = write_plan(ex, "plan1", 2, {0: (pairs, {("p1", "ab", 0): S("failed", 2, None, None, None)}, None)},
+                         config=CONFIG, strategy="swap", secret=secret).values()
     return ex, path
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from tasks.judge.client import JudgeRequest, JudgeResult
 from tasks.judge.config import JudgeConfig
-from tasks.judge.exchange import Exchange, ResultWriter, results_dir, shard_plan, work_path, write_work
+from tasks.judge.exchange import Exchange, ResultWriter, results_dir, shard_plan, write_plan
 from tasks.judge.exchange_checks import ShardPlan, plan_key, results_key, row_problem
 from tasks.judge.genrm import Verdict, build_messages, to_a_side
 from tasks.judge.merge import merge_exchange_into
@@ -42,8 +42,7 @@ def _table(*results: JudgeResult, run: str = RUN) -> pa.Table:
 
 def _exchange(url, secret: str | None = None, pairs=PAIRS) -> Exchange:
     ex = Exchange(url)
-    write_work(ex, work_path(ex, PLAN, 0, 1), plan=PLAN, shard="0/1", config=asdict(CONFIG), strategy="swap",
-               pairs=pairs, states={}, secret=secret)
+    write_plan(ex, PLAN, 1, {0: (pairs, {}, None)}, config=asdict(CONFIG), strategy="swap", secret=secret)
     return ex
 
 
@@ -175,17 +174,21 @@ def test_with_a_shared_key_only_files_signed_for_their_plan_and_its_texts_merge(
         assert wh.query("SELECT run_id FROM judge_runs") == [(RUN,)]
 
 
-@pytest.mark.parametrize("plan", ["unsigned", "swapped after signing", "signed with another key"])
+@pytest.mark.parametrize("plan", ["unsigned", "manifest changed after signing", "signed with another key",
+                                  "no manifest"])
 def test_a_keyed_merge_trusts_no_file_of_a_plan_it_did_not_sign(tmp_path, plan):
+    """The keyed merge checks results against the plan's manifest alone: unsigned, changed, signed under another
+    key or missing (a plan written before manifests were), it commits nothing."""
     secret = "s3cret"
     ex = _exchange(tmp_path / "exchange", {"unsigned": None, "signed with another key": "other"}.get(plan, secret))
     path = tmp_path / "exchange" / "plans" / PLAN / f"{LABEL}.parquet"
     key = results_key(secret, PLAN, json.loads(pq.read_schema(path).metadata[b"curator.shard_work"])["texts"])
-    if plan == "swapped after signing":
-        table = pq.read_table(path)
-        table = table.set_column(2, "response_a", table.column("response_b")).set_column(
-            3, "response_b", table.column("response_a"))
-        pq.write_table(table, path)  # its metadata (digests, signature) kept as it was
+    manifest = tmp_path / "exchange" / "plans" / PLAN / "manifest.parquet"
+    if plan == "manifest changed after signing":  # another pair's digest, its metadata kept as it was
+        table = pq.read_table(manifest)
+        pq.write_table(table.set_column(0, "pair_id", pa.array(["p9", "p1", "p2", "p3"])), manifest)
+    if plan == "no manifest":
+        manifest.unlink()
     folder = results_dir(ex, PLAN, LABEL)
     writer = ResultWriter(ex, folder, RUN, key)
     writer.write(_table(_result("p0")))
@@ -197,8 +200,8 @@ def test_a_keyed_merge_trusts_no_file_of_a_plan_it_did_not_sign(tmp_path, plan):
     assert len(report.quarantined) == 2 and len(reasons) == 1
     (reason,) = reasons
     assert reason.startswith(f"its plan {PLAN} {LABEL} is not trusted (")
-    assert {"unsigned": "not signed", "swapped after signing": "does not match the digests",
-            "signed with another key": "signature does not hold"}[plan] in reason
+    assert {"unsigned": "not signed", "manifest changed after signing": "does not match the digests",
+            "signed with another key": "signature does not hold", "no manifest": "has no manifest"}[plan] in reason
 
 
 def _honest_record(ex: Exchange, run: str = RUN, label: str = LABEL, **summary) -> dict:
@@ -325,3 +328,18 @@ def test_setting_the_key_later_leaves_runs_recorded_as_they_say_and_refuses_any_
         assert wh.runs.judge_run_summaries([RUN]) == {RUN: original["summary"]}
     assert report.run_records == 0 and [q["reason"].split(" (")[0] for q in report.quarantined] == [
         f"its plan {PLAN} {LABEL} is not trusted"]
+
+
+def test_a_merge_without_the_key_says_in_one_line_that_it_authenticates_nothing(tmp_path, caplog):
+    ex = _exchange(tmp_path / "exchange", "s3cret")
+    folder = results_dir(ex, PLAN, LABEL)
+    ResultWriter(ex, folder, RUN, _key(ex, "s3cret")).write(_table(_result("p0")))
+    ResultWriter(ex, folder, "other").write(_table(_result("p1"), run="other"))
+    with Warehouse(tmp_path / "w.duckdb") as wh, caplog.at_level("WARNING", logger="tasks.judge.merge"):
+        report = merge_exchange_into(wh, ex, "")
+        merge_exchange_into(wh, ex, "")  # nothing left to merge: nothing to say
+    assert not report.authenticated and report.rows == 2
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert said == ("judge exchange: merging 2 result files without CURATE_JUDGE_EXCHANGE_KEY: nothing merged is "
+                    "authenticated, a file is only checked against its plan (1 of them are signed, their signatures "
+                    "unchecked)") and "\n" not in said

@@ -12,6 +12,7 @@ the human's pick; which becomes response A is drawn by a hash of the source id.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pandera.pandas as pa
@@ -29,6 +30,7 @@ from tasks.ingest.declared.formats.shared import (
     rows_class,
     split_adapter,
     spoil_both,
+    to_history,
 )
 from tasks.ingest.declared.model import Declaration
 from tasks.ingest.normalize import split_shared_history
@@ -48,6 +50,33 @@ def parse_transcript(text: str) -> list[dict[str, str]] | None:
         return None
     return [{"role": SPEAKERS[m.group(1)], "content": text[m.end():nxt.start() if nxt else len(text)].strip()}
             for m, nxt in zip(marks, [*marks[1:], None])]
+
+
+def transcript_prompt(text: Any, column: str) -> list[dict[str, str]] | Rejection:
+    """A prompt written as a transcript (Nectar's `\\n\\nHuman: ...\\n\\nAssistant:`) as the history it holds: its
+    turns, the empty Assistant turn that closes it dropped; a message list is kept as it is. Not a transcript
+    starting with a Human turn is `transcript_malformed`; one whose last turn is not the user's (once the empty
+    closing one is dropped) `<prompt>:ends_with_user_turn`."""
+    if not isinstance(text, str):
+        return to_history(text)
+    turns = parse_transcript(text)
+    if turns is None or turns[0]["role"] != "user":
+        return Rejection([AdapterRejection.TRANSCRIPT_MALFORMED], f"{column}: not a transcript starting with a Human "
+                                                                  "turn")
+    if turns[-1]["role"] == "assistant" and not turns[-1]["content"]:
+        turns = turns[:-1]
+    if turns[-1]["role"] != "user":
+        return Rejection([column_reason(column, SchemaCheck.ENDS_WITH_USER_TURN)], f"{len(turns)} turns")
+    return turns
+
+
+def prompt_history(decl: Declaration) -> Callable[[Any], list[dict[str, str]] | Rejection]:
+    """A row's prompt -> its history, as the declaration reads prompts: a text is one user turn, unless
+    `prompt_format = "hh"` (a transcript, parsed into turns); a message list is kept as it is."""
+    if decl.prompt_format == "hh":
+        column = decl.column("prompt")
+        return lambda value: transcript_prompt(value, column)
+    return to_history
 
 
 def split_transcripts(chosen: str, rejected: str) -> tuple[list[dict[str, str]], str, str] | Rejection:

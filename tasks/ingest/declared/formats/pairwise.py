@@ -20,6 +20,7 @@ import pandera.pandas as pa
 from common.reasons import AdapterRejection, SchemaCheck, ValueFault, column_reason
 from schemas.pair import CandidatePair, Rejection, model_names
 from schemas.raw import text_column
+from tasks.ingest.declared.formats.hh import prompt_history
 from tasks.ingest.declared.formats.shared import (
     ID,
     DeclaredFormat,
@@ -30,7 +31,6 @@ from tasks.ingest.declared.formats.shared import (
     prompt_column,
     row_source_id,
     rows_class,
-    to_history,
 )
 from tasks.ingest.declared.model import Declaration
 from tasks.ingest.sources.base import Adapter, AdapterContext, one_per_row
@@ -122,8 +122,12 @@ class PairwiseFormat(DeclaredFormat):
         declared = ", ".join(f"{key} {texts}" for key, texts in label_values(decl.label).items())
         source_id = row_source_id(decl)
         models = dict(decl.models) if self.names_models(decl) else {}
+        history_of = prompt_history(decl)
 
         def to_pair(row: dict[str, Any], ctx: AdapterContext) -> CandidatePair | Rejection:
+            history = history_of(row[prompt])
+            if isinstance(history, Rejection):
+                return history
             value = row.get(preference)
             human_label, both_bad, raw = None, False, None
             if value is not None and not (isinstance(value, float) and math.isnan(value)):
@@ -133,7 +137,7 @@ class PairwiseFormat(DeclaredFormat):
                                      f"{preference} = {value!r}; declared: {declared}"[:500])
                 human_label, both_bad = outcome[raw]
             return CandidatePair(
-                source=decl.name, source_id=source_id(row), history=to_history(row[prompt]), response_a=row[a],
+                source=decl.name, source_id=source_id(row), history=history, response_a=row[a],
                 response_b=row[b], human_label=human_label, raw_label=raw, both_bad=both_bad, domain=decl.domain,
                 language=decl.language,
                 metadata={"split": ctx.split,
@@ -197,8 +201,7 @@ class PairwiseRows(DeclaredRows):
             value = self._value("both_bad")
         else:
             value = self._value("a" if label > 0 else "b" if label < 0 else "tie")
-        prompt: Any = [dict(m) for m in g["history"]] if g["conversational"] else g["history"][-1]["content"]
-        row = {self.col("prompt"): prompt, self.col("response_a"): a, self.col("response_b"): b,
+        row = {self.col("prompt"): self.prompt(g), self.col("response_a"): a, self.col("response_b"): b,
                self.col("preference"): value}
         if set(self.DECL.models) == {"a", "b"}:
             first, second = self.rng.sample(self.models, 2)

@@ -12,7 +12,8 @@ Which response is A is drawn by a hash of the pair's source id, the row's id the
 
 One response is checked at a time (`completion_*` reasons, naming the score key): not an object, an empty text, a
 score missing, not a number (a numeric text counts), outside the scale, or any NaN / infinity in the response; the
-row's other responses are still paired. Only the first `CURATE_MAX_COMPLETIONS_PER_ROW` are read.
+row's other responses are still paired. Only the first `CURATE_MAX_COMPLETIONS_PER_ROW` are read. The rule is
+`tasks.ingest.sources.rating`'s, UltraFeedback's too: this module says how a response is rated and which is best.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from common.reasons import AdapterRejection, ReadFault, SchemaCheck, ValueFault,
 from schemas.checks import text_not_empty, value_faults
 from schemas.pair import HUMAN_LABEL_MAX, CandidatePair, Rejection, model_names
 from schemas.raw import element_check
+from tasks.ingest.declared.formats.hh import prompt_history
 from tasks.ingest.declared.formats.shared import (
     ID,
     DeclaredFormat,
@@ -37,11 +39,11 @@ from tasks.ingest.declared.formats.shared import (
     prompt_column,
     row_source_id,
     rows_class,
-    to_history,
 )
 from tasks.ingest.declared.model import Declaration
 from tasks.ingest.latent import latent_quality
 from tasks.ingest.sources.base import Adapter, AdapterContext
+from tasks.ingest.sources.rating import PairingRule
 from tasks.ingest.synth_rows import SynthRows, pair_sizes, too_deep
 
 DIRECTIONS = ("higher", "lower")
@@ -159,6 +161,7 @@ class RatedFormat(DeclaredFormat):
         text_key, score_key = decl.column("response"), decl.column("score")
         model_key = decl.models.get("response")
         row_id = row_source_id(decl)
+        history_of = prompt_history(decl)
 
         def rate(position: int, item: Any) -> Rated | Rejection:
             where = f"response {position}"
@@ -183,40 +186,27 @@ class RatedFormat(DeclaredFormat):
                                  f"{where}: {score:g} outside {rule.lo:g}..{rule.hi:g}")
             return Rated(position, text, score, model)
 
-        def to_pairs(row: dict[str, Any], ctx: AdapterContext):
-            items, cap = row[responses], ctx.settings.max_completions_per_row
-            if len(items) > cap:
-                yield Rejection([AdapterRejection.COMPLETIONS_OVER_CAP.of(cap)],
-                                f"{len(items)} responses: those at positions {cap} and after left out")
-                items = items[:cap]
-            rated = []
-            for position, item in enumerate(items):
-                result = rate(position, item)
-                if isinstance(result, Rejection):
-                    yield result
-                else:
-                    rated.append(result)
-            if len(rated) < 2:
-                yield Rejection([AdapterRejection.FEWER_THAN_TWO_COMPLETIONS],
-                                f"{len(rated)} of {len(items)} responses usable")
-                return
-            sign = 1.0 if rule.higher else -1.0
-            top = max(sign * r.score for r in rated)
+        sign = 1.0 if rule.higher else -1.0
+        pairing: PairingRule[Rated] = PairingRule(
+            min_gap=rule.min_gap, value=lambda r: sign * r.score,
             # among equal best scores the first by text, not by position: reordered rows make the same pairs
-            best = min((r for r in rated if sign * r.score == top), key=lambda r: (r.response, r.position))
-            gaps = {r.position: round(sign * (best.score - r.score), 6) for r in rated if r is not best}
-            worse = [r for r in rated if r is not best and gaps[r.position] >= rule.min_gap]
-            ties = sum(g == 0 for g in gaps.values())
-            if not worse:
-                yield Rejection([AdapterRejection.NO_CLEAR_PREFERENCE],
-                                f"best {best.score:g}; {ties} tie it, none {rule.min_gap:g} or more worse")
-                return
-            counts = {"ties_with_best": ties, "within_gap": len(gaps) - ties - len(worse)}
-            base = row_id(row)
-            history = to_history(row[prompt])
-            for other in worse:
-                yield make_pair(decl, rule, f"{base}:{best.position}>{other.position}", history, best, other,
-                                gaps[other.position], score_key, ctx, counts)
+            tiebreak=lambda r: (r.response, r.position), noun="responses",
+            no_clear_detail=lambda k: f"best {k.best.score:g}; {k.ties} tie it, none {rule.min_gap:g} or more worse")
+
+        def to_pairs(row: dict[str, Any], ctx: AdapterContext):
+            for found in pairing.ranked(row[responses], ctx.settings.max_completions_per_row, rate):
+                if isinstance(found, Rejection):
+                    yield found
+                    continue
+                history = history_of(row[prompt])
+                if isinstance(history, Rejection):
+                    yield history
+                    return
+                counts = {"ties_with_best": found.ties, "within_gap": found.within_gap}
+                base = row_id(row)
+                for other in found.worse:
+                    yield make_pair(decl, rule, f"{base}:{found.best.position}>{other.position}", history, found.best,
+                                    other, found.gaps[other.position], score_key, ctx, counts)
 
         to_pairs.__name__ = "to_pairs"
         return to_pairs
@@ -302,7 +292,7 @@ class RatedRows(DeclaredRows):
     def render(self, g: dict[str, Any], swap: bool = False) -> dict[str, Any]:
         items = g["responses"][::-1] if swap else g["responses"]
         model = self.DECL.models.get("response")
-        prompt: Any = [dict(m) for m in g["history"]] if g["conversational"] else g["history"][-1]["content"]
+        prompt = self.prompt(g)
         return self.with_id({
             self.col("prompt"): prompt,
             self.col("responses"): [{self.col("response"): r["response"], self.col("score"): self._score(r["goodness"]),

@@ -17,7 +17,7 @@ from common.reasons import SchemaCheck, column_reason
 from schemas import checks as c
 from schemas.pair import CandidatePair, Rejection
 from schemas.raw import element_check
-from tasks.ingest.declared.model import Declaration, Format
+from tasks.ingest.declared.model import PROMPT_FORMATS, Declaration, Format
 from tasks.ingest.normalize import row_hash
 from tasks.ingest.sources.base import Adapter, AdapterContext, one_per_row
 from tasks.ingest.synth_rows import BAD_KINDS_COMMON, SynthRows
@@ -162,6 +162,13 @@ class DeclaredFormat(Format):
                 mistakes.append(f"label.{key}: {self.name} has no label key {key!r}"
                                 + (f" (it knows {', '.join(sorted(self.label_keys))})" if self.label_keys
                                    else " (its label is implicit: declare no label)"))
+        if decl.prompt_format is not None:
+            if "prompt" not in self.required_columns:
+                mistakes.append(f"prompt_format: {self.name} has no prompt column (formats with one: trl, pairwise, "
+                                "rated)")
+            elif decl.prompt_format not in PROMPT_FORMATS:
+                mistakes.append(f"prompt_format: {decl.prompt_format!r} is not a prompt format (it knows "
+                                f"{', '.join(PROMPT_FORMATS)}: a Human/Assistant transcript)")
         return mistakes + self.check_label(decl)
 
     def check_label(self, decl: Declaration) -> list[str]:
@@ -263,6 +270,14 @@ class DeclaredRows(SynthRows):
     def near(self, g: dict[str, Any], rate: float) -> dict[str, Any]:
         return {**super().near(g, rate), **{k: v for k, v in g.items() if k not in ("history", "a", "b")}}
 
+    def prompt(self, g: dict[str, Any]) -> Any:
+        """The prompt of `g` as the declaration reads it: a message list (conversational) or its last user turn's
+        text; under `prompt_format = "hh"` a transcript of every turn closed by an empty `Assistant:` (Nectar's)."""
+        if self.DECL.prompt_format == "hh":
+            return "".join(f"\n\n{'Human' if m['role'] == 'user' else 'Assistant'}: {m['content']}"
+                           for m in g["history"]) + "\n\nAssistant:"
+        return [dict(m) for m in g["history"]] if g["conversational"] else g["history"][-1]["content"]
+
     def with_id(self, row: dict[str, Any]) -> dict[str, Any]:
         """The row with a fresh id when the declaration maps one (an exact duplicate gets its own id, as arena's)."""
         return {self.col(ID): self.uid(), **row} if ID in self.DECL.columns else row
@@ -291,8 +306,10 @@ def id_bad_kinds(decl: Declaration) -> dict[str, str]:
 
 
 def rows_class(base: type[DeclaredRows], decl: Declaration, bad_kinds: Mapping[str, str]) -> type[DeclaredRows]:
-    """`base` bound to `decl`, planting `bad_kinds` (kind -> the reason it must get)."""
-    return type(base.__name__, (base,), {"DECL": decl, "BAD_KINDS": dict(bad_kinds), "__module__": base.__module__})
+    """`base` bound to `decl`, planting `bad_kinds` (kind -> the reason it must get); a transcript prompt
+    (`prompt_format = "hh"`) has no role but Human and Assistant to spoil."""
+    kinds = {k: v for k, v in bad_kinds.items() if not (decl.prompt_format == "hh" and k == "bad_role")}
+    return type(base.__name__, (base,), {"DECL": decl, "BAD_KINDS": kinds, "__module__": base.__module__})
 
 
 # answers spoiled on both sides: which of a chosen pair's answers becomes response A is the hash's choice

@@ -14,21 +14,25 @@ from typing import Any
 import pandera.pandas as pa
 
 from common.reasons import SchemaCheck, column_reason
+from schemas.pair import Rejection
+from tasks.ingest.declared.formats.hh import prompt_history
 from tasks.ingest.declared.formats.shared import (
     ID,
     ChosenFormat,
     DeclaredRows,
     answer_column,
     answer_text,
+    assistant_only,
     chosen_pair,
     common_bad_kinds,
+    ends_with,
     id_bad_kinds,
     id_columns,
+    is_text_or_messages,
     prompt_column,
     row_source_id,
     rows_class,
     spoil_both,
-    to_history,
 )
 from tasks.ingest.declared.model import Declaration
 from tasks.ingest.sources.base import Adapter, AdapterContext, one_per_row
@@ -40,6 +44,12 @@ class TrlFormat(ChosenFormat):
     required_columns = ("prompt", "chosen", "rejected")
     optional_columns = (ID,)
 
+    def looks_like(self, row: dict[str, Any]) -> bool:
+        """Answers under `chosen` and `rejected` (texts, or assistant turns): whole conversations there (a user turn
+        first, as UltraFeedback-binarized's beside its `prompt`) are `trl-implicit`'s."""
+        return all(is_text_or_messages(v) and ends_with(v, "assistant") and assistant_only(v)
+                   for v in (row.get("chosen"), row.get("rejected")))
+
     def raw_schema(self, decl: Declaration) -> pa.DataFrameSchema:
         return pa.DataFrameSchema({decl.column("prompt"): prompt_column(), decl.column("chosen"): answer_column(),
                                    decl.column("rejected"): answer_column(), **id_columns(decl)}, strict=False)
@@ -47,10 +57,14 @@ class TrlFormat(ChosenFormat):
     def adapter(self, decl: Declaration) -> Adapter:
         prompt, chosen, rejected = (decl.column(c) for c in self.required_columns)
         source_id = row_source_id(decl)
+        history_of = prompt_history(decl)
 
         def to_pair(row: dict[str, Any], ctx: AdapterContext):
-            return chosen_pair(decl, source_id(row), to_history(row[prompt]), answer_text(row[chosen]),
-                               answer_text(row[rejected]), ctx)
+            history = history_of(row[prompt])
+            if isinstance(history, Rejection):
+                return history
+            return chosen_pair(decl, source_id(row), history, answer_text(row[chosen]), answer_text(row[rejected]),
+                               ctx)
 
         return one_per_row(to_pair)
 
@@ -78,12 +92,12 @@ class TrlRows(DeclaredRows):
     def render(self, g: dict[str, Any], swap: bool = False) -> dict[str, Any]:
         # chosen / rejected name no side: `swap` changes nothing a TRL row says
         chosen, rejected = (g["a"], g["b"]) if g["label"] >= 0 else (g["b"], g["a"])
+        prompt = self.prompt(g)
         if g["conversational"]:
-            prompt: Any = [dict(m) for m in g["history"]]
             chosen_v: Any = [{"role": "assistant", "content": chosen}]
             rejected_v: Any = [{"role": "assistant", "content": rejected}]
         else:
-            prompt, chosen_v, rejected_v = g["history"][-1]["content"], chosen, rejected
+            chosen_v, rejected_v = chosen, rejected
         return self.with_id({self.col("prompt"): prompt, self.col("chosen"): chosen_v,
                              self.col("rejected"): rejected_v})
 

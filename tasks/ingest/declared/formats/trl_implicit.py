@@ -80,8 +80,8 @@ class TrlImplicitFormat(ChosenFormat):
     required_columns = ("chosen", "rejected")
     optional_columns = (ID,)
 
-    def detect(self, columns: set[str]) -> bool:
-        return super().detect(columns) and "prompt" not in columns  # with a prompt, it is `trl`
+    # a `prompt` column beside them may be there: `trl` comes first in the detection order and takes rows whose
+    # chosen and rejected are answers; whole conversations (UltraFeedback-binarized's) are this format's
 
     def looks_like(self, row: dict[str, Any]) -> bool:
         chosen = row.get("chosen")

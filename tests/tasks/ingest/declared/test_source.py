@@ -96,7 +96,10 @@ def test_the_facts_it_stores_come_from_the_declaration(tmp_path):
     s = _settings(tmp_path, LOCAL)
     source = get_source("mine", settings=s)
     facts = source.facts()
-    assert facts.license == "internal" and facts.clear_label == 1.0 and facts.human_labels
+    assert facts.license == "internal" and facts.clear_label == 1.0
+    assert not facts.human_labels  # unless the declaration says people gave them
+    s = _settings(tmp_path, LOCAL + "human_labels = true\n")
+    assert get_source("mine", settings=s).facts().human_labels
     fmt = FORMATS[source.extra["format"].name]
     assert facts.label_meaning == fmt.label_meaning(source.extra["declaration"])
     assert facts.declaration["name"] == "mine" and json.loads(json.dumps(facts.declaration)) == facts.declaration

@@ -47,3 +47,14 @@ def test_nothing_fits_is_refused_naming_the_columns_and_every_format(columns):
     assert "\n" not in message and all(f"{name} (" in message for name in FORMATS)
     assert all(c in message for c in columns)
     assert ("(none)" in message) == (not columns)
+
+
+def test_whole_conversations_beside_a_prompt_are_trl_implicit_not_trl():
+    """UltraFeedback-binarized: a `prompt` text, and `chosen` / `rejected` each the whole conversation (the user turn
+    first): TRL's implicit prompt. Told from the rows; from the columns alone `trl` comes first."""
+    row = {"prompt": "q", **ROWS["trl-implicit"], "messages": ROWS["trl-implicit"]["chosen"], "score_chosen": 8.0,
+           "score_rejected": 5.0}
+    assert detect_format(set(row), [row, row]) == "trl-implicit"
+    assert detect_format(set(row)) == "trl"
+    answers = {**row, "chosen": [{"role": "assistant", "content": "a"}], "rejected": "b"}
+    assert detect_format(set(answers), [answers]) == "trl"

@@ -107,3 +107,20 @@ def test_check_names_each_mistake_by_its_key(kw, key):
 def test_label_meaning_is_json_and_names_its_format():
     meaning = HH.label_meaning(DECL)
     assert json.loads(json.dumps(meaning)) == meaning and meaning["format"] == "hh" and meaning["clear_label"] == 1.0
+
+
+@pytest.mark.parametrize(("fmt", "row"), [
+    ("trl", {"prompt": "\n\nHuman: Hi.\n\nAssistant: Hello.\n\nHuman: Name a prime.\n\nAssistant:", "chosen": "7",
+             "rejected": "8"}),
+    ("pairwise", {"prompt": "Human: Hi.\n\nAssistant: Hello.\n\nHuman: Name a prime.\n\nAssistant:",
+                  "response_a": "7", "response_b": "8", "preference": "a"}),
+])
+def test_a_transcript_prompt_is_parsed_by_the_hh_parser_in_every_format_with_a_prompt(settings, fmt, row):
+    decl = declaration(fmt, prompt_format="hh", **({"label": {"a": "a", "b": "b"}} if fmt == "pairwise" else {}))
+    (pair,), rejected = adapt(decl, row, settings)
+    assert not rejected and pair.history == [{"role": "user", "content": "Hi."},
+                                             {"role": "assistant", "content": "Hello."},
+                                             {"role": "user", "content": "Name a prime."}]
+    conversational = {**row, "prompt": [{"role": "user", "content": "Name a prime."}]}  # a message list: as it is
+    (pair,), _ = adapt(decl, conversational, settings)
+    assert pair.history == conversational["prompt"]

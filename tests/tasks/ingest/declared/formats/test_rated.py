@@ -202,3 +202,60 @@ def test_label_meaning_is_json_stable_and_follows_the_rule():
     assert json.loads(json.dumps(meaning)) == meaning == RATED.label_meaning(declaration("rated", label=dict(DECL.label)))
     assert meaning["scale"] == [1.0, 5.0] and meaning["min_gap"] == 1.0 and meaning["direction"] == "higher"
     assert RATED.label_meaning(declaration("rated", label={"scale": [1, 5], "min_gap": 2}))["clear_label"] == 1.5
+
+
+NECTAR = declaration("rated", columns={"responses": "answers", "response": "answer", "score": "rank"},
+                     label={"scale": [1, 7], "min_gap": 1, "direction": "lower"}, models={"response": "model"},
+                     prompt_format="hh")
+
+
+def _nectar(prompt: str) -> dict:
+    """A row of berkeley-nest/Nectar's shape: a transcript prompt, answers ranked 1 (best) to 7."""
+    return {"prompt": prompt, "answers": [{"answer": f"answer {k}", "model": f"m{k}", "rank": float(k + 1)}
+                                          for k in range(3)], "turns": 1, "num_responses": 3}
+
+
+def test_prompt_format_hh_reads_a_transcript_prompt_as_its_turns(settings):
+    """Nectar's `\\n\\nHuman: ...\\n\\nAssistant:` prompt: its turns, parsed as the hh format parses its transcripts,
+    the empty closing Assistant turn dropped; without prompt_format it is one user turn, markers and all."""
+    pairs, rejected = adapt(NECTAR, _nectar("\n\nHuman: What is 2+2?\n\nAssistant:"), settings)
+    assert not rejected and len(pairs) == 2  # rank 1 against ranks 2 and 3
+    assert all(p.history == [{"role": "user", "content": "What is 2+2?"}] for p in pairs)
+    turns = "\n\nHuman: Hi.\n\nAssistant: Hello! How can I help?\n\nHuman: Name a prime.\n\nAssistant:"
+    (pair, *_), _ = adapt(NECTAR, _nectar(turns), settings)
+    assert pair.history == [{"role": "user", "content": "Hi."}, {"role": "assistant", "content": "Hello! How can I help?"},
+                            {"role": "user", "content": "Name a prime."}]
+    verbatim = declaration("rated", **{k: getattr(NECTAR, k) for k in ("columns", "label", "models")})
+    (pair, *_), _ = adapt(verbatim, _nectar(turns), settings)
+    assert pair.history == [{"role": "user", "content": turns}]
+
+
+@pytest.mark.parametrize(("prompt", "reason"), [
+    ("What is 2+2?", "transcript_malformed"),  # no markers
+    ("\n\nAssistant: hi\n\nHuman: q\n\nAssistant:", "transcript_malformed"),  # starts with the assistant
+    ("\n\nHuman: q\n\nAssistant: an answer already", "prompt:ends_with_user_turn"),
+])
+def test_a_prompt_that_is_no_transcript_is_quarantined_by_name(settings, prompt, reason):
+    pairs, rejected = adapt(NECTAR, _nectar(prompt), settings)
+    assert not pairs and [r.reasons for r in rejected] == [[reason]]
+    assert [q for q in reasons_of(prepare(NECTAR, [_nectar(prompt)], settings)).values()] == [[reason]]
+
+
+def test_prompt_format_is_refused_where_there_is_no_prompt_or_it_is_unknown():
+    from tasks.ingest.declared.formats import FORMATS
+
+    assert FORMATS["rated"].check(NECTAR) == []
+    assert any(m.startswith("prompt_format: 'chatml' is not a prompt format")
+               for m in FORMATS["trl"].check(declaration("trl", prompt_format="chatml")))
+    for fmt in ("hh", "trl-implicit"):
+        assert any(m.startswith(f"prompt_format: {fmt} has no prompt column")
+                   for m in FORMATS[fmt].check(declaration(fmt, prompt_format="hh")))
+    assert "prompt_format" not in declaration("rated").as_json() and NECTAR.as_json()["prompt_format"] == "hh"
+
+
+def test_synthetic_rows_of_a_transcript_prompt_are_transcripts_and_make_their_pairs(tmp_path, settings, monkeypatch):
+    m, lines, prepared = synth_through_ingest(NECTAR, tmp_path, settings, monkeypatch)
+    check_manifest(m, prepared, set(RATED.synth(NECTAR).BAD_KINDS))
+    assert sum(len(b.pairs) for b in prepared) == sum(m.pairs.values())
+    good = [json.loads(x) for i, x in enumerate(lines) if i not in m.bad_rows]
+    assert all(r["prompt"].startswith("\n\nHuman: ") and r["prompt"].endswith("\n\nAssistant:") for r in good)

@@ -97,7 +97,8 @@ def test_synthetic_rows_plant_every_bad_kind_and_the_rest_make_their_pairs(tmp_p
 
 
 def test_detect_leaves_hh_transcripts_to_hh_and_takes_the_rest():
-    assert IMPLICIT.detect({"chosen", "rejected"}) and not IMPLICIT.detect({"prompt", "chosen", "rejected"})
+    assert IMPLICIT.detect({"chosen", "rejected"}) and IMPLICIT.detect({"prompt", "chosen", "rejected"})
+    assert detect_format({"prompt", "chosen", "rejected"}) == "trl"  # with a prompt, trl first unless rows say else
     conversations = [{"chosen": _conv("a"), "rejected": _conv("b")}] * 3
     assert detect_format({"chosen", "rejected"}, conversations) == "trl-implicit"
     assert detect_format({"chosen", "rejected"}, [{"chosen": "Q? yes", "rejected": "Q? no"}]) == "trl-implicit"
