@@ -10,7 +10,9 @@ statistics are in `certify.py`).
   pair's verdicts; with too few training labels, the judge's own confidence (a fixed function of its verdicts:
   any score serves a certification, a calibrated one keeps more pairs).
 - **Rounds**: a strategy that escalates (`certify`) judges every pair once, then asks more only of the pairs
-  that are not yet sure, round by round. Which pairs escalate is decided from the verdicts and the training
+  that are not yet sure and that more verdicts could carry past their population's threshold, round by round,
+  never more judgments than `swap`'s two a pair (adaptive's rule alone where no threshold is certified). Which
+  pairs escalate is decided from the verdicts and the training
   labels alone, never from a calibration label, so the calibration pairs go through the rounds exactly as every
   other pair does: the whole ladder is one selection rule, certified once, at the full risk δ, on pairs that
   went through it like the rest. No share of δ is spent per round.
@@ -194,6 +196,10 @@ class Escalation(NamedTuple):
     why: str = ""  # why no pair climbs past adaptive's rule ("": some do)
 
 
+def _said(threshold: float) -> str:
+    return f"{threshold:.4f}" if np.isfinite(threshold) else "any score"
+
+
 def _adaptive_rule(c: Confidences, keepable: np.ndarray) -> np.ndarray:
     """Adaptive's decisive verdict (|margin| > 1 with scores agreeing), on a pair the label-free filters keep."""
     return keepable & (np.abs(c.margin) > 1.0) & c.scores_agree & (c.direction != 0)
@@ -201,11 +207,14 @@ def _adaptive_rule(c: Confidences, keepable: np.ndarray) -> np.ndarray:
 
 def _confirmed(pool: JudgedPool, c: Confidences, idx: np.ndarray, slots: list[list[tuple[str, int]]]) -> Confidences:
     """The confidences the pool would have if each pair of `idx` got the judgments `slots[i]` (its next rung), each
-    confirming its verdicts so far: on its side, as strong as its stronger order, scores agreeing."""
+    confirming its verdicts so far: on its side (a tie's: its stronger order's), as strong as its stronger order,
+    scores agreeing."""
     pair = np.array([i for i, rung in zip(idx.tolist(), slots) for _ in rung], np.int64)
     ab = np.array([order == "ab" for rung in slots for order, _ in rung], bool)
-    strongest = np.fmax(np.abs(c.order_margin_ab), np.abs(c.order_margin_ba))
-    margin = (np.sign(c.margin) * np.nan_to_num(strongest))[pair]
+    by_ab, by_ba = np.nan_to_num(c.order_margin_ab), np.nan_to_num(c.order_margin_ba)
+    stronger = np.where(np.abs(by_ab) >= np.abs(by_ba), by_ab, by_ba)
+    side = np.where(c.direction != 0, c.direction, np.sign(stronger))
+    margin = (side * np.abs(stronger))[pair]
     return pool_confidences(len(pool), np.concatenate([pool.v_pair, pair]), np.concatenate([pool.v_ab, ab]),
                             np.concatenate([pool.v_margin, margin]),
                             np.concatenate([pool.v_scores_agree, np.ones(len(pair), bool)]), pool.human_label)
@@ -264,7 +273,7 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
     # every pair, and each pair as its next rung would leave it if it confirmed the verdicts, by one model of
     # every training label (a calibration pair's label is never read: its `right` is -1, and it never trains)
     ladder, rung = ahead if ahead is not None else ([], np.full(len(pool), -1))
-    up = idx[rung[idx] >= 0]
+    up = np.flatnonzero(eligible & (c.verdicts > 0) & (rung >= 0))  # a tie too: more verdicts may break it
     both = np.concatenate([idx, up])
     human = np.where(calibrating[idx], 0, labels.training[idx])
     known = np.concatenate([np.where(human == 0, -1, (human == c.direction[idx]).astype(np.int8)),
@@ -280,8 +289,8 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
     with np.errstate(invalid="ignore"):
         sure = adaptive | (climbs & keepable & (score >= threshold))
         promising = climbs & (confirmed >= threshold)
-    said = (f"{next(iter(found.values())):.4f}" if len(found) == 1 else
-            ", ".join(f"{t:.4f} in {n}" for n, t in sorted(found.items())))
+    said = (_said(next(iter(found.values()))) if len(found) == 1 else
+            ", ".join(f"{_said(t)} in {n}" for n, t in sorted(found.items())))
     elsewhere = "; elsewhere a decisive verdict" if (eligible & ~climbs).any() else ""
     return Escalation(sure, climbs, promising, score, f"p_correct >= {said} (training labels){elsewhere}")
 

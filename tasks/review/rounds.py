@@ -4,10 +4,11 @@ and how many pairs a certification at the run's target accepts so far.
 Both are read as a certified version reads the pool: every judged pair under the run's judge configuration (its
 ok verdicts in the warehouse, not this run's alone), the reviews, the certification labels
 (`tasks.review.certification.certification_labels`). Which pairs escalate is
-`tasks.curate.certification.next_rungs`, decided from the verdicts and the training labels only, over every pair
-a version may hold whatever its verdicts say (not contaminated, when the policy leaves contaminated pairs out):
-a pair the judge's verdicts would drop today (one order only, orders disagreeing) is exactly a pair more
-verdicts can settle. The policy is the one the version will be built by (`--policy`, the target and risk flags
+`round_plan` (`tasks.curate.certification.next_rungs`), decided from the verdicts and the training labels only,
+over every pair a version may hold whatever its verdicts say (not contaminated, when the policy leaves
+contaminated pairs out): a pair the policy's label-free filters would drop today (one order only, orders
+disagreeing) is never sure, and exactly a pair more verdicts can settle; never more judgments than `swap`'s two
+per pair of the run. The policy is the one the version will be built by (`--policy`, the target and risk flags
 on top): its calibration share and audit threshold say which labels calibrate, and those never steer a round. Of those, the run asks only its own pairs (its shard, its limit). What is certified is what
 `build-version` would certify at the same target (`tasks.curate.select.certifiable`).
 
