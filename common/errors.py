@@ -3,10 +3,24 @@ exception is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 M = TypeVar("M")
+
+
+# Characters a terminal acts on or hides rather than shows: C0 and C1 controls (newlines, ANSI escape sequences),
+# DEL, the line and paragraph separators, bidirectional overrides and isolates; then zero-width characters and BOMs.
+_CONTROLS = "\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+CONTROL = re.compile(f"[{_CONTROLS}]")
+_UNSHOWN = re.compile(f"[{_CONTROLS}\u200b-\u200f\u2060\ufeff]")
+
+
+def shown(text: str) -> str:
+    """`text` as one line a terminal shows as it is: each control, escape, separator, direction override or
+    zero-width character written as its escape (`\\n`, `\\x1b`, `\\u200b`), every other character kept."""
+    return _UNSHOWN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class UserError(Exception):

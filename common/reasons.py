@@ -65,6 +65,8 @@ class ReadFault(Reasons):
     MALFORMED_JSON = "malformed_json", "the line is not JSON"
     NOT_AN_OBJECT = "not_an_object", "the line is JSON but not an object"
     JSON_TOO_DEEP = "json_too_deep", "the JSON nests deeper than the readers and the storage can hold"
+    ROW_TOO_LARGE = ("row_too_large(<=<bytes> bytes)", "the row is over CURATE_MAX_ROW_BYTES, more than the judge "
+                     "could ever read; its first bytes kept")
 
 
 class ValueFault(Reasons):
@@ -116,7 +118,7 @@ class AdapterRejection(Reasons):
                                     "the two sides differ before their final answers (multi-turn rule: strict)")
     COMPLETION_NOT_AN_OBJECT = "completion_not_an_object", "a completion of the row is not an object"
     COMPLETION_RESPONSE_EMPTY = "completion_response_empty", "a completion's answer is empty"
-    COMPLETION_SCORE_INVALID = "completion_score_invalid:<score>", "a completion's score is missing or not a number"
+    COMPLETION_SCORE_INVALID = "completion_score_invalid:<score>", "a completion's score is missing or no finite number"
     COMPLETION_SCORE_OUT_OF_RANGE = ("completion_score_out_of_range:<score>",
                                      "a completion's score is outside its scale")
     COMPLETION_NOT_FINITE = ("completion_not_finite:<field>",
@@ -254,8 +256,7 @@ class Dropped(Reasons):
     ORDERS_DISAGREE = "orders_disagree", "the two orders' verdicts point different ways"
     SCORES_DISAGREE = "scores_disagree", "the individual scores point against the ranking"
     SPREAD_ABOVE_MAX = "spread_above_max", "the verdicts' spread is above max_spread"
-    NOT_COVERED = "not_covered", ("no calibration label speaks for the pair's population (its source has no trusted "
-                                  "labels and no review audit sampled it): a certified version cannot vouch for it")
+    NOT_COVERED = "not_covered", "no trusted label or review audit speaks for the pair's source (a certified version)"
     NOT_CERTIFIED = "not_certified", "outside the threshold certified at target_agreement (a certified version)"
     HUMAN_DISAGREES = "human_disagrees", "the human label disagrees with the judge (policy: require_agreement)"
     REVIEWED_TIE = "reviewed_tie", "the reviewers' majority is a tie"

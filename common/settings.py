@@ -19,6 +19,14 @@ JUDGE_TOP_P = 0.95
 JUDGE_MAX_TOKENS = 16_384
 JUDGE_MAX_MODEL_LEN = 40_000
 JUDGE_MAX_REPLY_BYTES = 8 * 2**20  # a 16,384-token answer with its trace is well under 1 MiB
+# The most UTF-8 bytes one token of the judge's tokenizer holds on average, over any kind of text measured
+# against Qwen's BPE (Thai, the densest, about 6.8; English about 4; code, LaTeX, base64 and symbol runs fewer).
+# A pair longer than this many bytes per token of the input budget cannot fit; any shorter one might, and is
+# left to the judge, which counts it exactly as the server does before sending it.
+MAX_BYTES_PER_TOKEN = 8
+# A raw row may hold several pairs' texts (a rated row up to max_completions_per_row, 16, responses) written with
+# JSON's escapes (up to twice a text's bytes): the default row limit is this many times the judge's whole context.
+ROW_BYTES_MARGIN = 32
 
 
 class MultiTurnPolicy(str, Enum):
@@ -52,6 +60,9 @@ class Settings(BaseSettings):
     # UltraFeedback has 4 completions a row (5 in a few); one row of thousands would make thousands of pairs
     max_completions_per_row: int = Field(16, ge=2, description="completions of one row rated and paired "
                                          "(UltraFeedback); those past it are quarantined as completions_over_cap")
+    max_row_bytes: int | None = Field(None, ge=1024, description="a raw row over this many bytes is quarantined as "
+                                      "row_too_large while it is read (unset: 32 times the judge's whole context in "
+                                      "bytes, judge_max_model_len x 8: 10,240,000)")
     hub_retries: int = Field(5, ge=0, description="attempts to resume a failed Hub read, or to redo a failed "
                              "publishing step (network errors: 10 s in all)")
     hub_retry_wait: float = Field(2.0, ge=0.0, description="first back-off in seconds, doubled each attempt")
@@ -113,6 +124,12 @@ class Settings(BaseSettings):
     # -- cost reports ------------------------------------------------------------------------------
     cost_server_tokens_per_second: float = Field(
         2500.0, gt=0, description="a judge server's throughput (prompt + generated tokens/s) for GPU-hour estimates")
+
+    @property
+    def row_byte_limit(self) -> int:
+        """The bytes a raw row may hold: `max_row_bytes`, else more than the judge's context could ever read, with a
+        margin (`ROW_BYTES_MARGIN`)."""
+        return self.max_row_bytes or self.judge_max_model_len * MAX_BYTES_PER_TOKEN * ROW_BYTES_MARGIN
 
     @property
     def judge_input_budget(self) -> int:

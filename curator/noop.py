@@ -37,7 +37,7 @@ def ingest_noop(run: IngestRun) -> IngestSummary | None:
     """The summary of an ingest that reads nothing, or None. Only revisions known without the network: a
     local file's content hash, or the Hub revision pinned earlier (no `--revision`)."""
     from tasks.ingest.read import file_revision
-    from tasks.ingest.revisions import known_revision
+    from tasks.ingest.revisions import known_revision, run_revision
     from tasks.ingest.summary import record_if_unchanged
 
     if run.force or run.limit is not None or (run.path is None and run.revision is not None):
@@ -48,12 +48,13 @@ def ingest_noop(run: IngestRun) -> IngestSummary | None:
         if not wh.runs.any_completed_full_ingest(src.name):
             return None  # nothing to compare with: not worth hashing the file before Prefect's API starts
         if run.path is not None:
-            rev, location = file_revision(run.path), str(run.path.resolve())
+            rev, location = file_revision(run.path, src.config, src.splits), str(run.path.resolve())
         elif (pinned := known_revision(src, wh.ingest.source_pin(src.name))) is not None:
             rev, location = pinned, f"hf://datasets/{src.hub_id}"
         else:
             return None
-        return record_if_unchanged(wh, src, rev, location, str(uuid.uuid4()), run.settings, started)
+        return record_if_unchanged(wh, src, run_revision(src, rev), location, str(uuid.uuid4()), run.settings,
+                                   started)
 
 
 def judge_noop(report: EndpointReport, strategy: str | None, shard: str | None, limit: int | None,

@@ -78,11 +78,12 @@ def shard_work(work: str) -> None:
     verify_work(ex, path, shared_secret())
 
 
-def input_file(source: Any, path: Path | None, batch_size: int, limit: int | None = None) -> None:
+def input_file(source: Any, path: Path | None, batch_size: int, limit: int | None = None,
+               max_row_bytes: int | None = None) -> None:
     """A local file that exists and is of this source (`tasks.ingest.prepare.check_input_file`)."""
     from tasks.ingest.prepare import check_input_file
 
-    check_input_file(source, path, batch_size, limit)
+    check_input_file(source, path, batch_size, limit, max_row_bytes)
 
 
 def warehouse(settings: Settings, creates: bool = False) -> None:

@@ -52,9 +52,11 @@ def fail(message: str, hint: str | None = None) -> NoReturn:
     """One line on stderr (and at most one hint), exit code 2."""
     from rich.markup import escape
 
-    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False, markup=True)
+    from common.errors import shown
+
+    err.print(f"[bold red]error:[/] {escape(shown(message))}", soft_wrap=True, highlight=False, markup=True)
     if hint:
-        err.print(f"hint: {hint}", soft_wrap=True, highlight=False)
+        err.print(f"hint: {shown(hint)}", soft_wrap=True, highlight=False)
     raise typer.Exit(2)
 
 

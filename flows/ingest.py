@@ -36,7 +36,7 @@ from tasks.ingest.read import (
     count_rows,
     limit_rows,
 )
-from tasks.ingest.revisions import pin_revision, source_batches
+from tasks.ingest.revisions import pin_revision, run_revision, source_batches
 from tasks.ingest.source_facts import facts_changes, record_facts
 from tasks.ingest.sources import EvalPrompt, Source, get_source
 from tasks.ingest.summary import SUMMARY_KEYS, record_if_unchanged, summarize
@@ -145,7 +145,8 @@ def ingest(
         facts = src.facts() if is_settled(src) else None
         if facts is not None:
             facts_changes(wh.sources, facts)
-        rev, location = pin_revision(wh.ingest, src, asked.revision, path)
+        read_rev, location = pin_revision(wh.ingest, src, asked.revision, path)
+        rev = run_revision(src, read_rev)  # a declared source's: with its declaration's digest
         run_id = current_run_id()
         for note in record_facts(wh.sources, facts, run_id) if facts is not None else ():
             log.warning("ingest %s: %s", src.name, note)
@@ -169,7 +170,7 @@ def ingest(
                 # connection (the checkpoint settings restored, the run recorded), and is committed before the run
                 # says it completed.
                 with wh.ingest.checkpoints_per_row_group(), _fewer_collections(), writer:
-                    batches = limit_rows(source_batches(src, path, rev, settings), limit)
+                    batches = limit_rows(source_batches(src, path, read_rev, settings), limit)
                     src, batches = with_format_settled(src, batches)  # a declared `auto` source: its format told
                     if facts is None and is_settled(src):  # ... and with it what its labels mean, before any row lands
                         facts_changes(wh.sources, src.facts())

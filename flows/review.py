@@ -81,9 +81,9 @@ def _known(warehouse: Any, ls: LabelStudio) -> list[dict[str, Any]]:
 
 
 def _push(wh: Warehouse, ls: LabelStudio, name: str, version: int | None, project: str | None, selection: str,
-          limit: int, seed: int, annotators_per_task: int) -> ReviewPushSummary:
+          limit: int, seed: int, annotators_per_task: int, sources: list[str] | None = None) -> ReviewPushSummary:
     version = version_of(wh.versions, name, version)
-    candidates, config = version_candidates(wh, name, version, selection)  # refused before anything is written
+    candidates, config = version_candidates(wh, name, version, selection, sources)  # refused before anything is written
     title = project or default_title(name)
     ls.whoami()
     target, key, created = open_project(wh.reviews, ls, title, annotators_per_task)
@@ -102,12 +102,13 @@ def _push(wh: Warehouse, ls: LabelStudio, name: str, version: int | None, projec
 @flow(name="review-push", log_prints=False)
 def review_push(name: str, *, version: int | None = None, url: str | None = None, project: str | None = None,
                 selection: str = "borderline", limit: int = 100, seed: int = DEFAULT_SEED,
-                annotators_per_task: int = 1, warehouse: str | None = None) -> ReviewPushSummary:
+                annotators_per_task: int = 1, warehouse: str | None = None,
+                sources: list[str] | None = None) -> ReviewPushSummary:
     """Push up to `limit` pairs of a version to a Label Studio project (made when missing); never a task twice."""
     asked = ReviewPushRun.of(name, version, selection, limit, seed, annotators_per_task, warehouse=warehouse)
     settings = asked.settings
     with LabelStudio(_url(url), resolve_token()) as ls, Warehouse(settings.warehouse) as wh:
-        summary = _push(wh, ls, name, version, project, selection, limit, seed, annotators_per_task)
+        summary = _push(wh, ls, name, version, project, selection, limit, seed, annotators_per_task, sources)
     get_run_logger().info("pushed %d new tasks of %s v%d (%s) to %r", summary["tasks_pushed"], name,
                           summary["version"], selection, summary["project"])
     snapshot_dashboard(str(settings.warehouse), "review")

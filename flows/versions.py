@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -47,7 +48,7 @@ def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> 
     read = ReviewedPool.read(wh, config_id, policy.version_sources())
     pool, confidences, reviews, facts = read.pool, read.judge, read.reviews, read.facts
     p_correct, calibration = calibrate_with_reviews(pool, confidences, reviews, facts)
-    certified, covered, certification = None, None, None
+    certified, covered, certification, score = None, None, None, None
     if policy.target_agreement is not None:
         history = CertificationHistory(frozenset(wh.certification.trained(config_id)),
                                        wh.certification.label_roles(config_id), wh.certification.attempts(config_id))
@@ -57,9 +58,10 @@ def select_version_rows(wh: Warehouse, config_id: str, policy: FilterPolicy) -> 
             raise not_certified(certification)
         certification["attempts"] = len(wh.certification.attempts(config_id))
         certified, covered = found.accepted, found.covered | ~certifiable(pool, confidences, policy)
+        score = np.where(found.accepted, found.scores.score, np.nan)  # the score that certified each row
     decided, overriding = under_policy(reviews, confidences, policy.review_overrides)
     kept, dropped = select_rows(pool, decided, policy, p_correct, overriding, certified, covered)
-    table = version_table(pool, decided, p_correct, kept, policy, decided_by_reviewers(overriding))
+    table = version_table(pool, decided, p_correct, kept, policy, decided_by_reviewers(overriding), score)
     stats = version_stats(pool, confidences, table, kept, dropped, calibration, facts)
     if certification is not None:
         stats["certification"] = {**certification, **kept_counts(certified, kept),

@@ -28,6 +28,18 @@ def is_int_like(v: Any) -> bool:
     return isinstance(v, float) and math.isfinite(v) and v.is_integer()
 
 
+def finite_number(v: Any) -> float | None:
+    """A JSON number as a finite float; None for a bool, a value that is no number, NaN, an infinity, or an integer
+    past a float's range (10**400: JSON allows it, `float()` overflows on it)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
 def is_valid_utf8(v: Any) -> bool:
     """True when a string encodes to UTF-8: a lone surrogate (from a JSON `\\ud800` escape) does not."""
     if not isinstance(v, str) or v.isascii():  # isascii() reads a flag: no copy of an ASCII text

@@ -8,6 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from common.reasons import SchemaCheck
+from common.settings import MAX_BYTES_PER_TOKEN
 
 # Human labels on one scale from response A's side: sign is the direction, 0 a tie
 # (docs/data-model.md#the-human-label-scale).
@@ -79,11 +80,6 @@ CONTAMINATION_SCHEMA = pa.schema([("pair_id", pa.string()), ("benchmark", pa.str
                                   ("overlap", pa.float64()), ("detected_at", _TS)])
 
 
-# The most UTF-8 bytes one token of the judge's tokenizer holds on average, over any kind of text measured
-# against Qwen's BPE (Thai, the densest, about 6.8; English about 4; code, LaTeX, base64 and symbol runs fewer).
-# A pair longer than this many bytes per token of the input budget cannot fit; any shorter one might, and is
-# left to the judge, which counts it exactly as the server does before sending it.
-MAX_BYTES_PER_TOKEN = 8
 
 
 def pair_frame_schema(input_token_budget: int):

@@ -131,3 +131,16 @@ def s3_server(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+# What `pytest -m "not slow"` leaves out (the fast development selection, docs/tests-and-benchmarks.md): tests that
+# start real servers or run flows end to end. The marks are given here, from the marks and folders tests already
+# have, so no test file has to remember one more.
+SLOW_MARKS = ("prefect", "deployment", "label_studio", "vllm")
+
+
+def pytest_collection_modifyitems(config, items):
+    slow = pytest.mark.slow
+    for item in items:
+        if any(item.get_closest_marker(m) for m in SLOW_MARKS) or "tests/flows/" in item.nodeid.replace("\\", "/"):
+            item.add_marker(slow)

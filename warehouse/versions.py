@@ -35,7 +35,9 @@ _DIGEST_FIELDS = [_field(n, k) for n, k in (
     ("spread", "float"), ("verdicts", ""), ("human_label", "float"), ("human_agrees", ""), ("source", ""),
     ("source_id", ""), ("source_revision", ""), ("domain", ""), ("language", ""), ("split", ""))] + [
     # only where reviewers decided the row: concat_ws skips a NULL, so a row without them digests as before
-    "CASE WHEN reviewers_choice IS NOT NULL THEN 'reviewed:' || reviewers_choice || ':' || reviewers::VARCHAR END"]
+    "CASE WHEN reviewers_choice IS NOT NULL THEN 'reviewed:' || reviewers_choice || ':' || reviewers::VARCHAR END",
+    # only in a certified version: the score that certified the row
+    "CASE WHEN certification_score IS NOT NULL THEN 'certified:' || printf('%.6f', certification_score) END"]
 
 
 class VersionStore(Part):

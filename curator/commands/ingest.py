@@ -29,7 +29,7 @@ def _preflight(source: str, path: Optional[Path], kind: str, batch_size: Optiona
     def check() -> None:
         settings = get_settings()
         found = get_source(source, kind=kind)
-        refusals.input_file(found, path, batch_size or settings.batch_size, limit)
+        refusals.input_file(found, path, batch_size or settings.batch_size, limit, settings.row_byte_limit)
         refusals.warehouse(settings, creates=True)  # migrates, or names the process holding the lock
 
     guarded(check)

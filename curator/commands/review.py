@@ -53,6 +53,9 @@ def push(
     seed: int = typer.Option(0, "--seed", help="audit: the sample's seed (the same seed extends the same sample)"),
     annotators_per_task: int = typer.Option(1, "--annotators-per-task", help="reviewers asked per task, for a "
                                             "new project (several resolve by majority)"),
+    source: Optional[list[str]] = typer.Option(None, "--source", help="draw from this source's pairs only "
+                                               "(repeatable): `--select audit --source NAME` is the audit that "
+                                               "certifies a source without labels of its own"),
     warehouse: Optional[Path] = warehouse_option(),
     as_json: bool = json_option(),
     runner: Runner = None,
@@ -70,7 +73,8 @@ def push(
     from flows.review import review_push
 
     summary = runner.flow(review_push, name=name, version=version, url=to, project=project, selection=select,
-                          limit=limit, seed=seed, annotators_per_task=annotators_per_task)
+                          limit=limit, seed=seed, annotators_per_task=annotators_per_task,
+                          **({"sources": list(source)} if source else {}))
     print_summary(f"review push {name}", summary, as_json)
 
 

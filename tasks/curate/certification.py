@@ -34,7 +34,8 @@ from tasks.curate.certify import Certificate, fixed_sequence, shortfall, thresho
 from tasks.curate.confidence import Confidences, pool_confidences
 from tasks.curate.pool import JudgedPool
 
-LABEL_KINDS = ("audit", "source")
+LABEL_KINDS = ("audit", "source", "mixed")  # mixed: some sources by their audit, the others by their labels
+AUDIT_SUFFIX = " (review audit)"  # a source calibrated by its audit pairs: its population's name
 EVERY_PAIR = "every pair"  # the one population of labels that name none
 NO_CLIMB = "no pair climbs past adaptive's rule"
 
@@ -60,6 +61,7 @@ class CertificationLabels:
     population: np.ndarray | None = None
     populations: int | None = None
     excluded: dict[str, str] = field(default_factory=dict)
+    audited: np.ndarray | None = None  # bool per pair: calibrated by the audit (every decided audit pair calibrates)
 
     def __post_init__(self) -> None:
         if self.kind not in LABEL_KINDS:
@@ -92,7 +94,8 @@ def calibration_pairs(pair_ids: np.ndarray, labels: CertificationLabels) -> np.n
     """Which pairs calibrate: of those that can, a `share` by a hash of their pair id (stable across builds and
     rounds, so a pair is a calibration pair or not once and for all)."""
     u = np.array([_unit_hash(p) for p in pair_ids], dtype=float)
-    return (labels.calibration != 0) & (u < labels.share)
+    every = np.zeros(len(pair_ids), bool) if labels.audited is None else labels.audited
+    return (labels.calibration != 0) & ((u < labels.share) | every)
 
 
 @dataclass(frozen=True)
@@ -359,6 +362,36 @@ def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, ta
     return Plan(nxt, esc.how, stopped)
 
 
+SCORE_FEATURES = ("the judge's |mean margin| (a spline)", "its margin in each order toward the chosen answer",
+                  "which orders were judged", "whether the orders agree", "whether the scores agree with the ranking",
+                  "the spread over samples", "how many verdicts", "how much longer the chosen answer is (log length "
+                  "ratio)", "the domain")
+
+
+def _r2(x: np.ndarray, y: np.ndarray) -> float:
+    if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
+        return 0.0
+    return float(np.corrcoef(x, y)[0, 1] ** 2)
+
+
+def score_leaning(pool: JudgedPool, c: Confidences, certified: Certified) -> dict[str, Any]:
+    """What the certification's score follows over the pairs it scored: the share of its variance the judge's
+    |margin| explains beside the share the chosen answer's extra length and extra markdown explain (squared
+    correlations). `leans_on` names a bias feature that explains more of it than the judge does (None: the judge)."""
+    s = certified.scores.score
+    idx = np.flatnonzero(~np.isnan(s))
+    toward = c.direction[idx].astype(float)
+    length = np.log((pool.len_a[idx] + 1.0) / (pool.len_b[idx] + 1.0)) * toward
+    markdown = (pool.md_a[idx] - pool.md_b[idx]) * toward
+    shares = {"judge_margin": _r2(np.abs(c.margin[idx]), s[idx]), "length": _r2(length, s[idx]),
+              "markdown": _r2(markdown.astype(float), s[idx])}
+    bias = max(("length", "markdown"), key=lambda k: shares[k])
+    return {"features": list(SCORE_FEATURES) if certified.scores.method == "p_correct"
+            else ["the judge's own confidence (too few training labels for a model)"],
+            "explained": {k: round(v, 4) for k, v in shares.items()},
+            "leans_on": bias if shares[bias] > shares["judge_margin"] else None}
+
+
 def _threshold(t: float) -> float | None:
     """A threshold as JSON holds it: None for the loosest, which accepts every scored pair (-inf)."""
     return round(t, 6) if np.isfinite(t) else None
@@ -474,7 +507,8 @@ def kept_coverage(pool: JudgedPool, accepted: np.ndarray, covered: np.ndarray, k
             "kept_not_covered": sum(r["not_covered"] for r in rows.values())}
 
 
-LABELS_SAID = {"audit": "a review audit", "source": "the sources' clear labels"}
+LABELS_SAID = {"audit": "a review audit", "source": "the sources' clear labels",
+               "mixed": "a review audit and the other sources' clear labels"}
 
 
 class NotCertifiedError(UserError, ValueError):
@@ -495,8 +529,10 @@ def not_certified(report: dict[str, Any]) -> NotCertifiedError:
     head = (f"no selection certifies {percent(target)} agreement with human preference at {at} on "
             f"{count(pairs)} held-out labelled pairs (from {LABELS_SAID[report['labels']]})")
     uncovered = sum((report.get("not_covered") or {}).values())
+    names = sorted(report.get("not_covered") or {})
     audit = ("; " + f"{count(uncovered)} judged pairs have no trusted label at all: `curate review push NAME --select "
-             "audit` draws the review audit that covers them") if uncovered else ""
+             f"audit --source {names[0] if len(names) == 1 else 'SOURCE'}` draws the review audit that covers "
+             f"{'them' if len(names) == 1 else 'a source'}") if uncovered else ""
     if not pairs:
         return NotCertifiedError(f"{head}: no held-out labelled pair has a verdict to test{audit}")
     short = report.get("shortfall") or {}

@@ -167,5 +167,5 @@ def shortfall(certificate: Certificate, share: float = 1.0) -> Shortfall:
     if needed is None:
         return Shortfall(certificate.best_agreement, certificate.calibration_pairs, None, rate)
     total = needed * certificate.calibration_pairs / best.accepted
-    more = max(0, math.ceil((total - certificate.calibration_pairs) / max(share, 1e-9)))
+    more = max(1, math.ceil((total - certificate.calibration_pairs) / max(share, 1e-9)))
     return Shortfall(certificate.best_agreement, certificate.calibration_pairs, more, rate)

@@ -56,14 +56,27 @@ REVIEWED_ROWS = "reviewed_rows"
 REVIEW_FIELDS = (pa.field("reviewed", pa.bool_()), pa.field("reviewers_choice", pa.string()),
                  pa.field("reviewers", pa.int64()))
 REVIEW_COLUMNS = ("reviewers", "reviewers_choice")
+# A certified version's rows carry the score that certified them (`certified_rows`), after the common ones: a model's
+# probability that the judge matches a person, not the judge's own p_correct (its features: the card's
+# certification section). A version without it has no such column.
+CERTIFIED_ROWS = "certified_rows"
+CERTIFIED_FIELDS = (pa.field("certification_score", pa.float64()),)
 
 
 def common_fields(policy: Policy = NO_POLICY) -> tuple[pa.Field, ...]:
     """What every format carries after its own columns: the review columns too in a version with reviewed rows."""
-    return COMMON_FIELDS + (REVIEW_FIELDS if policy.get(REVIEWED_ROWS) else ())
+    return (COMMON_FIELDS + (REVIEW_FIELDS if policy.get(REVIEWED_ROWS) else ())
+            + (CERTIFIED_FIELDS if policy.get(CERTIFIED_ROWS) else ()))
 
 
 def _common(row: Row, policy: Policy = NO_POLICY) -> Row:
+    out = _judge_and_review(row, policy)
+    if policy.get(CERTIFIED_ROWS):
+        out["certification_score"] = row.get("certification_score")
+    return out
+
+
+def _judge_and_review(row: Row, policy: Policy = NO_POLICY) -> Row:
     if not policy.get(REVIEWED_ROWS):
         return {"judge_margin": row["margin"], "confidence": row["confidence"], "p_correct": row.get("p_correct"),
                 "pair_id": row["pair_id"],
@@ -83,6 +96,8 @@ def export_settings(policy: Policy | None, rows: list[Row]) -> Policy:
     policy = dict(policy or NO_POLICY)
     if any(r.get("reviewers") for r in rows):
         policy[REVIEWED_ROWS] = True
+    if any(r.get("certification_score") is not None for r in rows):
+        policy[CERTIFIED_ROWS] = True
     return policy
 
 

@@ -24,7 +24,7 @@ from common.errors import UserError
 
 # the policy keys that decide which labels calibrate, and so what an attempt is
 ATTEMPT_KEYS = ("calibration_share", "min_audit_reviews", "min_audit_reviewers", "audit_votes", "judge_like_labels",
-                "sources", "mixture", "uncovered")
+                "sources", "mixture")
 
 
 class LabelRolesError(UserError, ValueError):
@@ -85,7 +85,7 @@ def role_conflict(pair_ids: np.ndarray, calibrating: np.ndarray, policy: Any, ki
     if not moved:
         return None
     roles = history.roles or {}
-    if roles.get("kind") == "source" and kind == "audit":
+    if roles.get("kind") == "source" and kind in ("audit", "mixed"):
         key = f"min_audit_reviews = {policy.min_audit_reviews} (the review audit now calibrates; its labels trained " \
               "the rounds)"
     elif roles and policy.calibration_share != roles.get("calibration_share"):

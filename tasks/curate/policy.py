@@ -15,14 +15,13 @@ is stored, compared and shown as before they existed), and setting one of them a
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from common.errors import UserError, validated
-from common.files import UnreadableTextError, read_small_text
+from common.files import UnreadableTextError, read_small_toml
 from tasks.curate.exports import DEFAULT_EXPORTS, EXPORTS, check_export_names
 
 MAX_POLICY_BYTES = 1 << 20  # a policy is a few hundred bytes
@@ -198,20 +197,11 @@ def make_policy(values: dict) -> FilterPolicy:
     return validated(FilterPolicy, values, "invalid filter policy", PolicyError)
 
 
-def _read_policy_text(path: Path) -> str:
-    """The file's text: a regular file (opened without blocking, so a FIFO cannot hang), at most
-    `MAX_POLICY_BYTES`, in UTF-8; else `PolicyError`."""
-    try:
-        return read_small_text(path, MAX_POLICY_BYTES, "a policy file")
-    except UnreadableTextError as err:
-        raise PolicyError(f"{path}: cannot read the policy: {err}") from None
-
-
 def policy_values(path: Path) -> dict:
     """The keys a policy file sets: its one `[policy]` table, or its top-level keys when it has none."""
     try:
-        data = tomllib.loads(_read_policy_text(path))
-    except tomllib.TOMLDecodeError as err:
+        data = read_small_toml(path, MAX_POLICY_BYTES, "a policy file")
+    except UnreadableTextError as err:
         raise PolicyError(f"{path}: cannot read the policy: {err}") from None
     if "policy" not in data:
         return data

@@ -45,6 +45,9 @@ ROW_SCHEMA = pa.schema([
     ("language", pa.string()), ("split", pa.string()),
     # a row reviewers decided: how many voted and the side their majority chose (null for the judge's rows)
     ("reviewers", pa.int32()), ("reviewers_choice", pa.string()),
+    # a certified version's: the score its certification thresholded (null elsewhere, and on a row it did not
+    # certify)
+    ("certification_score", pa.float64()),
 ])
 
 
@@ -201,7 +204,8 @@ def _nullable(values: np.ndarray, present: np.ndarray, kind: pa.DataType) -> pa.
 
 
 def version_table(pool: JudgedPool, c: Confidences, p_correct: np.ndarray, kept: np.ndarray,
-                  policy: FilterPolicy, reviewers: np.ndarray | None = None) -> pa.Table:
+                  policy: FilterPolicy, reviewers: np.ndarray | None = None,
+                  certification_score: np.ndarray | None = None) -> pa.Table:
     """The kept rows as the version stores them, without their texts (ROW_SCHEMA), in pair id order.
     `reviewers`: per pool pair, how many reviewers decided it (0 where the judge did; `c` holds their choice as
     its direction); None: no pair was decided by reviewers."""
@@ -229,6 +233,9 @@ def version_table(pool: JudgedPool, c: Confidences, p_correct: np.ndarray, kept:
         "split": pa.array(split, pa.string()),
         "reviewers": _nullable(voted, voted > 0, pa.int32()),
         "reviewers_choice": _nullable(np.where(a, "a", "b"), voted > 0, pa.string()),
+        "certification_score": pa.nulls(len(kept), pa.float64()) if certification_score is None else
+        _nullable(np.round(np.nan_to_num(certification_score[kept]), 6), ~np.isnan(certification_score[kept]),
+                  pa.float64()),
     }, schema=ROW_SCHEMA)
 
 

@@ -73,18 +73,19 @@ def _safe_source_id(source: Source, row: dict[str, Any]) -> str | None:
     return nz.printable(sid) if isinstance(sid, str) else None
 
 
-def check_input_file(source: Source, path: Path | None, batch_size: int, limit: int | None = None) -> None:
+def check_input_file(source: Source, path: Path | None, batch_size: int, limit: int | None = None,
+                     max_row_bytes: int | None = None) -> None:
     """A local file (or a folder in the Hub's layout) that exists, in a format and encoding the reader takes,
     whose first batch has the source's columns (a file of another source is refused before anything runs).
     Damage further in is left to the ingest, which lands what is whole and says where the file is damaged."""
-    from common.errors import NotFoundError
-    from tasks.ingest.read import SourceDamagedError, read_path
+    from common.errors import InvalidInputError, NotFoundError
+    from tasks.ingest.read import SourceDamagedError, input_fault, read_path
 
     if path is None:
         return
-    if not (path.is_file() or path.is_dir()):  # not a pipe or a device either: reading one would block
-        raise NotFoundError(f"{path}: no such file")
-    batches = read_path(path, source.config, source.splits, batch_size)  # a folder: its config, from its card
+    if (fault := input_fault(path)) is not None:  # not a pipe or a device either: reading one would block
+        raise (NotFoundError if fault == "no such file" else InvalidInputError)(f"{path}: {fault}")
+    batches = read_path(path, source.config, source.splits, batch_size, max_row_bytes)  # a folder: its card's config
     try:
         first = next(iter(batches), None)
     except SourceDamagedError:

@@ -3,6 +3,8 @@ Hub's commit, pinned on first use so that every later run reads the same rows un
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,9 +12,38 @@ from pathlib import Path
 from tenacity import Retrying, stop_after_attempt, wait_exponential
 
 from common.settings import Settings
-from tasks.ingest.read import RawBatch, SourceReadError, file_revision, read_source, resolve_hub_revision
+from tasks.ingest.read import (
+    RawBatch,
+    SourceReadError,
+    file_revision,
+    input_fault,
+    read_source,
+    resolve_hub_revision,
+)
 from tasks.ingest.sources import Source
 from warehouse.ingest import IngestStore
+
+# The keys of a declaration that change what its rows become: a change of any is a new revision of the source, so
+# that an unchanged file is read again under a fixed column mapping or label rule (license and description only
+# update the facts; where the rows live is the revision itself).
+READING_KEYS = ("format", "config", "splits", "columns", "label", "models", "domain", "language")
+
+
+def declaration_digest(source: Source) -> str | None:
+    """A short hash of what a declared source's declaration says of reading its rows (`READING_KEYS`, as declared:
+    `auto` before the format is told); None for a built-in source."""
+    if source.declaration is None:
+        return None
+    said = {key: source.declaration.get(key) for key in READING_KEYS}
+    return hashlib.blake2b(json.dumps(said, sort_keys=True, default=str).encode(), digest_size=6).hexdigest()
+
+
+def run_revision(source: Source, revision: str) -> str:
+    """The revision a run of `source` records and compares with earlier runs: what it reads (a file's hash, a Hub
+    commit), and for a declared source `+decl:` and its declaration's digest, so that a changed declaration of
+    an unchanged file is a changed input."""
+    digest = declaration_digest(source)
+    return revision if digest is None else f"{revision}+decl:{digest}"
 
 
 def known_revision(source: Source, pinned: str | None) -> str | None:
@@ -29,9 +60,9 @@ def resolve_revision(source: Source, requested: str | None, pinned: str | None, 
     commit, else the earlier pin; without one, the source's declared branch or tag, else main, resolved now).
     Resolving a Hub ref is retried: the Hub may be briefly unreachable."""
     if path is not None:
-        if not Path(path).exists():
-            raise SourceReadError(f"{path}: no such file or folder")
-        return file_revision(Path(path))
+        if (fault := input_fault(Path(path))) is not None:
+            raise SourceReadError(f"{path}: {fault if fault != 'no such file' else 'no such file or folder'}")
+        return file_revision(Path(path), source.config, source.splits)
     if requested is None and (known := known_revision(source, pinned)) is not None:
         return known
     for attempt in Retrying(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=2, max=30),
@@ -54,4 +85,5 @@ def source_batches(source: Source, path: str | None, revision: str, settings: Se
     return read_source(
         source.hub_id, source.config, source.splits, path=Path(path) if path else None, revision=revision,
         batch_size=settings.batch_size, retries=settings.hub_retries, retry_wait=settings.hub_retry_wait,
+        max_row_bytes=settings.row_byte_limit,
     )

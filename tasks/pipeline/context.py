@@ -86,7 +86,7 @@ class PipelineRun(RunContext):
                 name, path = parse_source(spec)
                 source = get_source(name, kind="pairs", settings=self.settings)
                 check_input_file(source, Path(path) if path else source.local_path, self.settings.batch_size,
-                                 self.limit)
+                                 self.limit, self.settings.row_byte_limit)
         load_policy(Path(self.policy_path) if self.policy_path else None)
         if "judge" not in self.skip and self.judges_in_rounds:
             from tasks.curate.policy import rounds_policy

@@ -150,7 +150,9 @@ def bias_markdown(bias: dict[str, Any] | None, pairs_judged: int | None = None, 
 # -- a certified version's guarantee (`stats.certification`, `tasks.curate.certification.certification_report`) --
 
 CERTIFIED_ON = {"audit": "from a review audit of the sources it sampled",
-                "source": "from each source's own clear labels, each source's pairs certified on its own"}
+                "source": "from each source's own clear labels, each source's pairs certified on its own",
+                "mixed": "from a review audit of the sources it sampled and each other source's own clear labels, "
+                         "each source's pairs certified on its own"}
 SCORED_BY = {"p_correct": "p_correct of a model fitted on the other labelled pairs (never on a held-out one)",
              "confidence": "the judge's own confidence (too few other labelled pairs for a model)"}
 CURVE_ROWS = 8  # thresholds shown of the risk-coverage curve, the certified one among them
@@ -250,6 +252,12 @@ def guarantee_paragraph(cert: dict[str, Any] | None) -> str:
         text.append(f"{count(reviewed)} pairs are kept with their reviewers' choice.")
     for name, why in sorted((cert.get("excluded_labels") or {}).items()):
         text.append(f"The labels of {name} do not calibrate: {why}.")
+    leaning = (cert.get("score") or {}).get("leans_on")
+    if leaning:
+        explained = cert["score"]["explained"]
+        text.append(f"The score that selected these pairs follows the chosen answer's {leaning} more than the judge's "
+                    f"verdicts (it explains {explained[leaning]:.0%} of the score's variance, the judge's margin "
+                    f"{explained['judge_margin']:.0%}): the selection leans on {leaning}.")
     if cert.get("estimated_agreement") is not None:
         text.append(f"The held-out pairs the certified thresholds accept agree {percent(cert['estimated_agreement'])} "
                     "of the time: an estimate, not a bound.")
@@ -300,6 +308,10 @@ def certification_markdown(cert: dict[str, Any], stats: dict[str, Any]) -> str:
         f"| pairs certified / judged (coverage) | {count(cert['accepted'])} / {count(cert['judged'])} "
         f"({percent(cert['coverage'])}) |",
     ]
+    score = cert.get("score")
+    if score:
+        lines.append(f"| the score (each row's `certification_score`, not the judge's `p_correct`) reads | "
+                     f"{'; '.join(score['features'])} |")
     if cert.get("attempt"):
         attempts = cert.get("attempts", cert["attempt"])
         lines.append(f"| attempt on these labels (attempts so far) | {cert['attempt']} ({attempts}), tested at risk "
@@ -330,7 +342,7 @@ def certification_markdown(cert: dict[str, Any], stats: dict[str, Any]) -> str:
                          f"{threshold_text(p['threshold']) if p['certified'] else '–'} | "
                          f"{count(p['calibration_accepted'])} / {count(p['calibration_disagreements'])} | "
                          f"{'yes' if p['certified'] else 'no'} |")
-    if cert["labels"] == "source":
+    if cert["labels"] in ("source", "mixed"):
         mix = cert.get("population") or {}
         lines += ["", f"Certified on each source's clear labels, the guarantee covers that source's pairs like those: "
                   f"{percent(mix.get('labelled_share'))} of the judged pool ({count(mix.get('labelled'))} of "

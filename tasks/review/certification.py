@@ -10,6 +10,7 @@ split: no label), else its clear source label. A calibration pair's label never 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,12 +18,14 @@ import numpy as np
 
 from tasks.curate.calibration import clear_human_directions
 from tasks.curate.certification import (
+    AUDIT_SUFFIX,
     CertificationLabels,
     Certified,
     calibration_pairs,
     certification_report,
     certify_pool,
     labelled_mix,
+    score_leaning,
 )
 from tasks.curate.confidence import Confidences
 from tasks.curate.label_roles import CertificationHistory, attempt_of, labels_digest, role_conflict
@@ -76,19 +79,26 @@ def judge_like_sources(source: np.ndarray, label: np.ndarray, direction: np.ndar
     return out
 
 
+AUDIT_MIN_PER_SOURCE = 30  # decided audit pairs a source needs before its audit, not its own labels, calibrates it
+
+
 def certification_labels(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy,
                          facts: Mapping[str, SourceFacts]) -> CertificationLabels:
     """Which labels calibrate, which train, and whose pairs each calibration covers (`c`: the judge's own
     confidences; `facts`: each source's, as the warehouse stores them: its clear label says which source labels are
-    clear, `human_labels` whether people gave them).
+    clear, `human_labels` whether people gave them). One population per source:
 
     - A review audit calibrates once at least `min_audit_reviews` of its pairs are decided (by at least
-      `audit_votes` votes each) by at least `min_audit_reviewers` distinct reviewers. Drawn uniformly from the
-      judged pool, it covers every source it sampled, as one population.
-    - Otherwise each source with people's clear labels calibrates its own pairs, one population per source, δ split
-      over them. A model's labels (`human_labels` false: a rating model's, a published version's picks read back)
-      never calibrate, and a source whose labels agree with the judge far above the others (`judge_like_sources`)
-      is left out unless `judge_like_labels = "trust"`. Every other label trains."""
+      `audit_votes` votes each) by at least `min_audit_reviewers` distinct reviewers. A uniform sample of the judged
+      pool (or of one source's pairs: `review push --select audit --source NAME`) is a uniform sample of each source
+      it sampled: each such source with at least AUDIT_MIN_PER_SOURCE decided audit pairs is calibrated by its own
+      audit pairs, whatever labels it carries.
+    - Every other source with people's clear labels calibrates its own pairs. A model's labels (`human_labels` false:
+      a rating model's, a published version's picks read back) never calibrate, and a source whose labels agree with
+      the judge far above the others (`judge_like_sources`) is left out unless `judge_like_labels = "trust"`.
+
+    δ is split over the populations that could calibrate (fixed from counts, before any label's value is read).
+    Every label that does not calibrate trains."""
     source = clear_human_directions(pool.source, pool.human_label, pool.both_bad, facts)
     reviewed = reviews.direction()
     training = np.where(reviews.reviewed, reviewed, source).astype(np.int8)
@@ -96,12 +106,11 @@ def certification_labels(pool: JudgedPool, c: Confidences, reviews: PoolReviews,
     audit &= reviews.reviewers >= policy.audit_votes
     voters = set().union(*(reviews.voters.get(int(i), frozenset()) for i in np.flatnonzero(audit))) \
         if audit.any() else set()
+    audited: list[str] = []
     if int(audit.sum()) >= policy.min_audit_reviews and len(voters) >= policy.min_audit_reviewers:
-        sampled = set(pool.source[reviews.selected.get("audit", np.zeros(len(pool), bool))].tolist())
-        population = np.where(np.isin(pool.source, list(sampled)), "review audit", "").astype(object)
-        return CertificationLabels(np.where(audit, reviewed, 0).astype(np.int8), training, "audit", 1.0,
-                                   population, 1)
-    names = sorted(set(pool.source.tolist()))
+        found = Counter(pool.source[audit].tolist())
+        audited = sorted(n for n, k in found.items() if k >= AUDIT_MIN_PER_SOURCE or len(found) == 1)
+    names = sorted(set(pool.source.tolist()) - set(audited))
     candidates = [n for n in names if facts_in(facts, n).human_labels and (source[pool.source == n] != 0).any()]
     excluded = {n: "its labels are not people's (human_labels is false)" for n in names
                 if not facts_in(facts, n).human_labels and (source[pool.source == n] != 0).any()}
@@ -110,10 +119,13 @@ def certification_labels(pool: JudgedPool, c: Confidences, reviews: PoolReviews,
     if policy.judge_like_labels == "exclude":
         excluded.update({n: f"{why}: they may copy the judge" for n, why in copying.items()})
     trusted = [n for n in candidates if n not in excluded]
-    calibration = np.where(np.isin(pool.source, trusted), source, 0).astype(np.int8)
-    population = np.where(np.isin(pool.source, trusted), pool.source, "").astype(object)
-    return CertificationLabels(calibration, training, "source", policy.calibration_share, population,
-                               len(candidates), excluded)
+    by_audit = np.isin(pool.source, audited)
+    by_source = np.isin(pool.source, trusted)
+    calibration = np.where(by_audit, np.where(audit, reviewed, 0), np.where(by_source, source, 0)).astype(np.int8)
+    population = np.where(by_audit, pool.source + AUDIT_SUFFIX, np.where(by_source, pool.source, "")).astype(object)
+    kind = "audit" if audited and not trusted else "mixed" if audited else "source"
+    return CertificationLabels(calibration, training, kind, 1.0 if kind == "audit" else policy.calibration_share,
+                               population, len(audited) + len(candidates), excluded, by_audit)
 
 
 def certified_pairs(pool: JudgedPool, c: Confidences, reviews: PoolReviews, policy: FilterPolicy,
@@ -163,7 +175,8 @@ def certify_version(pool: JudgedPool, c: Confidences, reviews: PoolReviews, poli
     judged = c.verdicts > 0
     report = {**certification_report(certified, int(judged.sum()), pool.source),
               "risk": policy.risk, "attempt": attempt["attempt"], "risk_spent": attempt["risk_spent"],
-              "min_audit_reviews": policy.min_audit_reviews, "population": labelled_mix(pool, certified.labels, judged)}
+              "min_audit_reviews": policy.min_audit_reviews, "population": labelled_mix(pool, certified.labels, judged),
+              "score": score_leaning(pool, c, certified)}
     attempt["certified"] = bool(report["certified"])
     if report["certified"]:
         report["uncertified"] = review_queue(pool, c, certified, reviews)

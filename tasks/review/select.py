@@ -56,10 +56,11 @@ class Candidates:
 
     @classmethod
     def of_pool(cls, pool: JudgedPool, judge: Confidences, p_correct: np.ndarray,
-                certified: Certified | None = None) -> Candidates:
+                certified: Certified | None = None, among: np.ndarray | None = None) -> Candidates:
         """The judged pairs of a pool (`judge`: the judge's own confidences; `p_correct` per pool pair, NaN where
-        there is none; `certified`: a certified version's certification, computed again)."""
-        idx = np.flatnonzero(judge.verdicts > 0)
+        there is none; `certified`: a certified version's certification, computed again; `among`: bool per pair,
+        the pairs a selection may draw from, e.g. one source's for its own audit)."""
+        idx = np.flatnonzero((judge.verdicts > 0) & (True if among is None else among))
 
         def order_mean(ab: bool) -> np.ndarray:
             mine = pool.v_ab == ab

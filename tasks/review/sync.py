@@ -140,10 +140,12 @@ def open_project(store: ReviewStore, ls: LabelStudio, title: str, annotators_per
     return project, key, created
 
 
-def version_candidates(wh: Warehouse, name: str, version: int, selection: str) -> tuple[Candidates, str]:
+def version_candidates(wh: Warehouse, name: str, version: int, selection: str,
+                       sources: list[str] | None = None) -> tuple[Candidates, str]:
     """The judged pool of a version's judge configuration as selections read it, as it is now (p_correct fitted
     again over it, the reviews so far among its labels; for `uncertified`, the version's certification computed
-    again), and that configuration's id. `uncertified` of a version without a target: `NotCertifiedVersion`."""
+    again), and that configuration's id; `sources`: draw from these sources' pairs only (a source's own audit is a
+    uniform sample of its pairs). `uncertified` of a version without a target: `NotCertifiedVersion`."""
     meta = wh.versions.version_meta(name, version)
     if meta is None:
         raise NotFoundError(f"{name} has no version {version}")
@@ -156,7 +158,13 @@ def version_candidates(wh: Warehouse, name: str, version: int, selection: str) -
     spent = ((meta.get("stats") or {}).get("certification") or {}).get("risk_spent")  # the risk its attempt was tested at
     certified = (certified_pairs(read.pool, read.judge, read.reviews, policy, read.facts, spent)
                  if selection == "uncertified" else None)
-    return Candidates.of_pool(read.pool, read.judge, p_correct, certified), meta["judge_config_id"]
+    among = None
+    if sources:
+        unknown = sorted(set(sources) - set(read.pool.source.tolist()))
+        if unknown:
+            raise NotFoundError(f"{name} v{version}'s judged pool has no pair from {', '.join(map(repr, unknown))}")
+        among = np.isin(read.pool.source, sources)
+    return Candidates.of_pool(read.pool, read.judge, p_correct, certified, among), meta["judge_config_id"]
 
 
 def plan(store: ReviewStore, key: str, name: str, version: int, selection: str, limit: int,

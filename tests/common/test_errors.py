@@ -44,3 +44,11 @@ def test_validated_raises_the_callers_error_class_and_labels():
 
     with pytest.raises(KnobError, match=r"^bad: KNOB_AT_LEAST = 0: input should be greater than or equal to 1"):
         validated(Knobs, {"at_least": 0}, "bad", KnobError, label=lambda f: f"KNOB_{f.upper()}")
+
+
+def test_shown_escapes_what_a_terminal_would_act_on_or_hide():
+    from common.errors import shown
+
+    assert shown("a\nb\r\x1b[31mred\x7f\x9b\u2028\u202e\u2066\u200b\ufeff") == \
+        "a\\nb\\r\\x1b[31mred\\x7f\\x9b\\u2028\\u202e\\u2066\\u200b\\ufeff"
+    assert shown("café 日本 🙂 [x] 'q'") == "café 日本 🙂 [x] 'q'"  # everything else as it is

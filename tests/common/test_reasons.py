@@ -431,3 +431,15 @@ def test_the_scan_finds_reasons_in_every_place_they_are_given():
         (42, "{...}: {...}"): ("{'reason': ...}", "NOT REGISTERED"),
         (39, "unreadable ({...})"): ("quarantine(...)", "NOT REGISTERED"),
     }
+
+
+def test_every_reason_the_quarantine_page_lists_is_registered():
+    """docs/validation-and-quarantine.md lists the reasons each stage gives: each is one `lookup` knows."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "validation-and-quarantine.md").read_text(encoding="utf-8")
+    stages = page.split("Stages and the reasons they give:", 1)[1].split("\n## ", 1)[0]
+    said = [t for t in re.findall(r"`([^`]+)`", stages)
+            if t not in ("read", "raw", "adapter", "pair") and "/" not in t and not t.isupper() and "_" in t + ":"]
+    assert "row_too_large(<=N bytes)" in said and len(said) > 30
+    assert [t for t in said if lookup(t) is None] == []

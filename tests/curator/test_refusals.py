@@ -162,6 +162,8 @@ BAD_POLICIES = {
     "fifo": (None, "fifo: cannot read the policy: not a regular file"),
     "/dev/zero": (None, "/dev/zero: cannot read the policy: not a regular file"),
     "folder": (None, "folder: cannot read the policy: not a regular file"),
+    "deep.toml": (b"x = " + b"[" * 1000 + b"]" * 1000 + b"\n", "deep.toml: cannot read the policy: nested deeper"),
+    "loop.toml": (None, "loop.toml: cannot read the policy: Too many levels of symbolic links"),
 }
 
 
@@ -171,6 +173,8 @@ def _bad_policy(place, name: str) -> str:
         os.mkfifo(place / name)  # no writer: opening it to read would block
     elif name == "folder":
         (place / name).mkdir()
+    elif name == "loop.toml":
+        (place / name).symlink_to(place / name)
     elif content is not None:
         (place / name).write_bytes(content)
     return name
@@ -286,3 +290,31 @@ def test_a_target_that_fills_up_while_written_is_one_line(dashboard_warehouse, t
     assert report["code"] == 2 and len(lines) == 1 and not any("Traceback" in x for x in lines), lines
     assert lines[0].startswith("error: cannot publish to small/dash/v2-"), lines
     assert "No space left on device" in lines[0], lines
+
+
+@pytest.mark.parametrize(("toml", "said"), [
+    ('[sources."a\\nb"]\npath = "a.jsonl"\nlicense = "mit"\n', "[sources.a\\nb] name: not a valid source name"),
+    ('[sources.x]\npath = "a.jsonl"\nlicense = "mit"\ndescription = "\\u001b[2J"\n',
+     "control character \\x1b (a string ('\\x1b[2J'))"),
+    ("[sources.x]\nlabel = { a = " + "[" * 1000 + "]" * 1000 + " }\n", "not valid TOML: nested deeper than 16 levels"),
+])
+def test_a_hostile_sources_file_is_one_escaped_line(tmp_path, toml, said):
+    (tmp_path / "s.toml").write_text(toml)
+    line, _ = _refusal("sources", "--sources-file", "s.toml", cwd=tmp_path)
+    assert said in line and "\x1b" not in line, line
+
+
+@pytest.mark.parametrize("kind", ["loop", "fifo", "device"])
+def test_a_declared_path_that_is_no_file_says_what_it_is(tmp_path, kind):
+    path = {"loop": tmp_path / "loop.jsonl", "fifo": tmp_path / "fifo.jsonl", "device": tmp_path / "zero.jsonl"}[kind]
+    if kind == "loop":
+        path.symlink_to(path)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    (tmp_path / "s.toml").write_text(f'[sources.x]\npath = "{path.name}"\nformat = "trl"\nlicense = "mit"\n')
+    line, _ = _refusal("ingest", "--source", "x", "--sources-file", "s.toml", "--warehouse", "w.duckdb", cwd=tmp_path)
+    said = {"loop": "cannot read it: Too many levels of symbolic links", "fifo": "not a regular file or folder but a FIFO",
+            "device": "not a regular file or folder but a device"}[kind]
+    assert f"{path.name}: {said}" in line and "no such file" not in line, line

@@ -103,6 +103,11 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
         rows = wh.versions.version_rows("sure", summary["version"])
         meta = wh.versions.version_meta("sure", summary["version"])
     assert {r["pair_id"] for r in rows} == _accepted_anew(judged, {"target_agreement": 0.9, "risk": 0.05})
+    # each row carries the score that certified it, at least its population's threshold, apart from p_correct
+    threshold = cert["populations"]["helpsteer3"]["threshold"]
+    assert all(r["certification_score"] is not None and (threshold is None or r["certification_score"] >= threshold)
+               for r in rows)
+    assert cert["score"]["leans_on"] is None and "log length ratio" in "; ".join(cert["score"]["features"])
     assert summary["rows"] == cert["accepted"] == cert["kept_certified"] and cert["kept_by_reviewers"] == 0
     assert stats["dropped"] == ({"not_certified": cert["judged"] - cert["accepted"]}
                                 if cert["accepted"] < cert["judged"] else {})
@@ -127,6 +132,9 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
         "that every attempt together stays within 0.05). The held-out pairs the certified thresholds accept agree "
         f"{percent(cert['estimated_agreement'])} of the time: an estimate, not a bound.")
     section = card.split("## Certified agreement", 1)[1].split("\n## ", 1)[0]
+    assert "| the score (each row's `certification_score`, not the judge's `p_correct`) reads |" in section
+    dpo = pq.read_table(next((folder / "data" / "dpo").glob("*.parquet")))
+    assert "certification_score" in dpo.column_names and None not in dpo.column("certification_score").to_pylist()
     assert ("| estimated agreement of the accepted held-out pairs (an estimate, not a bound) | "
             f"{percent(cert['estimated_agreement'])} |") in section
     assert "Clopper-Pearson (exact binomial), one-sided" in section
@@ -287,8 +295,8 @@ def test_pairs_reviewers_decided_are_kept_with_their_choice(judged, tmp_path):
     for config in ("dpo", "rm", "helpsteer3"):
         exported = pa.concat_tables([pq.read_table(f) for f in sorted((folder / "data" / config).glob("*.parquet"))])
         by_pair = {r["pair_id"]: r for r in exported.to_pylist()}
-        assert len(by_pair) == after["rows"] and exported.schema.names[-3:] == ["reviewed", "reviewers_choice",
-                                                                                  "reviewers"]
+        assert len(by_pair) == after["rows"] and exported.schema.names[-4:] == ["reviewed", "reviewers_choice",
+                                                                                  "reviewers", "certification_score"]
         for pair, r in by_pair.items():
             side = decisions.get(pair)
             if side in ("a", "b"):

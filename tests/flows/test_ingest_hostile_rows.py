@@ -111,3 +111,26 @@ def test_a_utf8_byte_order_mark_does_not_cost_the_first_row(tmp_path, warehouse_
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     s = ingest("helpsteer3", path=str(path), warehouse=str(warehouse_path))
     assert s["read"] == 20 and s["valid"] == 20
+
+
+def test_a_row_over_the_size_limit_is_quarantined_by_name_and_the_batch_lands(tmp_path, warehouse_path, monkeypatch):
+    """CURATE_MAX_ROW_BYTES (a small one here; by default far more than the judge could read): the row is
+    quarantined while it is read, with its size, and every other row of its batch lands."""
+    from common.settings import get_settings
+
+    monkeypatch.setenv("CURATE_MAX_ROW_BYTES", "20000")
+    get_settings.cache_clear()
+    lines = list(synth_lines("helpsteer3", 60, 5, pair_bytes=500, exact_dup_rate=0, near_dup_rate=0, bad_rate=0))
+    big = json.loads(lines[0])
+    big["response1"] = "long answer " * 5000
+    lines.insert(30, json.dumps(big))
+    path = tmp_path / "hs.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    try:
+        s = ingest("helpsteer3", path=str(path), warehouse=str(warehouse_path), batch_size=BATCH)
+    finally:
+        get_settings.cache_clear()
+    assert s["quarantined"] == {"row_too_large(<=20,000 bytes)": 1} and s["valid"] == 60 and s["read"] == 61
+    with Warehouse(warehouse_path, read_only=True) as wh:
+        (position, stage, detail), = wh.query("SELECT position, stage, detail FROM quarantine")
+    assert (position, stage, detail) == ("hs.jsonl:31", "read", f"{len(lines[30]):,} bytes")

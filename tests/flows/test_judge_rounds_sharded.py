@@ -198,7 +198,7 @@ def test_a_shard_that_fails_leaves_the_others_to_finish_and_its_pairs_are_asked_
     failed = {p.pair_id for p in read_work(*Exchange.of_work(
         str(exchange / "plans" / s["rounds"][1]["plan_id"] / "shard-1-of-3.parquet"))).pairs}
     second = set()
-    for f in (exchange / "plans" / s["rounds"][2]["plan_id"]).glob("*.parquet"):
+    for f in (exchange / "plans" / s["rounds"][2]["plan_id"]).glob("shard-*.parquet"):
         work = read_work(*Exchange.of_work(str(f)))
         second |= {p for p, slots in work.wanted.items() if ("ba", 0) in slots}
     assert failed and failed <= second

@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +21,14 @@ from typing import Any
 
 import yaml
 
-from common.files import UnreadableTextError, read_small_text
+from common.errors import CONTROL, shown
+from common.files import NotTomlError, UnreadableTextError, read_small_toml
+from schemas.checks import visible_text
 from tasks.ingest.declared.model import AUTO, FORMAT_NAMES, Declaration, DeclarationError, Format
 
 MAX_SOURCES_BYTES = 1 << 20  # a declaration is a few hundred bytes a source
+# every command that reads the file checks each declaration (a millisecond or less each): a bound on what it costs
+MAX_DECLARED_SOURCES = 1000
 # a source's name is a warehouse value, a flow parameter, a Prefect artifact key and a `curate run --source NAME=FILE`
 # spec: lowercase letters, digits, '-' and '_', no '=' or '.'
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
@@ -80,13 +83,11 @@ def read_declarations(path: Path, formats: Mapping[str, Format], builtin: Collec
     """Every source `path` declares, by name, in the file's order; a mistake anywhere is a `DeclarationError`.
     `formats`: the formats by name; `builtin`: the names a declaration may not take."""
     try:
-        text = read_small_text(path, MAX_SOURCES_BYTES, "a sources file")
+        data = read_small_toml(path, MAX_SOURCES_BYTES, "a sources file")
+    except NotTomlError as err:
+        raise DeclarationError(f"{path}: not valid TOML: {err}") from None
     except UnreadableTextError as err:
         raise DeclarationError(f"{path}: cannot read the sources: {err}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise DeclarationError(f"{path}: not valid TOML: {err}") from None
     return parse_declarations(data, path, formats, builtin)
 
 
@@ -101,6 +102,9 @@ def parse_declarations(data: Mapping[str, Any], origin: Path, formats: Mapping[s
     if not isinstance(tables, dict):
         given = "an array of tables [[sources]]" if isinstance(tables, list) else f"sources = {tables!r}"
         raise DeclarationError(f"{origin}: the file holds [sources.NAME] tables, not {given}")
+    if len(tables) > MAX_DECLARED_SOURCES:
+        raise DeclarationError(f"{origin}: {len(tables):,} [sources.NAME] tables: a sources file declares at most "
+                               f"{MAX_DECLARED_SOURCES:,} sources")
     found: dict[str, Declaration] = {}
     mistakes: list[DeclarationError] = []
     for name, table in tables.items():
@@ -131,8 +135,11 @@ def parse_declaration(name: str, table: Any, origin: Path, formats: Mapping[str,
         if key not in KEYS:
             raise where.refuse(key, "unknown key" + (_nearest(key, KEYS) or f" (keys: {', '.join(KEYS)})"))
     for key in TEXT_KEYS:
-        if key in table and (not isinstance(table[key], str) or (key != "description" and not table[key].strip())):
+        if key in table and (not isinstance(table[key], str) or (key != "description" and not visible_text(table[key]))):
             raise where.refuse(key, f"a non-empty string, not {_shown(table[key])}")
+        if key in table and (found := CONTROL.search(table[key])):
+            raise where.refuse(key, f"one line of plain text, not one holding the control character "
+                                    f"{shown(found.group())} ({_shown(table[key])})")
     for key in MAPPING_KEYS:
         if key in table:
             _check_mapping(where, key, table[key])

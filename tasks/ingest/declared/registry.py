@@ -12,14 +12,14 @@ from pathlib import Path
 from common.errors import NotFoundError
 from common.settings import Settings, get_settings
 from tasks.ingest.declared.declaration import read_declarations
-from tasks.ingest.declared.model import AUTO, Format
+from tasks.ingest.declared.model import AUTO, Declaration, DeclarationError, Format
 from tasks.ingest.declared.source import DETECTED, Detect, declaration_of, declared_source, settle_format
 from tasks.ingest.read import RawBatch
 from tasks.ingest.sources.base import Source
 
 SOURCES_FILE_NAME = "sources.toml"
 
-_CACHE: dict[tuple, dict[str, Source]] = {}
+_CACHE: dict[tuple, DeclaredSources] = {}
 
 
 def formats() -> tuple[Mapping[str, Format], Detect]:
@@ -38,7 +38,7 @@ def sources_file(settings: Settings | None = None) -> tuple[Path, bool]:
     return Path(settings.warehouse).parent / SOURCES_FILE_NAME, False
 
 
-def declared_sources(settings: Settings | None, builtin: Collection[str]) -> dict[str, Source]:
+def declared_sources(settings: Settings | None, builtin: Collection[str]) -> Mapping[str, Source]:
     """The sources the settings' sources file declares, by name in the file's order ({} without a file); none may
     take a name of `builtin`. The file is read again only when it changed."""
     path, named = sources_file(settings)
@@ -49,14 +49,35 @@ def declared_sources(settings: Settings | None, builtin: Collection[str]) -> dic
             raise NotFoundError(f"{path}: no such file (the sources file CURATE_SOURCES_FILE or --sources-file "
                                 "names)") from None
         return {}
+    except OSError as err:  # a symlink loop, a folder it cannot enter: the file is there but cannot be read
+        raise DeclarationError(f"{path}: cannot read the sources: {err.strerror or err}") from None
     known, detect = formats()
     key = (str(path.resolve()), st.st_mtime_ns, st.st_size, st.st_ino, id(known))
     if key not in _CACHE:
         decls = read_declarations(path, known, builtin=builtin)
         _CACHE.clear()  # one file at a time: a process reads one
-        _CACHE[key] = {name: declared_source(d, None if d.format == AUTO else known[d.format])
-                       for name, d in decls.items()}
-    return dict(_CACHE[key])
+        _CACHE[key] = DeclaredSources(decls, known)
+    return _CACHE[key]
+
+
+class DeclaredSources(Mapping[str, Source]):
+    """The declared sources by name, in the file's order, each made a `Source` when first asked for: a command
+    that reads one source of a file of hundreds builds that one (a `Source` builds its raw schema)."""
+
+    def __init__(self, decls: Mapping[str, Declaration], known: Mapping[str, Format]):
+        self._decls, self._known, self._built = dict(decls), known, {}
+
+    def __getitem__(self, name: str) -> Source:
+        if name not in self._built:
+            d = self._decls[name]
+            self._built[name] = declared_source(d, None if d.format == AUTO else self._known[d.format])
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._decls)
+
+    def __len__(self) -> int:
+        return len(self._decls)
 
 
 def with_format_settled(source: Source, batches: Iterator[RawBatch]) -> tuple[Source, Iterator[RawBatch]]:

@@ -5,6 +5,7 @@ it); and what the readers of a warehouse read a pair's source by: the facts stor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from common.errors import InvalidInputError, choices
@@ -23,7 +24,7 @@ SOURCES: dict[str, Source] = {
 PAIR_SOURCES: tuple[str, ...] = tuple(name for name, s in SOURCES.items() if s.kind == "pairs")
 
 
-def declared_sources(settings: Settings | None = None) -> dict[str, Source]:
+def declared_sources(settings: Settings | None = None) -> Mapping[str, Source]:
     """The sources the settings' sources file declares ({} when there is none)."""
     from tasks.ingest.declared.registry import declared_sources as declared
 

@@ -32,7 +32,6 @@ fix): here it only breaks ties, and the revision read is pinned on first use lik
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +39,7 @@ from typing import Any
 import pandera.pandas as pa
 
 from common.reasons import AdapterRejection, ReadFault, SchemaCheck, ValueFault, column_reason
-from schemas.checks import is_str_or_none, text_not_empty, value_faults
+from schemas.checks import finite_number, is_str_or_none, text_not_empty, value_faults
 from schemas.pair import HUMAN_LABEL_MAX, CandidatePair, Rejection, model_names
 from schemas.raw import element_check, text_column
 from tasks.ingest.latent import latent_quality
@@ -95,10 +94,7 @@ def pair_source_id(row_id: str, better: int, worse: int) -> str:
     return f"{row_id}:{better}>{worse}"
 
 
-def _number(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return None
-    return float(v)
+_number = finite_number  # an integer past a float's range is no usable score
 
 
 def rate(position: int, completion: Any, models: Any) -> Rated | Rejection:

@@ -283,3 +283,122 @@ def test_a_damaged_file_read_with_a_limit_before_the_damage_is_no_error(tmp_path
     _parquet_with_groups(path, _rows(40), 10)
     _damage_group(path, 3)
     assert sum(len(b) for b in rd.limit_rows(rd.read_local(path, 10), 25)) == 25
+
+
+def _folder(tmp_path, data_files: str, rows=5):
+    """A folder whose card's `dpo` config names `data_files`, with a file inside it and one outside it."""
+    folder, outside = tmp_path / "f", tmp_path / "outside"
+    (folder / "data").mkdir(parents=True)
+    outside.mkdir()
+    for f in (folder / "data" / "train.jsonl", outside / "secret.jsonl"):
+        f.write_text("".join(json.dumps(r) + "\n" for r in _rows(rows)))
+    (folder / "README.md").write_text(f"---\nconfigs:\n- config_name: dpo\n  data_files: {data_files}\n---\n")
+    return folder, outside
+
+
+@pytest.mark.parametrize("data_files", [
+    "../outside/secret.jsonl", "'{outside}/secret.jsonl'", "../**/*.jsonl", "data/../../outside/secret.jsonl",
+    "hf://datasets/org/other/secret.jsonl", "'file:///{outside}/secret.jsonl'", "~/secret.jsonl",
+    "[{{split: train, path: ../outside/secret.jsonl}}]",
+])
+def test_a_folder_s_card_naming_a_file_outside_it_is_refused_naming_config_and_path(tmp_path, data_files):
+    folder, outside = _folder(tmp_path, data_files.format(outside=tmp_path / "outside"))
+    for call in (lambda: list(rd.read_folder(folder, "dpo", (), 10)), lambda: rd.folder_revision(folder, "dpo")):
+        with pytest.raises(rd.SourceReadError) as caught:
+            call()
+        message = str(caught.value)
+        assert message.startswith(f"{folder}: config 'dpo' names '") and "outside the folder" in message, message
+
+
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_a_link_inside_the_folder_to_a_file_outside_it_is_refused(tmp_path, link):
+    folder, outside = _folder(tmp_path, "data/**/*.jsonl" if link == "file" else "data/more/*.jsonl")
+    if link == "file":
+        (folder / "data" / "more.jsonl").symlink_to(outside / "secret.jsonl")
+    else:
+        (folder / "data" / "more").symlink_to(outside)
+    with pytest.raises(rd.SourceReadError, match=f"config 'dpo' names 'data/.*links to {outside}/secret.jsonl, "
+                                                 "outside the folder"):
+        list(rd.read_folder(folder, "dpo", (), 10))
+
+
+def test_a_folder_reads_and_hashes_exactly_the_files_its_card_names(tmp_path):
+    folder, _ = _folder(tmp_path, "[{split: train, path: data/train*.jsonl}, {split: test, path: data/t.jsonl}]")
+    (folder / "data" / "t.jsonl").write_text(json.dumps({"id": "t", "x": 0}) + "\n")
+    inner = folder / "data" / "inner"
+    inner.mkdir()
+    (inner / "link.jsonl").symlink_to(folder / "data" / "t.jsonl")  # a link that stays inside is read as any file
+    (folder / "README.md").write_text((folder / "README.md").read_text().replace("data/t.jsonl",
+                                                                                   "data/**/*.jsonl"))
+    assert {s: [f.relative_to(folder).as_posix() for f in fs] for s, fs in rd.folder_files(folder, None, ()).items()} \
+        == {"train": ["data/train.jsonl"], "test": ["data/inner/link.jsonl", "data/t.jsonl", "data/train.jsonl"]}
+    before = rd.folder_revision(folder, "dpo", ("train",))
+    (folder / "notes.jsonl").write_text("not read\n")  # a file the card does not name: the same revision
+    assert rd.folder_revision(folder, "dpo", ("train",)) == before
+    (folder / "data" / "t.jsonl").write_text("{}\n")  # a file of another split: the same revision of train
+    assert rd.folder_revision(folder, "dpo", ("train",)) == before != rd.folder_revision(folder, "dpo", ())
+    with (folder / "data" / "train.jsonl").open("a") as f:  # rows appended to a file it reads: a new one
+        f.write(json.dumps({"id": "new", "x": 1}) + "\n")
+    assert rd.folder_revision(folder, "dpo", ("train",)) != before
+    assert [len(b.rows) for b in rd.read_folder(folder, "dpo", ("train",), 100)] == [6]
+
+
+def test_a_folder_without_configs_or_a_split_it_lacks_is_refused(tmp_path):
+    folder, _ = _folder(tmp_path, "data/train.jsonl")
+    with pytest.raises(rd.SourceReadError, match="config 'dpo' has no split 'test': its splits are train"):
+        rd.folder_files(folder, "dpo", ("test",))
+    with pytest.raises(rd.SourceReadError, match="config 'dpo' names 'data/none.jsonl', which matches no file"):
+        (folder / "README.md").write_text("---\nconfigs:\n- config_name: dpo\n  data_files: data/none.jsonl\n---\n")
+        rd.folder_files(folder, "dpo", ())
+    (folder / "README.md").write_text("no card\n")
+    with pytest.raises(rd.SourceReadError, match="no README.md card whose configs name its data files"):
+        rd.folder_files(folder, None, ())
+
+
+def _with_a_big_row(rows: list[dict], at: int, size: int) -> list[dict]:
+    return [*rows[:at], {"id": "big", "x": "y" * size}, *rows[at:]]
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "jsonl.gz", "json", "parquet", "folder"])
+def test_a_row_over_the_limit_is_unreadable_with_its_size_and_the_others_are_read(tmp_path, kind):
+    rows = _with_a_big_row([{"id": str(i), "x": str(i)} for i in range(9)], 4, 5000)
+    path = tmp_path / f"in.{kind if kind != 'folder' else 'parquet'}"
+    if kind in ("parquet", "folder"):
+        pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=4)
+    elif kind == "json":
+        path.write_text(json.dumps(rows))
+    else:
+        with (gzip.open(path, "wt") if kind.endswith(".gz") else path.open("w")) as f:
+            f.write("".join(json.dumps(r) + "\n" for r in rows))
+    if kind == "folder":
+        (tmp_path / "README.md").write_text("---\nconfigs:\n- config_name: c\n  data_files: in.parquet\n---\n")
+        path = tmp_path
+    batches = list(rd.read_path(path, None, (), 3, max_row_bytes=2000))
+    assert [r["id"] for b in batches for r in b.rows] == [str(i) for i in range(9)]
+    (bad,) = [u for b in batches for u in b.unreadable]
+    assert bad.reason == "row_too_large(<=2,000 bytes)" and bad.error.endswith(" bytes") and "big" in bad.text
+    assert int(bad.error.split()[0].replace(",", "")) > 5000 and len(bad.text) < 5000
+    assert bad.position in ("in.jsonl:5", "in.jsonl.gz:5", "in.json[4]", "in.parquet[train][4]",
+                            f"{tmp_path}[train][4]")
+    assert sum(len(b) for b in batches) == 10
+
+
+def test_a_30_mb_line_with_the_default_limit_is_quarantined_without_holding_it(tmp_path):
+    import tracemalloc
+
+    from common.settings import Settings
+
+    path = tmp_path / "big.jsonl"
+    big = '{"id": "big", "prompt": "' + "y" * (30 << 20) + '"}'
+    with path.open("w") as f:
+        f.write(json.dumps({"id": "0", "x": 0}) + "\n")
+        f.write(big + "\r\n")
+        f.write(json.dumps({"id": "2", "x": 2}) + "\n")
+    tracemalloc.start()
+    batches = list(rd.read_local(path, 10, Settings().row_byte_limit))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [r["id"] for b in batches for r in b.rows] == ["0", "2"]
+    (bad,) = batches[0].unreadable
+    assert (bad.position, bad.error) == ("big.jsonl:2", f"{len(big):,} bytes")
+    assert peak < 3 * Settings().row_byte_limit  # the line is 30 MiB: never read whole

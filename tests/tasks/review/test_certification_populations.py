@@ -71,3 +71,51 @@ def test_labels_that_agree_with_the_judge_far_above_the_others_are_flagged():
     assert list(flagged) == ["odd"]
     fair = np.where(rng.random(500) < 0.78, direction[500:], -direction[500:])
     assert judge_like_sources(source, np.r_[honest, fair].astype(np.int8), direction) == {}
+
+
+def test_a_score_that_follows_length_rather_than_the_judge_says_so():
+    """People who prefer the longer answer and a judge that agrees with them by chance: what certifies is length,
+    and the report names it."""
+    pool = _pool(n=2000, seed=11)
+    rng = np.random.default_rng(5)
+    len_a = rng.integers(100, 4000, len(pool))
+    len_b = rng.integers(100, 4000, len(pool))
+    pool = replace(pool, source=np.full(len(pool), "labelled", dtype=object), len_a=len_a, len_b=len_b,
+                   human_label=np.where(len_a > len_b, 3.0, -3.0))
+    c = _confidences(pool)
+    found, report, _ = certify_version(pool, c, PoolReviews.none(len(pool)), make_policy({"target_agreement": 0.8}),
+                                       FACTS, "cfg")
+    assert report["certified"] and report["score"]["leans_on"] == "length"
+    assert report["score"]["explained"]["length"] > report["score"]["explained"]["judge_margin"]
+    honest = _pool(n=2000, seed=11)
+    honest = replace(honest, source=np.full(len(honest), "labelled", dtype=object))
+    c = _confidences(honest)
+    _, report, _ = certify_version(honest, c, PoolReviews.none(len(honest)), make_policy({"target_agreement": 0.8}),
+                                   FACTS, "cfg")
+    assert report["score"]["leans_on"] is None
+
+
+def test_a_source_without_labels_is_covered_by_its_own_audit():
+    """`review push --select audit --source vendor`: a uniform sample of the unlabelled source, decided by three
+    reviewers, certifies that source's pairs; the labelled source keeps its own labels."""
+    pool = _pool()
+    c = _confidences(pool)
+    truth = np.sign(np.nan_to_num(pool.human_label))  # what the reviewers prefer: the clear preference there is
+    pool = _mixed(pool, c)
+    c = _confidences(pool)
+    reviews = PoolReviews.none(len(pool))
+    vendor = np.flatnonzero((pool.source == "vendor") & (truth != 0))[:300]
+    reviews.selected["audit"][vendor] = True
+    reviews.outcome[vendor] = truth[vendor].astype(np.int8)
+    reviews.reviewers[vendor] = 1
+    reviews.voters.update({int(i): frozenset({f"r{i % 3}"}) for i in vendor})
+    policy = make_policy({"target_agreement": 0.8})
+    labels = certification_labels(pool, c, reviews, policy, FACTS)
+    assert labels.kind == "mixed" and labels.names() == ["labelled", "vendor (review audit)"]
+    found, report, _ = certify_version(pool, c, reviews, policy, FACTS, "cfg")
+    assert report["populations"]["vendor (review audit)"]["certified"]
+    assert set(pool.source[found.accepted].tolist()) == {"labelled", "vendor"}
+    assert "vendor" not in report["not_covered"]
+    # the same audit from one reviewer replaces nothing
+    reviews.voters.update({int(i): frozenset({"r0"}) for i in vendor})
+    assert certification_labels(pool, c, reviews, policy, FACTS).names() == ["labelled"]

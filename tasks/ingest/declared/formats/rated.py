@@ -18,14 +18,13 @@ row's other responses are still paired. Only the first `CURATE_MAX_COMPLETIONS_P
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import pandera.pandas as pa
 
 from common.reasons import AdapterRejection, ReadFault, SchemaCheck, ValueFault, column_reason
-from schemas.checks import text_not_empty, value_faults
+from schemas.checks import finite_number, text_not_empty, value_faults
 from schemas.pair import HUMAN_LABEL_MAX, CandidatePair, Rejection, model_names
 from schemas.raw import element_check
 from tasks.ingest.declared.formats.hh import prompt_history
@@ -68,10 +67,7 @@ class Rule:
         return min(round(HUMAN_LABEL_MAX * gap / self.width, 6), HUMAN_LABEL_MAX)
 
 
-def _number(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return None
-    return float(v) if math.isfinite(v) else None
+_number = finite_number  # an integer past a float's range is no usable score nor scale
 
 
 def rule_of(decl: Declaration) -> Rule:

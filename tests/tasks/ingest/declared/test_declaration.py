@@ -219,3 +219,62 @@ def test_a_file_without_a_suffix_the_ingest_reads_is_refused(tmp_path):
     (tmp_path / "rows").write_text("{}\n")
     message = _refused(tmp_path, '[sources.s]\npath = "rows"\nlicense = "mit"\n')
     assert "[sources.s] path: 'rows' is not a file the ingest reads" in message and "nor a folder" in message
+
+
+@pytest.mark.parametrize("nested", [
+    "label = { a = " + "[" * 1000 + "]" * 1000 + " }",  # past the parser's stack
+    "label = " + "{ a = " * 5000 + "1" + " }" * 5000,
+    "label = { a = " + "[" * 40 + "1" + "]" * 40 + " }",  # within the stack, past any declaration's depth
+])
+def test_a_file_nested_past_any_declaration_is_one_line(tmp_path, nested):
+    message = _refused(tmp_path, f"[sources.x]\npath = \"a.jsonl\"\nlicense = \"mit\"\n{nested}\n")
+    assert message.endswith("not valid TOML: nested deeper than 16 levels"), message
+
+
+def test_a_sources_file_that_is_a_symlink_loop_is_one_line(tmp_path):
+    from common.settings import Settings
+    from tasks.ingest.sources import get_source
+
+    (tmp_path / "loop.toml").symlink_to(tmp_path / "loop.toml")
+    for named in (tmp_path / "loop.toml", None):  # named by the setting, or the default beside the warehouse
+        if named is None:
+            (tmp_path / "sources.toml").symlink_to(tmp_path / "sources.toml")
+        s = Settings(warehouse=tmp_path / "w.duckdb", sources_file=named)
+        with pytest.raises(DeclarationError) as caught:
+            get_source("mine", settings=s)
+        assert str(caught.value).endswith(": cannot read the sources: Too many levels of symbolic links")
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ('license = "\u200b"', "license: a non-empty string, not a string ('\\u200b')"),
+    ('license = "\ufeff \u2060"', "license: a non-empty string"),
+    ('description = "\\u001b[31mred\\u001b[0m"', "description: one line of plain text, not one holding the control "
+                                                 "character \\x1b"),
+    ('description = "two\\nlines"', "description: one line of plain text, not one holding the control character \\n"),
+    ('domain = "\\u202egnp.exe"', "domain: one line of plain text, not one holding the control character \\u202e"),
+])
+def test_text_that_is_invisible_or_holds_control_characters_is_refused(tmp_path, line, said):
+    base = {"license": 'license = "mit"'}
+    key = line.split(" ", 1)[0]
+    text = f'[sources.x]\npath = "a.jsonl"\n{base.get("license") if key != "license" else ""}\n{line}\n'
+    message = _refused(tmp_path, text)
+    assert f"[sources.x] {said}" in message, message
+
+
+def test_a_file_of_thousands_of_tables_is_refused_fast_and_a_thousand_read_fast(tmp_path):
+    import time
+
+    from tasks.ingest.declared.declaration import MAX_DECLARED_SOURCES
+    from tasks.ingest.declared.registry import declared_sources
+
+    table = '[sources.s{}]\npath = "a{}.jsonl"\nformat = "trl"\nlicense = "mit"\n'
+    many = "".join(table.format(i, i) for i in range(20_000))[:MAX_SOURCES_BYTES]
+    started = time.process_time()
+    message = _refused(tmp_path, many[: many.rindex("[sources")])
+    assert f"[sources.NAME] tables: a sources file declares at most {MAX_DECLARED_SOURCES:,} sources" in message
+    (tmp_path / "k.toml").write_text("".join(table.format(i, i) for i in range(MAX_DECLARED_SOURCES)))
+    from common.settings import Settings
+
+    found = declared_sources(Settings(warehouse=tmp_path / "w.duckdb", sources_file=tmp_path / "k.toml"), SOURCES)
+    assert len(found) == MAX_DECLARED_SOURCES and found["s7"].name == "s7"  # a Source is built when asked for
+    assert time.process_time() - started < 10  # about 1 s: was 90 s of CPU for 20,000 tables, each built

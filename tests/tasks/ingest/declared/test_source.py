@@ -223,7 +223,7 @@ def test_a_declared_hub_source_is_read_and_pinned_like_a_built_in_one(tmp_path, 
     s = _settings(tmp_path, HUB + f'revision = "{SHA}"\n')
     calls = _fake_hub(monkeypatch, {"train": _rows(30), "test": _rows(5)})
     summary = ingest("hubbed", warehouse=str(s.warehouse), sources_file=str(tmp_path / "sources.toml"))
-    assert summary["read"] == 35 and summary["source_revision"] == SHA and summary["format"] == "trl"
+    assert summary["read"] == 35 and summary["source_revision"].startswith(f"{SHA}+decl:") and summary["format"] == "trl"
     assert summary["location"] == "hf://datasets/org/pairs" and summary["format_detected"] is False
     assert [(c["path"], c["split"], c["revision"]) for c in calls] == [("org/pairs", "train", SHA),
                                                                        ("org/pairs", "test", SHA)]
@@ -244,7 +244,8 @@ def test_a_declared_branch_is_resolved_once_then_pinned(tmp_path, monkeypatch):
     _fake_hub(monkeypatch, {"train": _rows(4), "test": _rows(1)})
     first = ingest("hubbed", warehouse=str(s.warehouse), sources_file=str(tmp_path / "sources.toml"))
     second = ingest("hubbed", warehouse=str(s.warehouse), sources_file=str(tmp_path / "sources.toml"))
-    assert first["source_revision"] == second["source_revision"] == SHA and asked == [("org/pairs", "v2")]
+    assert first["source_revision"] == second["source_revision"] and asked == [("org/pairs", "v2")]
+    assert first["source_revision"].startswith(f"{SHA}+decl:")
 
 
 @pytest.mark.prefect
@@ -257,3 +258,37 @@ def test_an_auto_source_says_which_format_it_chose(tmp_path):
     assert summary["format"] == "trl" and summary["format_detected"] is True
     assert summary["read"] == 12 and summary["new_pairs"] == 12
     assert summary["location"] == str((tmp_path / "mine.jsonl").resolve())
+
+
+PAIRWISE = ('[sources.votes]\npath = "votes.jsonl"\nformat = "pairwise"\nlicense = "internal"\n'
+            'columns = {{ preference = "{column}" }}\nlabel = {{ a = "{a}", b = "{b}" }}\n')
+
+
+@pytest.mark.prefect
+def test_a_changed_declaration_of_an_unchanged_file_is_read_again(tmp_path):
+    """The declaration's digest is part of the revision: a fixed label rule re-reads the file without force; a
+    source none of whose rows landed takes any new meaning, one with pairs is refused a new meaning."""
+    from curator.noop import ingest_noop
+    from flows.ingest import ingest
+    from tasks.ingest.source_facts import SourceMeaningChangedError
+
+    rows = [{"prompt": f"question {i}?", "response_a": f"answer a {i}", "response_b": f"answer b {i}",
+             "vote": "1" if i % 2 else "2", "again": "1" if i % 2 else "2"} for i in range(10)]
+    _jsonl(tmp_path / "votes.jsonl", rows)
+    toml = str(tmp_path / "sources.toml")
+
+    def run(column: str, a: str, b: str) -> dict:
+        s = _settings(tmp_path, PAIRWISE.format(column=column, a=a, b=b))
+        return ingest_noop(IngestRun.of("votes", warehouse=s.warehouse, sources_file=toml)) or \
+            ingest("votes", warehouse=str(s.warehouse), sources_file=toml)
+
+    wrong = run("vote", "a", "b")  # a label rule that fits no row: every row quarantined
+    assert wrong["quarantined"] == {"label_outside_declared_scale": 10} and wrong["new_pairs"] == 0
+    assert "unchanged" in run("vote", "a", "b")["note"]  # the same declaration, the same file: nothing read
+    fixed = run("vote", "1", "2")  # no pair landed under the old rule: any new one is taken
+    assert fixed["new_pairs"] == 10 and fixed["source_revision"] != wrong["source_revision"]
+    renamed = run("again", "1", "2")  # another column, the same meaning: read again, the same pairs
+    assert "note" not in renamed or "unchanged" not in renamed["note"]
+    assert renamed["read"] == 10 and renamed["new_pairs"] == 0
+    with pytest.raises(SourceMeaningChangedError):
+        run("vote", "2", "1")  # pairs landed under "a = 1": a new meaning of the labels is refused
