@@ -19,6 +19,7 @@ import numpy as np
 from tasks.curate.pool import JudgedPair, JudgedPool
 from tasks.ingest.latent import HUMAN_STEPS, human_label, latent_quality
 from tasks.ingest.sources.helpsteer3 import SOURCE as HELPSTEER3  # its labels' scale and clear-label rule
+from tasks.ingest.synth_rows import TextMaker
 from tasks.judge.genrm import Verdict, build_messages, to_a_side
 from testing.genrm_standin import StandinConfig, verdict_for
 
@@ -43,20 +44,40 @@ class World:
         return len(self.verdicts)
 
 
+OTHER_SOURCE = "sim-long"  # an unlabelled source of another kind: wide length gaps
+
+
 def make_world(seed: int, n: int = 2000, human_noise: float = 1.2, position_bias: float = 0.0,
-               length_bias: float = 0.0, labelled_share: float = 1.0) -> World:
+               length_bias: float = 0.0, labelled_share: float = 1.0, other_share: float = 0.0,
+               natural: bool = False) -> World:
     """`n` pairs with HelpSteer3-like labels (from A's side, -3..3) drawn by one rater each; a share of them
-    labelled (the rest unlabelled, as a source without labels)."""
+    labelled (the rest unlabelled, as a source without labels). An `other_share` of the pairs come from
+    `OTHER_SOURCE`, a source of another kind with no labels at all whose answers differ 4 to 16 times in length
+    (a length bias acts on them far more). `natural`: the texts are pseudo-words (`TextMaker`), as an ingest's
+    near-duplicate detection needs them to be (the default repeats one word: quicker, for in-process worlds)."""
     rng = random.Random(seed)
+    words = TextMaker(seed) if natural else None
+
+    def text(head: str, count: int) -> str:
+        return f"{head} " + (words.text(7 * count) if words is not None else "detail " * count)
+
     pairs, qa, qb = [], [], []
     for i in range(n):  # pair ids sort as the pairs are made: the pool's order is theirs
-        # answers of varied length, so that a length bias has something to act on
-        a = f"world {seed} pair {i} answer a " + "detail " * rng.randint(5, 120)
-        b = f"world {seed} pair {i} answer b " + "detail " * rng.randint(5, 120)
+        other = other_share > 0 and rng.random() < other_share  # (no draw without one: seeded worlds stay)
+        if other:  # one answer 4 to 16 times the other's length
+            short = rng.randint(5, 30)
+            sizes = [short, int(short * rng.uniform(4.0, 16.0))]
+            rng.shuffle(sizes)
+        else:  # answers of varied length, so that a length bias has something to act on
+            sizes = [rng.randint(5, 120), rng.randint(5, 120)]
+        a = text(f"world {seed} pair {i} answer a", sizes[0])
+        b = text(f"world {seed} pair {i} answer b", sizes[1])
         q_a, q_b = latent_quality(a), latent_quality(b)
-        label = human_label(q_a, q_b, rng, human_noise) if rng.random() < labelled_share else None
-        pairs.append(JudgedPair(f"{seed:04d}-{i:06d}", HELPSTEER3.name, str(i), "sim", [{"role": "user", "content":
-                                f"world {seed} prompt {i}"}], a, b, None if label is None else float(label),
+        labelled = not other and rng.random() < labelled_share
+        label = human_label(q_a, q_b, rng, human_noise) if labelled else None
+        prompt = f"world {seed} prompt {i}" + (f" {words.text(200)}" if words is not None else "")
+        pairs.append(JudgedPair(f"{seed:04d}-{i:06d}", OTHER_SOURCE if other else HELPSTEER3.name, str(i), "sim",
+                                [{"role": "user", "content": prompt}], a, b, None if label is None else float(label),
                                 False, "general", "en", False))
         qa.append(q_a)
         qb.append(q_b)
@@ -75,9 +96,10 @@ def judge(world: World, index: int, order: str, sample: int) -> None:
     world.verdicts[key] = to_a_side(Verdict(v.score_1, v.score_2, v.ranking), order)
 
 
-def pool_of(world: World) -> JudgedPool:
+def pool_of(world: World, one_order_on_purpose: bool = False) -> JudgedPool:
     """The judged pool as a version sees it: every pair with the verdicts it has so far (in the warehouse's order:
-    pair, order, sample)."""
+    pair, order, sample). `one_order_on_purpose`: the strategy that judged it stops at one order on purpose
+    (`adaptive`, `certify`), as its judge run records."""
     if world.base is None:  # the texts' columns once: only the verdicts change between rounds
         object.__setattr__(world, "base", JudgedPool.of(world.pairs))
     keys = sorted(world.verdicts)
@@ -86,7 +108,7 @@ def pool_of(world: World) -> JudgedPool:
         world.base, v_pair=np.array([i for i, _, _ in keys], np.int64), v_ab=np.array([o == "ab" for _, o, _ in keys]),
         v_sample=np.array([s for _, _, s in keys], np.int64), v_margin=np.array([v.margin for v in sides], float),
         v_scores_agree=np.array([v.score_a == v.score_b or (v.score_a > v.score_b) == (v.margin > 0) for v in sides],
-                                bool))
+                                bool), one_order_on_purpose=np.full(len(world.pairs), one_order_on_purpose))
 
 
 def _phi(x: np.ndarray) -> np.ndarray:

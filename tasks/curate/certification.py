@@ -10,7 +10,9 @@ statistics are in `certify.py`).
   pair's verdicts; with too few training labels, the judge's own confidence (a fixed function of its verdicts:
   any score serves a certification, a calibrated one keeps more pairs).
 - **Rounds**: a strategy that escalates (`certify`) judges every pair once, then asks more only of the pairs
-  that are not yet sure, round by round. Which pairs escalate is decided from the verdicts and the training
+  that are not yet sure and that more verdicts could carry past their population's threshold, round by round,
+  never more judgments than `swap`'s two a pair (adaptive's rule alone where no threshold is certified). Which
+  pairs escalate is decided from the verdicts and the training
   labels alone, never from a calibration label, so the calibration pairs go through the rounds exactly as every
   other pair does: the whole ladder is one selection rule, certified once, at the full risk δ, on pairs that
   went through it like the rest. No share of δ is spent per round.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,12 +31,13 @@ from common.errors import UserError
 from common.numbers import count, percent
 from tasks.curate.calibration import FOLDS, features_of, fit_held_out, reliability
 from tasks.curate.certify import Certificate, fixed_sequence, shortfall, threshold_grid
-from tasks.curate.confidence import Confidences
+from tasks.curate.confidence import Confidences, pool_confidences
 from tasks.curate.pool import JudgedPool
 
 LABEL_KINDS = ("audit", "source", "mixed")  # mixed: some sources by their audit, the others by their labels
 AUDIT_SUFFIX = " (review audit)"  # a source calibrated by its audit pairs: its population's name
 EVERY_PAIR = "every pair"  # the one population of labels that name none
+NO_CLIMB = "no pair climbs past adaptive's rule"
 
 
 @dataclass(frozen=True)
@@ -185,14 +188,59 @@ def certify_pool(pool: JudgedPool, c: Confidences, labels: CertificationLabels, 
     return Certified(accepted, s, calibrating, certificates, labels, covered, target, risk, risk_each)
 
 
+class Escalation(NamedTuple):
+    """Which pairs are sure enough to stop, and which may climb past adaptive's rule (`escalation_cutoff`)."""
+
+    sure: np.ndarray  # bool per pair: sure enough to stop
+    climbs: np.ndarray  # bool: its population's training labels certify a threshold, so more verdicts can help
+    promising: np.ndarray  # bool: it would pass that threshold were its next rung to confirm its verdicts
+    score: np.ndarray  # the pair's score by the model of every training label (NaN: none)
+    how: str  # how "sure" was decided
+    why: str = ""  # why no pair climbs past adaptive's rule ("": some do)
+
+
+def _said(threshold: float) -> str:
+    return f"{threshold:.4f}" if np.isfinite(threshold) else "any score"
+
+
+def _adaptive_rule(c: Confidences, keepable: np.ndarray) -> np.ndarray:
+    """Adaptive's decisive verdict (|margin| > 1 with scores agreeing), on a pair the label-free filters keep."""
+    return keepable & (np.abs(c.margin) > 1.0) & c.scores_agree & (c.direction != 0)
+
+
+def _confirmed(pool: JudgedPool, c: Confidences, idx: np.ndarray, slots: list[list[tuple[str, int]]]) -> Confidences:
+    """The confidences the pool would have if each pair of `idx` got the judgments `slots[i]` (its next rung), each
+    confirming its verdicts so far: on its side (a tie's: its stronger order's), as strong as its stronger order,
+    scores agreeing."""
+    pair = np.array([i for i, rung in zip(idx.tolist(), slots) for _ in rung], np.int64)
+    ab = np.array([order == "ab" for rung in slots for order, _ in rung], bool)
+    by_ab, by_ba = np.nan_to_num(c.order_margin_ab), np.nan_to_num(c.order_margin_ba)
+    stronger = np.where(np.abs(by_ab) >= np.abs(by_ba), by_ab, by_ba)
+    side = np.where(c.direction != 0, c.direction, np.sign(stronger))
+    margin = (side * np.abs(stronger))[pair]
+    return pool_confidences(len(pool), np.concatenate([pool.v_pair, pair]), np.concatenate([pool.v_ab, ab]),
+                            np.concatenate([pool.v_margin, margin]),
+                            np.concatenate([pool.v_scores_agree, np.ones(len(pair), bool)]), pool.human_label)
+
+
 def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLabels, target: float, risk: float,
-                      eligible: np.ndarray) -> tuple[np.ndarray, str]:
-    """Which pairs are sure enough to stop (bool per pair) and how that was decided, from the verdicts and the
-    training labels alone (never a calibration label: see the module's notes). With enough training labels, the
-    threshold the certification itself would choose, found on the training pairs by cross-fitting (each scored by
-    a model that did not see it), and none is sure while the training labels certify no threshold; with too few
-    for a model, the judge's own rule for a decisive verdict (|margin| > 1 with scores agreeing: what `adaptive`
-    treats as settled)."""
+                      eligible: np.ndarray, keepable: np.ndarray | None = None,
+                      ahead: tuple[list[list[tuple[str, int]]], np.ndarray] | None = None) -> Escalation:
+    """Which pairs are sure enough to stop and which may climb, from the verdicts and the training labels alone
+    (never a calibration label: see the module's notes). `keepable`: the pairs the policy's label-free filters keep
+    as they stand (`tasks.curate.select.certifiable`; None: every eligible pair); a pair they drop is never sure.
+    `ahead`: a ladder and each pair's next rung of it (-1 none), to say which pairs are promising.
+
+    Per population, the threshold its certification would choose at its share of the risk, found on its training
+    pairs by cross-fitting (each scored by a model that did not see it). In a population with one, a pair is sure
+    when its score (by the model of every training label) reaches it or its verdict is decisive (adaptive's rule:
+    |margin| > 1 with scores agreeing); a pair is promising when it would reach it were its next rung to confirm
+    its verdicts (`_confirmed`). Pairs in a population without one (its training labels certify no threshold, no
+    labels cover it, or too few training labels for any model) follow adaptive's rule alone: sure on a decisive
+    verdict, and more verdicts cannot make them certified."""
+    keepable = eligible if keepable is None else keepable & eligible
+    none = np.zeros(len(pool), bool)
+    adaptive = _adaptive_rule(c, keepable)
     calibrating = calibration_pairs(pool.pair_id, labels)
     idx = np.flatnonzero(eligible & (c.verdicts > 0) & (c.direction != 0))
     train = idx[~calibrating[idx] & (labels.training[idx] != 0)]
@@ -205,15 +253,49 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
         if fitted is None:
             break
         out_of_fold[folds == k] = fitted[folds == k]
+    nan = np.full(len(pool), np.nan)
+
+    def by_adaptive(why: str) -> Escalation:
+        why = f"{why}: {NO_CLIMB}"
+        return Escalation(adaptive, none, none, nan, f"decisive verdict ({why})", why)
+
     if np.isnan(out_of_fold).any() or not len(train):
-        decisive = (np.abs(c.margin) > 1.0) & c.scores_agree & (c.direction != 0)
-        return decisive, "decisive verdict (too few training labels for a model)"
-    grid = threshold_grid(out_of_fold, len(train), 1.0 - target, risk)
-    found = fixed_sequence(out_of_fold, right == 0, grid, 1.0 - target, risk)
-    if found.threshold is None:  # nothing is sure yet: every pair needs more evidence
-        return np.zeros(len(pool), bool), "none (the training labels certify no threshold yet)"
-    s = scores_of(pool, c, labels, calibrating, eligible)  # every pair by the model of all training labels
-    return ~np.isnan(s.score) & (s.score >= found.threshold), f"p_correct >= {found.threshold:.4f} (training labels)"
+        return by_adaptive("too few training labels for a model")
+    member, risk_each = labels.member_of(), risk / labels.split()
+    found: dict[str, float] = {}
+    for name in labels.names():
+        mine = member[train] == name
+        if not mine.any():
+            continue
+        grid = threshold_grid(out_of_fold[mine], int(mine.sum()), 1.0 - target, risk_each)
+        cert = fixed_sequence(out_of_fold[mine], right[mine] == 0, grid, 1.0 - target, risk_each)
+        if cert.threshold is not None:
+            found[name] = cert.threshold
+    if not found:
+        return by_adaptive(f"the training labels certify no threshold at {percent(target)}")
+    # every pair, and each pair as its next rung would leave it if it confirmed the verdicts, by one model of
+    # every training label (a calibration pair's label is never read: its `right` is -1, and it never trains)
+    ladder, rung = ahead if ahead is not None else ([], np.full(len(pool), -1))
+    up = np.flatnonzero(eligible & (c.verdicts > 0) & (rung >= 0))  # a tie too: more verdicts may break it
+    both = np.concatenate([idx, up])
+    human = np.where(calibrating[idx], 0, labels.training[idx])
+    known = np.concatenate([np.where(human == 0, -1, (human == c.direction[idx]).astype(np.int8)),
+                            np.full(len(up), -1)]).astype(np.int8)
+    x = np.vstack([signals(pool, c, idx), signals(pool, _confirmed(pool, c, up, [ladder[r] for r in rung[up]]), up)])
+    p = fit_held_out(pool.pair_id[both], pool.domain[both], x, known, np.arange(len(both)) < len(idx))
+    if p is None:  # cross-fitting fitted a model on every fold, so all of them fit one too
+        return by_adaptive("too few training labels for a model")
+    score, confirmed = nan.copy(), nan.copy()
+    score[idx], confirmed[up] = p[:len(idx)], p[len(idx):]
+    threshold = np.array([found.get(m, np.nan) for m in member.tolist()], float)
+    climbs = eligible & ~np.isnan(threshold)
+    with np.errstate(invalid="ignore"):
+        sure = adaptive | (climbs & keepable & (score >= threshold))
+        promising = climbs & (confirmed >= threshold)
+    said = (_said(next(iter(found.values()))) if len(found) == 1 else
+            ", ".join(f"{_said(t)} in {n}" for n, t in sorted(found.items())))
+    elsewhere = "; elsewhere a decisive verdict" if (eligible & ~climbs).any() else ""
+    return Escalation(sure, climbs, promising, score, f"p_correct >= {said} (training labels){elsewhere}")
 
 
 def holds(pool: JudgedPool, slots: list[tuple[str, int]]) -> np.ndarray:
@@ -224,27 +306,60 @@ def holds(pool: JudgedPool, slots: list[tuple[str, int]]) -> np.ndarray:
     return held >= len(wanted)
 
 
+class Plan(NamedTuple):
+    """The next round (`next_rungs`): per pair the index of the rung of the ladder it gets (-1: none), how "not yet
+    sure" was decided, and why climbing stopped short where it did ("" nowhere)."""
+
+    rungs: np.ndarray
+    how: str
+    stopped: str
+
+
 def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, target: float, risk: float,
-               eligible: np.ndarray, ladder: list[list[tuple[str, int]]]) -> tuple[np.ndarray, str]:
-    """Per pair, the index of the rung of `ladder` the next round asks of it (-1: none), and how "not yet sure" was
-    decided: a pair a version may hold that is not sure enough to stop (`escalation_cutoff`) gets the rung after
-    the last one it holds whole. A rung of further samples goes only to pairs whose verdicts contradict each
-    other (orders or scores disagreeing): repeating consistent verdicts cannot make them stronger. Rounds repeat
-    until no pair gets a rung, so a pair that stopped early and is no longer sure once the model is refitted on
-    more verdicts climbs on."""
-    sure, how = escalation_cutoff(pool, c, labels, target, risk, eligible)
-    unsure = eligible & ~sure
+               eligible: np.ndarray, ladder: list[list[tuple[str, int]]], keepable: np.ndarray | None = None,
+               among: np.ndarray | None = None) -> Plan:
+    """Which rung of `ladder` the next round asks of each pair, decided from the verdicts and the training labels
+    alone (`escalation_cutoff`; `keepable`: the pairs the policy's label-free filters keep as they stand). Only the
+    pairs `among` (the run's; None: every eligible pair) are asked, and never more judgments in all than `swap`'s
+    two per pair of them: the judgments they hold and the round's together stay within that budget.
+
+    A pair a version may hold that is not sure may get the rung after the last one it holds whole, further samples
+    only if its verdicts contradict each other (orders or scores disagreeing: repeating consistent verdicts cannot
+    make them stronger). In a population whose training labels certify a threshold it gets that rung only when it
+    is promising (it would pass the threshold were the rung to confirm its verdicts): a pair that could not pass
+    even then stops, as one that already passes does. Elsewhere adaptive's rule decides: the other order for a
+    verdict that is not decisive, nothing more. When the budget binds, the other order goes first, then the higher
+    scores. Rounds repeat until no pair gets a rung, so a pair that stopped early and is no longer sure once the
+    model is refitted on more verdicts climbs on."""
+    among = eligible if among is None else among
     depth = np.full(len(pool), -1, np.int64)
     held: list[tuple[str, int]] = []
     for k, rung in enumerate(ladder):
         held = held + list(rung)
         depth = np.where((depth == k - 1) & holds(pool, held), k, depth)
-    nxt = np.where(unsure & (depth >= 0) & (depth < len(ladder) - 1), depth + 1, -1)
+    nxt = np.where(eligible & among & (depth >= 0) & (depth < len(ladder) - 1), depth + 1, -1)
     contradicting = (c.orders_agree == 0) | ~c.scores_agree
     for k, rung in enumerate(ladder):
         if any(sample > 0 for _, sample in rung):  # further samples
             nxt = np.where((nxt == k) & ~contradicting, -1, nxt)
-    return nxt, how
+    esc = escalation_cutoff(pool, c, labels, target, risk, eligible, keepable, (ladder, nxt))
+    further = np.isin(nxt, [k for k, rung in enumerate(ladder) if any(sample > 0 for _, sample in rung)])
+    # not sure, and: in a population with a threshold, promising; elsewhere, the other order alone
+    nxt = np.where(~esc.sure & np.where(esc.climbs, esc.promising, ~further), nxt, -1)
+    # the budget: swap's two judgments per pair asked, less what those pairs hold
+    budget = 2 * int(among.sum()) - int(np.bincount(pool.v_pair, minlength=len(pool))[among].sum())
+    cost = np.zeros(len(pool), np.int64)
+    for k, rung in enumerate(ladder):
+        at = nxt == k
+        cost[at] = len(rung) - sum(holds(pool, [slot])[at].astype(np.int64) for slot in rung)
+    planned = np.flatnonzero(nxt >= 0)
+    order = planned[np.lexsort((-np.nan_to_num(esc.score[planned], nan=-1.0), nxt[planned]))]
+    over = order[np.cumsum(cost[order]) > budget]
+    nxt[over] = -1
+    stopped = esc.why
+    if not stopped and len(over):
+        stopped = f"swap's budget of two judgments a pair is spent: {len(over):,} pairs not yet sure get no more"
+    return Plan(nxt, esc.how, stopped)
 
 
 SCORE_FEATURES = ("the judge's |mean margin| (a spline)", "its margin in each order toward the chosen answer",

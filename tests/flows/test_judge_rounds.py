@@ -22,14 +22,13 @@ import pytest
 
 from flows.judge import judge
 from schemas.summaries import JudgeSummary
-from tasks.curate.certification import next_rungs
 from tasks.curate.confidence import pool_confidences
 from tasks.curate.policy import make_policy
 from tasks.ingest.sources import known_facts
 from tasks.judge.strategies import parse_strategy
 from tasks.review.certification import certification_labels
 from tasks.review.pool import ReviewedPool
-from tasks.review.rounds import NOTHING_MORE
+from tasks.review.rounds import NOTHING_MORE, round_plan
 from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.flows.conftest import ingest_clean_pairs, killed_part_way
 from tests.summary_checks import assert_summary
@@ -88,10 +87,10 @@ def _decided(path: Path, known: set[tuple[str, str, int]]) -> set[tuple[str, str
     pool = replace(pool, **{k: getattr(pool, k)[keep] for k in ("v_pair", "v_ab", "v_sample", "v_margin",
                                                                  "v_scores_agree")})
     c = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
-    labels = certification_labels(pool, c, reviews, make_policy({"target_agreement": TARGET}),
-                                  known_facts())  # the policy's defaults
+    policy = make_policy({"target_agreement": TARGET})  # the policy's defaults
+    labels = certification_labels(pool, c, reviews, policy, known_facts())
     ladder = parse_strategy("certify:2").ladder()
-    rungs, _ = next_rungs(pool, c, labels, TARGET, 0.05, ~pool.contaminated, ladder)
+    rungs = round_plan(pool, c, labels, policy, ladder, np.ones(len(pool), bool)).rungs
     return {(p, o, s) for p, r in zip(pool.pair_id.tolist(), rungs.tolist()) if r >= 0 for o, s in ladder[r]} - known
 
 

@@ -69,8 +69,8 @@ def test_scores_and_escalation_never_read_a_calibration_label():
     assert a.threshold != b.threshold  # the labels do decide the threshold
     ladder = parse_strategy("certify").ladder()
     every = np.ones(len(pool), bool)
-    assert np.array_equal(next_rungs(pool, c, labels, 0.9, 0.05, every, ladder)[0],
-                          next_rungs(pool, c, flipped, 0.9, 0.05, every, ladder)[0])
+    assert np.array_equal(next_rungs(pool, c, labels, 0.9, 0.05, every, ladder).rungs,
+                          next_rungs(pool, c, flipped, 0.9, 0.05, every, ladder).rungs)
 
 
 def test_holds_counts_whole_rungs():
@@ -117,7 +117,7 @@ def _certify_world(seed: int, setting: tuple[float, float, float], target: float
         judge(world, i, "ab", 0)
     for _ in range(2 * len(ladder)):
         pool = pool_of(world)
-        rungs, _ = next_rungs(pool, confidences(pool), source_labels(pool), target, 0.1, np.ones(1000, bool), ladder)
+        rungs = next_rungs(pool, confidences(pool), source_labels(pool), target, 0.1, np.ones(1000, bool), ladder).rungs
         if not (rungs >= 0).any():
             break
         for i in np.flatnonzero(rungs >= 0):
@@ -144,3 +144,64 @@ def test_the_guarantee_holds_for_rounds_over_seeded_worlds():
     upper = beta.ppf(0.975, below + 1, worlds - below)
     print(f"{below} of {worlds} worlds below the target (95% interval up to {upper:.3f})")
     assert below / worlds <= 0.1
+
+
+def _planned(pool, rungs, ladder) -> int:
+    return sum(len(ladder[r]) for r in rungs.tolist() if r >= 0)
+
+
+@pytest.mark.parametrize("position", [0.0, 0.6])
+def test_rounds_never_plan_more_judgments_than_swap(position):
+    """Whatever the verdicts, the judgments held and the round's plan together stay within swap's two a pair: in
+    every round of a world judged in rounds, and when every pair already holds more than its share (nothing left
+    to spend)."""
+    n = 1000
+    world = make_world(8, n, position_bias=position, length_bias=1.0)
+    ladder = parse_strategy("certify:3").ladder()
+    for i in range(n):
+        judge(world, i, "ab", 0)
+    every = np.ones(n, bool)
+    for _ in range(2 * len(ladder)):
+        pool = pool_of(world, one_order_on_purpose=True)
+        plan = next_rungs(pool, confidences(pool), source_labels(pool), 0.9, 0.05, every, ladder)
+        assert world.requests + _planned(pool, plan.rungs, ladder) <= 2 * n
+        if not (plan.rungs >= 0).any():
+            break
+        for i in np.flatnonzero(plan.rungs >= 0):
+            for order, sample in ladder[plan.rungs[i]]:
+                judge(world, i, order, sample)
+    assert world.requests <= 2 * n
+    # half the pairs (the run's, `among`) already hold three samples of ab alone: no budget left for any of them
+    spent = make_world(9, 400, position_bias=0.6)
+    for i in range(400):
+        for sample in range(3 if i % 2 else 1):
+            judge(spent, i, "ab", sample)
+    pool = pool_of(spent, one_order_on_purpose=True)
+    among = np.arange(400) % 2 == 1
+    plan = next_rungs(pool, confidences(pool), source_labels(pool), 0.9, 0.05, np.ones(400, bool), ladder,
+                      among=among)
+    assert not (plan.rungs[among] >= 0).any() and not (plan.rungs[~among] >= 0).any()
+
+
+def test_with_no_certifiable_threshold_nothing_climbs_past_adaptives_rule():
+    """When the training labels certify no threshold at the target, a pair gets at most the other order, and only
+    where adaptive would ask it (no decisive verdict); the plan says so, and so does the round's outcome."""
+    from tasks.judge.strategies import Adaptive
+
+    n = 1000
+    world = make_world(10, n, human_noise=2.0, position_bias=0.6)
+    ladder = parse_strategy("certify:3").ladder()
+    for i in range(n):
+        judge(world, i, "ab", 0)
+    pool = pool_of(world, one_order_on_purpose=True)
+    c = confidences(pool)
+    plan = next_rungs(pool, c, source_labels(pool), 0.995, 0.05, np.ones(n, bool), ladder)
+    assert "certify no threshold at 99.5%" in plan.stopped and "no pair climbs past adaptive's rule" in plan.stopped
+    adaptive = Adaptive()
+    asks = np.array([bool(adaptive.follow_ups({("ab", 0): world.verdicts[(i, "ab", 0)]})) for i in range(n)])
+    assert set(plan.rungs.tolist()) <= {-1, 1} and ((plan.rungs == 1) == asks).all() and asks.any()
+    for i in np.flatnonzero(plan.rungs == 1):
+        judge(world, i, "ba", 0)
+    pool = pool_of(world, one_order_on_purpose=True)
+    again = next_rungs(pool, confidences(pool), source_labels(pool), 0.995, 0.05, np.ones(n, bool), ladder)
+    assert not (again.rungs >= 0).any() and again.stopped  # no further samples, even for contradicting verdicts
