@@ -126,6 +126,11 @@ class Settings(BaseSettings):
         2500.0, gt=0, description="a judge server's throughput (prompt + generated tokens/s) for GPU-hour estimates")
 
     @property
+    def gpus_per_server(self) -> int:
+        """The GPUs one judge server occupies: tensor parallel times data parallel."""
+        return self.vllm_tensor_parallel_size * self.vllm_data_parallel_size
+
+    @property
     def row_byte_limit(self) -> int:
         """The bytes a raw row may hold: `max_row_bytes`, else more than the judge's context could ever read, with a
         margin (`ROW_BYTES_MARGIN`)."""

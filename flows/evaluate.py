@@ -14,8 +14,7 @@ from prefect.artifacts import create_table_artifact
 
 from common.reasons import BenchmarkRejection
 from common.settings import settings_with
-from flows.judge import JUDGE_SERVERS
-from flows.runs import current_run_id
+from flows.runs import JUDGE_SERVERS, current_run_id
 from schemas.summaries import EvaluationSummary
 from tasks.evaluate.benchmarks import get_benchmark, scoring_plan
 from tasks.evaluate.scoring import score

@@ -9,15 +9,14 @@ missing; failed judgments are asked again until `judge_max_attempts`, and past i
 from __future__ import annotations
 
 import time
-from contextlib import AbstractContextManager
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from common.settings import Settings, settings_with
-from flows.runs import current_run_id
+from common.settings import settings_with
+from flows.runs import JUDGE_SERVERS, current_run_id
 from schemas.summaries import JudgeSummary
 from tasks.curate.policy import rounds_policy
 from tasks.judge.config import JudgeConfig
@@ -33,8 +32,6 @@ from tasks.judge.exchange import (
 )
 from tasks.judge.run import run_judging, split_pending
 from tasks.judge.targets import (
-    LAUNCHERS,
-    Launcher,
     checked_targets,
     judge_config_from,
     judge_targets,
@@ -46,15 +43,6 @@ from warehouse.store import Warehouse
 JUDGE_SUMMARY_KEYS = ("pairs", "judged", "failed", "skipped_cached", "requests", "tokens_in", "tokens_out", "seconds")
 
 
-def standin_server(settings: Settings, config: JudgeConfig, port: int) -> tuple[AbstractContextManager, str]:
-    """The SIMULATED stand-in on this host (tests and demos only: it lives in the testing package)."""
-    from testing.genrm_standin import StandinProcess
-
-    return StandinProcess(port=port), f"http://127.0.0.1:{port}/v1"
-
-
-# The servers a judge flow may start itself (`launch`): vLLM, and the stand-in for tests and demos.
-JUDGE_SERVERS: dict[str, Launcher] = {**LAUNCHERS, "standin": standin_server}
 
 
 @task(cache_policy=NO_CACHE)

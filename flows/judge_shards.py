@@ -26,7 +26,7 @@ from prefect.states import Crashed
 
 from common.errors import InvalidInputError, UserError
 from common.settings import Settings, settings_with
-from flows.runs import current_run_id
+from flows.runs import JUDGE_SERVERS, current_run_id
 from schemas.summaries import MergeSummary, ShardedJudgeSummary
 from tasks.curate.policy import rounds_policy
 from tasks.judge.config import JudgeConfig, config_record
@@ -450,8 +450,6 @@ def judge_sharded_here(
     for GPU workers, each judged here by the worker's flow on the given endpoints (or a server launched here),
     and merged; a strategy in rounds (`certify`) judges each round so. `retry_exhausted`: the judgments at the
     attempt limit are asked again, with a fresh count of attempts."""
-    from flows.judge import JUDGE_SERVERS
-
     if shards < 1:
         raise InvalidInputError(f"shards must be >= 1, not {shards}")
     settings = settings_with(warehouse=warehouse, judge_exchange=exchange, judge_max_in_flight=max_in_flight,

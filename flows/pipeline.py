@@ -7,31 +7,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_run_logger
 from prefect.artifacts import (
     create_link_artifact,
     create_markdown_artifact,
     create_table_artifact,
 )
-from prefect.cache_policies import NO_CACHE
 
-from common.settings import settings_with
 from flows.ingest import ingest
 from flows.judge import judge
 from flows.judge_shards import judge_sharded
 from flows.publish import publish
-from flows.runs import current_run_id, takes_parameters_of
+from flows.runs import current_run_id, snapshot_dashboard, takes_parameters_of
 from flows.versions import EmptyVersionError, build_version
 from schemas.summaries import PipelineSummary, StageFailure
 from schemas.version import hub_repo
 from tasks.curate.certification import NotCertifiedError
 from tasks.ingest.sources import parse_source
-from tasks.judge.cost import cost_model
 from tasks.judge.endpoints import check_judge
 from tasks.pipeline.context import PipelineRun
 from tasks.publish.summary import refuse_judging_other_weights
 from warehouse.lock import pipeline_lock
-from warehouse.snapshot import refresh_snapshot, snapshot_path
 from warehouse.store import Warehouse
 
 
@@ -52,20 +48,6 @@ def curate_pipeline(**parameters: Any) -> PipelineSummary:
             refuse_judging_other_weights(report.weights, settings.judge_model, run.publish_to, run.allow_other_weights)
     with pipeline_lock(settings.warehouse, settings.pipeline_lock_wait, current_run_id()):
         return _stages(run)
-
-
-@task(cache_policy=NO_CACHE)
-def snapshot_dashboard(warehouse: str, stage: str) -> None:
-    """Refresh what the dashboard reads; a failure here is logged, never fails the data's run."""
-    settings = settings_with(warehouse=warehouse)
-    if not Path(warehouse).exists():
-        return
-    try:
-        refresh_snapshot(warehouse, snapshot_path(warehouse, settings.dashboard_snapshot), stage,
-                         {"server_tokens_per_second": settings.cost_server_tokens_per_second,
-                          "gpus_per_server": cost_model(settings).gpus_per_server})
-    except Exception as err:  # noqa: BLE001 - the dashboard is a reader; the pipeline's data comes first
-        get_run_logger().error("dashboard snapshot after %s failed: %s", stage, err)
 
 
 def _stages(run: PipelineRun) -> PipelineSummary:

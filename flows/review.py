@@ -18,7 +18,7 @@ from prefect.utilities.annotations import quote
 
 from common.errors import InvalidInputError
 from common.settings import settings_with
-from flows.pipeline import snapshot_dashboard
+from flows.runs import snapshot_dashboard
 from schemas.summaries import ReviewChoice, ReviewPullSummary, ReviewPushSummary, ReviewSyncSummary
 from tasks.review.context import ReviewPushRun, ReviewSyncRun
 from tasks.review.label_studio import LabelStudio, resolve_token

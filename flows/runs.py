@@ -1,13 +1,22 @@
-"""What every flow shares: the id its records are filed under, and parameters declared once."""
+"""What every flow shares: the id its records are filed under, parameters declared once, the servers a judging
+flow may start itself, and the dashboard's snapshot refreshed after a stage."""
 
 from __future__ import annotations
 
 import inspect
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 from prefect.context import get_run_context
+
+from common.settings import Settings
+from tasks.judge.config import JudgeConfig
+from tasks.judge.targets import LAUNCHERS, Launcher
+from warehouse.snapshot import refresh_dashboard
 
 
 def current_run_id() -> str:
@@ -29,3 +38,24 @@ def takes_parameters_of(declaration: Callable[..., Any]) -> Callable[[Callable[.
         return fn
 
     return declare
+
+
+@task(cache_policy=NO_CACHE)
+def snapshot_dashboard(warehouse: str, stage: str) -> None:
+    """Refresh what the dashboard reads (`refresh_dashboard`); a failure here is logged, never fails the data's
+    run."""
+    try:
+        refresh_dashboard(warehouse, stage)
+    except Exception as err:  # noqa: BLE001 - the dashboard is a reader; the pipeline's data comes first
+        get_run_logger().error("dashboard snapshot after %s failed: %s", stage, err)
+
+
+def standin_server(settings: Settings, config: JudgeConfig, port: int) -> tuple[AbstractContextManager, str]:
+    """The SIMULATED stand-in on this host (tests and demos only: it lives in the testing package)."""
+    from testing.genrm_standin import StandinProcess
+
+    return StandinProcess(port=port), f"http://127.0.0.1:{port}/v1"
+
+
+# The servers a judge flow may start itself (`launch`): vLLM, and the stand-in for tests and demos.
+JUDGE_SERVERS: dict[str, Launcher] = {**LAUNCHERS, "standin": standin_server}

@@ -29,7 +29,7 @@ STAGES: tuple[tuple[str, ...], ...] = (("ingest",), ("judge",), ("curate",), ("e
 
 # (file, module it imports) pairs the rules above excuse, each with its reason; the goal is none. An entry
 # that excuses nothing is an error too.
-EXCEPTIONS: set[tuple[str, str]] = set()  # none: the flows hand tasks/ the stand-in's launcher (flows/judge.py)
+EXCEPTIONS: set[tuple[str, str]] = set()  # none: the flows hand tasks/ the stand-in's launcher (flows/runs.py)
 
 
 # ---------------------------------------------------------------- reading the README and the tree

@@ -16,6 +16,8 @@ from typing import Any
 
 import duckdb
 
+from common.settings import settings_with
+
 DASHBOARD_VIEWS = (
     "dash_runs", "dash_funnel", "quarantine_reasons", "dash_margin_histogram", "dash_confidence_histogram",
     "dash_agreement", "dash_judge_failures", "dash_judge_throughput", "dash_versions", "dash_version_costs",
@@ -27,6 +29,17 @@ DASHBOARD_VIEWS = (
 def snapshot_path(warehouse: Path | str, configured: Path | str | None = None) -> Path:
     """CURATE_DASHBOARD_SNAPSHOT, else dashboard.duckdb beside the warehouse."""
     return Path(configured) if configured else Path(warehouse).with_name("dashboard.duckdb")
+
+
+def refresh_dashboard(warehouse: Path | str, stage: str) -> dict[str, Any] | None:
+    """Refresh the snapshot of `warehouse` where its settings put it (`snapshot_path`), with the throughput and
+    GPUs per server its cost columns assume; nothing when the warehouse does not exist yet."""
+    settings = settings_with(warehouse=str(warehouse))
+    if not Path(warehouse).exists():
+        return None
+    return refresh_snapshot(warehouse, snapshot_path(warehouse, settings.dashboard_snapshot), stage,
+                            {"server_tokens_per_second": settings.cost_server_tokens_per_second,
+                             "gpus_per_server": settings.gpus_per_server})
 
 
 def _sql_string(text: str) -> str:

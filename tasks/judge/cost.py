@@ -23,8 +23,7 @@ class CostModel:
 
 def cost_model(settings: Any) -> CostModel:
     """The settings' estimate: CURATE_COST_SERVER_TOKENS_PER_SECOND on a server of TP x DP GPUs."""
-    return CostModel(settings.cost_server_tokens_per_second,
-                     settings.vllm_tensor_parallel_size * settings.vllm_data_parallel_size)
+    return CostModel(settings.cost_server_tokens_per_second, settings.gpus_per_server)
 
 
 def cost_report(*, requests: int, tokens_in: int, tokens_out: int, judge_seconds: float, kept: int | None,
