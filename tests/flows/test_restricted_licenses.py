@@ -68,5 +68,6 @@ def test_an_internal_source_is_refused_by_a_public_hub_repository(judged, monkey
         done = publish("inside", to="hf://curators/inside", warehouse=str(judged), allow_simulated=True,
                        private=True)
         assert done["tag"] == "v1" and len(hub.commits) == 1
+        assert f"{NAME}: internal ({rows} rows)".encode() in hub.commits[0].files["README.md"]
     # a local folder is not a public repository
     assert publish("inside", to=str(tmp_path / "out"), warehouse=str(judged), allow_simulated=True)["tag"] == "v1"
