@@ -75,6 +75,7 @@ _PHONE_WRITTEN = re.compile(r"^\+|[ ()-]")
 # Cheap gates before libphonenumber runs: a run of 7+ digits with a separator, and a national trunk prefix (0)
 # for the regions past the first (an international number is found from any region).
 _PHONE_GATE = re.compile(r"\d[ ()-]{0,2}\d{2,}[ ()-]{1,2}\d{2,}[ ()-]?\d")
+_PHONE_MARGIN = 24  # characters either side of a phone-like run: a number's longest written form fits
 _NATIONAL_TRUNK = re.compile(r"(?<![\d.])\(?0\d")
 _CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|2[2-7]|3[47]|3[068]|6(?:011|5|4[4-9]|22)|35|62)")
 
@@ -143,13 +144,33 @@ def _candidates(text: str) -> list[Finding]:
         for m in _IPV6.finditer(text):
             if m.group().count(":") >= 2 and _global_ip(m.group()):
                 found.append(Finding("ip", m.start(), m.end()))
-    if _PHONE_GATE.search(text):
-        regions = PHONE_REGIONS if _NATIONAL_TRUNK.search(text) else PHONE_REGIONS[:1]
-        for region in regions:
-            for m in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
-                if _PHONE_WRITTEN.search(m.raw_string):
-                    found.append(Finding("phone", m.start, m.end))
+    found.extend(_phones(text))
     return found
+
+
+def _phone_windows(text: str) -> list[tuple[int, int]]:
+    """The stretches of `text` around its phone-like runs (merged where they touch): libphonenumber reads these
+    only, not the whole text."""
+    windows: list[tuple[int, int]] = []
+    for m in _PHONE_GATE.finditer(text):
+        start, end = max(0, m.start() - _PHONE_MARGIN), min(len(text), m.end() + _PHONE_MARGIN)
+        if windows and start <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], end)
+        else:
+            windows.append((start, end))
+    return windows
+
+
+def _phones(text: str) -> list[Finding]:
+    found: dict[tuple[int, int], Finding] = {}
+    for start, end in _phone_windows(text):
+        window = text[start:end]
+        regions = PHONE_REGIONS if _NATIONAL_TRUNK.search(window) else PHONE_REGIONS[:1]
+        for region in regions:
+            for m in phonenumbers.PhoneNumberMatcher(window, region, leniency=phonenumbers.Leniency.VALID):
+                if _PHONE_WRITTEN.search(m.raw_string):
+                    found[(start + m.start, start + m.end)] = Finding("phone", start + m.start, start + m.end)
+    return list(found.values())
 
 
 # A span claimed by an earlier kind here wins an overlap: a secret over anything, a card over a phone.
