@@ -111,20 +111,30 @@ def judged(settings: Settings, judge_config: str | None) -> None:
 
 
 def version(settings: Settings, name: str, number: int | None, to: str, allow_simulated: bool,
-            allow_other_weights: bool = False) -> None:
+            allow_other_weights: bool = False, private: bool = False, allow_restricted_licenses: bool = False) -> None:
     """The version to publish exists; a SIMULATED one, or one judged by other weights than the judge's published
     ones, is refused on its way to the Hub unless allowed; and a local target that already holds something else,
     or cannot be written where the version would go."""
     from schemas.version import hub_repo
+    from tasks.ingest.sources import warehouse_facts
     from tasks.publish.layout import already_there, check_writable_target, version_folder
-    from tasks.publish.summary import refuse_other_weights, refuse_simulated, version_to_publish
+    from tasks.publish.summary import (
+        refuse_other_weights,
+        refuse_restricted_licenses,
+        refuse_simulated,
+        restricted_sources,
+        version_to_publish,
+    )
     from warehouse.store import Warehouse
 
     with Warehouse(settings.warehouse, read_only=True) as wh:
         meta = version_to_publish(wh.versions, name, number)
+        if hub_repo(to) is not None:
+            restricted = restricted_sources(wh.versions.version_rows(name, meta["version"]), warehouse_facts(wh.sources))
     if hub_repo(to) is not None:
         refuse_simulated(meta, to, allow_simulated)
         refuse_other_weights(meta, to, allow_other_weights)
+        refuse_restricted_licenses(meta, to, restricted, private, allow_restricted_licenses)
         return
     final = version_folder(to, meta)
     if not already_there(final, meta):  # a version already in place is not written again

@@ -31,11 +31,14 @@ from tasks.publish.layout import (
 from tasks.publish.quality_card import RELIABILITY_PLOT, RISK_COVERAGE_PLOT, reliability_svg, risk_coverage_svg
 from tasks.publish.summary import (  # noqa: F401 - the errors are part of this flow's interface
     OtherWeightsVersionError,
+    RestrictedLicenseError,
     SimulatedVersionError,
     UnknownVersionError,
     publish_summary,
     refuse_other_weights,
+    refuse_restricted_licenses,
     refuse_simulated,
+    restricted_sources,
     version_to_publish,
 )
 from warehouse.store import Warehouse
@@ -86,12 +89,14 @@ def publish(
     name: str, *, version: int | None = None, to: str = "published", private: bool = False, warehouse: str | None = None,
     allow_simulated: bool = False,
     allow_other_weights: bool = False,
+    allow_restricted_licenses: bool = False,
 ) -> PublishSummary:
     """Publish `name` (its latest version unless `version`) to a local folder or to `hf://ORG/NAME`."""
     log = get_run_logger()
     # the name, version and target checked as the CLI checks them
     run = PublishRun.of(name, version=version, to=to, private=private, allow_simulated=allow_simulated,
-                        allow_other_weights=allow_other_weights, warehouse=warehouse)
+                        allow_other_weights=allow_other_weights, allow_restricted_licenses=allow_restricted_licenses,
+                        warehouse=warehouse)
     settings, to = run.settings, run.to  # `to` as recorded: hf://ORG/NAME whatever the case of its scheme
     with Warehouse(settings.warehouse, read_only=True) as wh:
         meta = version_to_publish(wh.versions, name, version)
@@ -108,6 +113,7 @@ def publish(
         repo_id = run.repo
         refuse_simulated(meta, to, allow_simulated)
         refuse_other_weights(meta, to, allow_other_weights)
+        refuse_restricted_licenses(meta, to, restricted_sources(rows, facts), private, allow_restricted_licenses)
         from tasks.publish.hub import publish_folder_to_hub, resolve_hf_token  # the Hub path only when asked
 
         with tempfile.TemporaryDirectory() as tmp:

@@ -134,6 +134,10 @@ def publish(
     allow_other_weights: bool = typer.Option(False, "--allow-other-weights", help="push a version judged by other "
                                              "weights than the judge's published ones to the Hub anyway (its card "
                                              "still names them)"),
+    allow_restricted_licenses: bool = typer.Option(False, "--allow-restricted-licenses", help="push a version with "
+                                                   "rows of sources whose license does not allow redistribution "
+                                                   "(internal, proprietary, other without a link) to a public Hub "
+                                                   "repository anyway"),
     warehouse: Optional[Path] = warehouse_option(),
     as_json: bool = json_option(),
     runner: Runner = None,
@@ -145,9 +149,9 @@ def publish(
 
     # arguments (the names), then files (the version and whether it may go where asked), then the Hub
     run = guarded(PublishRun.of, name, version=version, to=to, private=private, allow_simulated=allow_simulated,
-                  allow_other_weights=allow_other_weights)
+                  allow_other_weights=allow_other_weights, allow_restricted_licenses=allow_restricted_licenses)
     guarded(refusals.version, run.settings, run.name, run.version, run.to, run.allow_simulated,
-             run.allow_other_weights)
+            run.allow_other_weights, run.private, run.allow_restricted_licenses)
     if run.repo is not None:  # an offline host fails in seconds, not after Prefect's start-up
         from tasks.publish.hub import check_reachable
 

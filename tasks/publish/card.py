@@ -95,6 +95,14 @@ def license_fields(licenses: list[str]) -> dict[str, str]:
     return {"license": "other", "license_name": "per-source-licenses", "license_link": LICENSE_FILE}
 
 
+def _with_rows(licenses: list[str], rows: list[dict[str, Any]]) -> list[str]:
+    """Each `source: license` entry with the source's row count in the version."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.get("source")] = counts.get(r.get("source"), 0) + 1
+    return [f"{e} ({counts.get(e.split(': ', 1)[0], 0)} rows)" for e in licenses]
+
+
 def license_markdown(licenses: list[str]) -> str:
     return "# Licenses\n\nThis dataset carries each source's terms:\n\n" + "".join(f"- {e}\n" for e in licenses)
 
@@ -327,7 +335,7 @@ Dropped, by reason:
 
 {_table({s: ", ".join(revs) for s, revs in source_revisions.items()}, header="revisions read")}
 
-Licenses carried from the sources: {'; '.join(licenses)}.
+Licenses carried from the sources: {'; '.join(_with_rows(licenses, rows))}.
 """
     return "---\n" + front.to_yaml() + "\n---\n\n" + body
 

@@ -23,22 +23,25 @@ class PublishRun(RunContext):
     allow_simulated: bool = Field(False, description="push a version judged by the SIMULATED stand-in to the Hub")
     allow_other_weights: bool = Field(False, description="push a version judged by other weights than the judge's "
                                       "published ones to the Hub")
+    allow_restricted_licenses: bool = Field(False, description="push a version with rows of sources whose license "
+                                            "does not allow redistribution to a public Hub repository")
 
     @classmethod
     def of(cls, name: str, *, version: int | None = None, to: str = "published", private: bool = False,
            allow_simulated: bool = False, allow_other_weights: bool = False,
-           warehouse: str | Path | None = None) -> PublishRun:
+           allow_restricted_licenses: bool = False, warehouse: str | Path | None = None) -> PublishRun:
         from schemas.version import HF_PREFIX, check_name, hub_repo
 
         check_name(name)
         repo = hub_repo(to)
         return validated(cls, {"name": name, "version": version, "to": to if repo is None else HF_PREFIX + repo,
                                "repo": repo, "private": private, "allow_simulated": allow_simulated,
-                               "allow_other_weights": allow_other_weights, "settings": settings_with(warehouse=warehouse)},
+                               "allow_other_weights": allow_other_weights,
+                               "allow_restricted_licenses": allow_restricted_licenses, "settings": settings_with(warehouse=warehouse)},
                          "invalid publish")
 
     def flow_parameters(self) -> dict[str, object]:
         """The publish flow's parameters for this run, by name (`of` takes the same)."""
         return {"name": self.name, "version": self.version, "to": self.to, "private": self.private,
                 "allow_simulated": self.allow_simulated, "allow_other_weights": self.allow_other_weights,
-                "warehouse": str(self.warehouse)}
+                "allow_restricted_licenses": self.allow_restricted_licenses, "warehouse": str(self.warehouse)}

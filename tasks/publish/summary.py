@@ -17,6 +17,53 @@ class UnknownVersionError(UserError, LookupError):
     """The version asked for does not exist."""
 
 
+class RestrictedLicenseError(UserError):
+    """A version holding rows of a source whose license does not allow redistribution is not pushed to a public
+    Hub repository unless asked."""
+
+    hint = "pass --private, or --allow-restricted-licenses if the licenses allow it after all"
+
+
+# licenses that do not allow redistribution (`other` does unless it names a link)
+RESTRICTED_LICENSES = ("internal", "proprietary", "private", "confidential", "restricted", "other")
+
+
+def restricted_license(license_: str, declaration: dict[str, Any] | None = None) -> bool:
+    """Whether a source's license (or its declaration's `redistribute = false`) forbids publishing its rows."""
+    if declaration and declaration.get("redistribute") is False:
+        return True
+    words = license_.strip().lower()
+    if words.startswith("other") and "://" in words:
+        return False
+    return words.split(":")[0].split()[0] in RESTRICTED_LICENSES if words else False
+
+
+def restricted_sources(rows: list[dict[str, Any]], facts: dict[str, Any]) -> dict[str, int]:
+    """The version's sources whose license forbids publishing, each with its row count (`facts`: each source's
+    `tasks.ingest.source_facts.SourceFacts`)."""
+    from tasks.ingest.source_facts import ASSUMED, facts_in
+
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["source"]] = counts.get(r["source"], 0) + 1
+    out = {}
+    for source, n in counts.items():
+        f = facts_in(facts, source)
+        if f.origin != ASSUMED and restricted_license(f.license, f.declaration):
+            out[source] = n
+    return out
+
+
+def refuse_restricted_licenses(meta: dict[str, Any], to: str, restricted: dict[str, int], private: bool,
+                               allow: bool) -> None:
+    """The Hub path refuses a public repository for a version with rows of restricted sources (`restricted`:
+    each such source's license and row count) unless private or allowed."""
+    if restricted and not private and not allow:
+        named = ", ".join(f"{s} ({n} rows)" for s, n in sorted(restricted.items()))
+        raise RestrictedLicenseError(f"{meta['name']} v{meta['version']} holds rows of sources whose license does "
+                                     f"not allow redistribution: {named}; not pushing it to public {to}")
+
+
 class SimulatedVersionError(UserError):
     """A version judged by the stand-in is not pushed to the Hub unless asked: it would carry false provenance."""
 

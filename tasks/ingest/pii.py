@@ -1,0 +1,200 @@
+"""Personal data and secrets in a text: where they are and of what kind, never what they say.
+
+`scan(text)` returns findings as (kind, start, end) character spans, sorted and never overlapping; `redact(text,
+findings)` replaces each span by its kind's placeholder (`<EMAIL>`, `<PHONE>`, ...). Each kind is a pattern
+that proposes a candidate and a check that must accept it:
+
+- email: an address whose domain has a dot and a known-length top-level label; the reserved example domains
+  (example.com/.org/.net, *.example, *.test, *.invalid, localhost) are not findings.
+- phone: libphonenumber's matcher (`phonenumbers`, leniency VALID), in international form or for the
+  default regions `PHONE_REGIONS`.
+- card: 13 to 19 digits (spaces or dashes between groups) passing Luhn with a known issuer prefix; the
+  documented test numbers (`TEST_CARDS`) are not findings.
+- iban: a country code, two check digits and the account, passing the mod 97 checksum.
+- ip: an IPv4 or IPv6 address that is global (private, loopback, link-local, documentation ranges are not).
+- ssn: a US social security number written ddd-dd-dddd obeying the SSA's rules (no 000/666/9xx area, no 00
+  group, no 0000 serial). Other national ids are not scanned.
+- secret: cloud keys (AKIA/ASIA), GitHub (ghp_, github_pat_), Slack (xoxb-/xoxp-), Google (AIza), OpenAI-style
+  (sk-), GitLab (glpat-) tokens, PEM private key blocks, JWTs (three base64url parts, the first decoding to
+  JSON with "alg") and passwords in URLs (scheme://user:pass@host: only the password is the finding).
+
+Names and street addresses are not scanned.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import re
+from typing import NamedTuple
+
+import orjson
+import phonenumbers
+
+KINDS: tuple[str, ...] = ("email", "phone", "card", "iban", "ip", "ssn", "secret")
+PLACEHOLDERS: dict[str, str] = {"email": "<EMAIL>", "phone": "<PHONE>", "card": "<CARD>", "iban": "<IBAN>",
+                                "ip": "<IP>", "ssn": "<SSN>", "secret": "<SECRET>"}
+PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR")
+# Card numbers the card networks and payment processors document as test numbers.
+TEST_CARDS: frozenset[str] = frozenset({
+    "4111111111111111", "4242424242424242", "4012888888881881", "4000056655665556", "5555555555554444",
+    "5105105105105100", "2223003122003222", "378282246310005", "371449635398431", "6011111111111117",
+    "6011000990139424", "3056930009020004", "36227206271667", "3566002020360505", "6200000000000005",
+})
+EXAMPLE_DOMAINS = re.compile(r"(^|\.)(example\.(com|org|net)|example|test|invalid|localhost|local)$", re.I)
+
+
+class Finding(NamedTuple):
+    kind: str
+    start: int
+    end: int
+
+
+_EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}"
+                    r"[A-Za-z0-9])?\.)+[A-Za-z]{2,24})(?![\w-])")
+_CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
+_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
+_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
+_IPV6 = re.compile(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:])")
+_SSN = re.compile(r"(?<![\d-])(\d{3})-(\d{2})-(\d{4})(?![\d-])")
+_SECRETS = re.compile("|".join([
+    r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])",
+    r"(?<![A-Za-z0-9_])ghp_[A-Za-z0-9]{36}(?![A-Za-z0-9])",
+    r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,}",
+    r"(?<![A-Za-z0-9-])xox[bp]-[A-Za-z0-9-]{10,}",
+    r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])",
+    r"(?<![A-Za-z0-9-])sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}",
+    r"(?<![A-Za-z0-9-])glpat-[A-Za-z0-9_-]{20,}",
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+]))
+_JWT = re.compile(r"(?<![A-Za-z0-9_-])(eyJ[A-Za-z0-9_-]{5,})\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}(?![A-Za-z0-9_-])")
+_URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^\s:/@]+:([^\s/@]+)@[A-Za-z0-9.-]+")
+# A phone number as people write one: international (+), or grouped by spaces, dashes or brackets; a bare run of
+# digits (an order id) or one grouped by dots (a version) is not taken for one.
+_PHONE_WRITTEN = re.compile(r"^\+|[ ()-]")
+# Cheap gates before libphonenumber runs: a run of 7+ digits with a separator, and a national trunk prefix (0)
+# for the regions past the first (an international number is found from any region).
+_PHONE_GATE = re.compile(r"\d[ ()-]{0,2}\d{2,}[ ()-]{1,2}\d{2,}[ ()-]?\d")
+_PHONE_MARGIN = 24  # characters either side of a phone-like run: a number's longest written form fits
+_NATIONAL_TRUNK = re.compile(r"(?<![\d.])\(?0\d")
+_CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|2[2-7]|3[47]|3[068]|6(?:011|5|4[4-9]|22)|35|62)")
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, c in enumerate(reversed(digits)):
+        d = ord(c) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _iban_ok(compact: str) -> bool:
+    if not 15 <= len(compact) <= 34:
+        return False
+    moved = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+def _global_ip(text: str) -> bool:
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return address.is_global and not address.is_multicast
+
+
+def _jwt_ok(header: str) -> bool:
+    try:
+        decoded = orjson.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
+    except (ValueError, orjson.JSONDecodeError):
+        return False
+    return isinstance(decoded, dict) and "alg" in decoded
+
+
+def _candidates(text: str) -> list[Finding]:
+    found: list[Finding] = []
+    for m in _SECRETS.finditer(text):
+        found.append(Finding("secret", m.start(), m.end()))
+    for m in _JWT.finditer(text):
+        if _jwt_ok(m.group(1)):
+            found.append(Finding("secret", m.start(), m.end()))
+    for m in _URL_PASSWORD.finditer(text):
+        found.append(Finding("secret", m.start(1), m.end(1)))
+    if "@" in text:
+        for m in _EMAIL.finditer(text):
+            if not EXAMPLE_DOMAINS.search(m.group(1)):
+                found.append(Finding("email", m.start(), m.end()))
+    for m in _IBAN.finditer(text):
+        if _iban_ok(m.group().replace(" ", "")):
+            found.append(Finding("iban", m.start(), m.end()))
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"[ -]", "", m.group())
+        if _luhn(digits) and _CARD_PREFIX.match(digits) and digits not in TEST_CARDS:
+            found.append(Finding("card", m.start(), m.end()))
+    for m in _SSN.finditer(text):
+        area, group, serial = m.groups()
+        if area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000":
+            found.append(Finding("ssn", m.start(), m.end()))
+    for m in _IPV4.finditer(text):
+        if _global_ip(m.group()):
+            found.append(Finding("ip", m.start(), m.end()))
+    if "::" in text or text.count(":") >= 5:
+        for m in _IPV6.finditer(text):
+            if m.group().count(":") >= 2 and _global_ip(m.group()):
+                found.append(Finding("ip", m.start(), m.end()))
+    found.extend(_phones(text))
+    return found
+
+
+def _phone_windows(text: str) -> list[tuple[int, int]]:
+    """The stretches of `text` around its phone-like runs (merged where they touch): libphonenumber reads these
+    only, not the whole text."""
+    windows: list[tuple[int, int]] = []
+    for m in _PHONE_GATE.finditer(text):
+        start, end = max(0, m.start() - _PHONE_MARGIN), min(len(text), m.end() + _PHONE_MARGIN)
+        if windows and start <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], end)
+        else:
+            windows.append((start, end))
+    return windows
+
+
+def _phones(text: str) -> list[Finding]:
+    found: dict[tuple[int, int], Finding] = {}
+    for start, end in _phone_windows(text):
+        window = text[start:end]
+        regions = PHONE_REGIONS if _NATIONAL_TRUNK.search(window) else PHONE_REGIONS[:1]
+        for region in regions:
+            for m in phonenumbers.PhoneNumberMatcher(window, region, leniency=phonenumbers.Leniency.VALID):
+                if _PHONE_WRITTEN.search(m.raw_string):
+                    found[(start + m.start, start + m.end)] = Finding("phone", start + m.start, start + m.end)
+    return list(found.values())
+
+
+# A span claimed by an earlier kind here wins an overlap: a secret over anything, a card over a phone.
+_PRIORITY = {kind: i for i, kind in enumerate(("secret", "email", "iban", "card", "ssn", "ip", "phone"))}
+
+
+def scan(text: str) -> list[Finding]:
+    """The findings of `text`, sorted by start, none overlapping another."""
+    if not text:
+        return []
+    kept: list[Finding] = []
+    for f in sorted(_candidates(text), key=lambda f: (_PRIORITY[f.kind], f.start, -f.end)):
+        if all(f.end <= k.start or f.start >= k.end for k in kept):
+            kept.append(f)
+    return sorted(kept, key=lambda f: f.start)
+
+
+def redact(text: str, findings: list[Finding]) -> str:
+    """`text` with each finding's span replaced by its kind's placeholder."""
+    out: list[str] = []
+    at = 0
+    for f in sorted(findings, key=lambda f: f.start):
+        out.append(text[at:f.start])
+        out.append(PLACEHOLDERS[f.kind])
+        at = f.end
+    out.append(text[at:])
+    return "".join(out)

@@ -1,0 +1,58 @@
+"""The personal-data scan: each kind found where planted, look-alikes left alone, spans only."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from tasks.ingest.pii import redact, scan
+
+
+def _kinds(text: str) -> list[str]:
+    return [f.kind for f in scan(text)]
+
+
+JWT = (base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
+       + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("mail jane.doe@gmail.com today", "email"),
+    ("call +1 415 555 2671 now", "phone"),
+    ("call (212) 736-5000 now", "phone"),
+    ("card 4539 1488 0343 6467 exp", "card"),
+    ("iban DE89 3704 0044 0532 0130 00 ok", "iban"),
+    ("server at 8.8.8.8 down", "ip"),
+    ("v6 2a00:1450:4001::8a reachable", "ip"),
+    ("ssn 123-45-6789 here", "ssn"),
+    ("key AKIAIOSFODNN7EXAMPL3 set", "secret"),
+    ("token ghp_" + "a" * 36 + " set", "secret"),
+    ("sk-proj-" + "Ab1" * 10 + " here", "secret"),
+    ("xoxb-123456789012-abcdefghijklmnop here", "secret"),
+    ("token " + JWT, "secret"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIabc\n-----END RSA PRIVATE KEY-----", "secret"),
+])
+def test_each_kind_is_found(text: str, kind: str) -> None:
+    assert _kinds(text) == [kind]
+
+
+@pytest.mark.parametrize("text", [
+    "version 1.6.88 released", "order 9858210591 shipped", "on 2024-03-05", "write to someone@example.com",
+    "test card 4242 4242 4242 4242", "host 192.168.1.20 and 10.0.0.1", "set the sk-short flag",
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b", "ssn 000-12-3456", "DE00 0000 0000 0000 0000 00",
+])
+def test_look_alikes_are_not_findings(text: str) -> None:
+    assert scan(text) == []
+
+
+def test_a_password_in_a_url_is_the_password_only() -> None:
+    text = "postgres://admin:s3cretPw@db.acme.io/app"
+    (finding,) = scan(text)
+    assert text[finding.start:finding.end] == "s3cretPw"
+    assert redact(text, [finding]) == "postgres://admin:<SECRET>@db.acme.io/app"
+
+
+def test_redact_replaces_each_span_by_its_placeholder() -> None:
+    text = "mail jane.doe@gmail.com or call +44 20 7946 0958 from 8.8.4.4"
+    assert redact(text, scan(text)) == "mail <EMAIL> or call <PHONE> from <IP>"
