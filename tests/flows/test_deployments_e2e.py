@@ -382,7 +382,7 @@ def test_the_nightly_deployment_curates_a_declared_source_certified_in_rounds(cl
     declared.write_text(
         '[sources.team-pairs]\npath = "exports/pairs.jsonl"\nformat = "pairwise"\n'
         'columns = { prompt = "question", response_a = "answer_1", response_b = "answer_2", preference = "winner" }\n'
-        'label = { a = "1", b = "2", tie = ["tie"], both_bad = ["neither"] }\nlicense = "internal"\n',
+        'label = { a = "1", b = "2", tie = ["tie"], both_bad = ["neither"] }\nlicense = "internal"\nhuman_labels = true\n',
         encoding="utf-8")
     made = subprocess.run([str(BIN / "curate"), "synth", "team-pairs", str(rows), "--rows", str(CERTIFIED_ROWS),
                            "--seed", "75", "--pair-bytes", "400", "--bad-rate", "0", "--exact-dup-rate", "0",
