@@ -407,7 +407,9 @@ def test_the_nightly_deployment_curates_a_declared_source_certified_in_rounds(cl
         judge_runs = wh.query("SELECT count(*) FROM judge_runs")[0][0]
     assert n > 1000 and sources == [("team-pairs",)] and json.loads(facts["facts"])["license"] == "internal"
     assert 0 < paid < 2 * n  # one order for every pair, more only where a pair could still be certified
-    assert judge_runs >= 4  # two shards a round, two rounds at least
+    # two shards a round; a second round only where a pair is not yet sure and could still be certified (pairs whose
+    # first verdict is decisive stop there: docs/certification.md)
+    assert judge_runs >= 2
     cert = json.loads(version["figures"])["certification"] if isinstance(version["figures"], str) else \
         version["figures"]["certification"]
     assert cert["target_agreement"] == 0.9 and 0 < cert["coverage"] <= 1
