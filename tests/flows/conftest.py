@@ -21,6 +21,25 @@ def ingest_clean_pairs(folder: Path, warehouse: Path, rows: int, seed: int, pair
         return wh.counts()["pairs_for_curation"]
 
 
+def judged_as_source(folder: Path, name: str, source, rows: int, seed: int,
+                     pair_bytes: int) -> tuple[Path, Path]:
+    """(a warehouse, its rows' file): `rows` clean synthetic HelpSteer3 rows ingested as `source` under `name` (the
+    code taught it for the ingest alone), then judged `swap` by the stand-in."""
+    from flows.judge import judge
+    from tasks.ingest.sources import SOURCES
+    from testing.genrm_standin import StandinConfig, StandinProcess
+
+    path, data = folder / "warehouse.duckdb", folder / "rows.jsonl"
+    write_synth(data, "helpsteer3", rows, seed=seed, pair_bytes=pair_bytes, bad_rate=0.0, exact_dup_rate=0.0,
+                near_dup_rate=0.0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(SOURCES, name, source)
+        ingest(name, path=str(data), warehouse=str(path))
+    with StandinProcess(StandinConfig(latency_mean=0.002, capacity=128)) as server:
+        judge(endpoints=[server.url], strategy="swap", warehouse=str(path))
+    return path, data
+
+
 def killed_part_way(argv: list[str], env: dict[str, str], server, completed: int, timeout: float = 240) -> None:
     """Run `argv` in a process group of its own (SIGKILL then reaches it and the Prefect server it started) and kill
     it with SIGKILL once the stand-in `server` has completed `completed` requests."""

@@ -10,14 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from curator.cli import app
-from flows.ingest import ingest
-from flows.judge import judge
 from flows.publish import RestrictedLicenseError, publish
 from flows.versions import build_version
 from tasks.ingest.sources import SOURCES
-from tasks.ingest.synth import write_synth
 from tasks.publish.summary import restricted_license
-from testing.genrm_standin import StandinConfig, StandinProcess
+from tests.flows.conftest import judged_as_source
 
 pytestmark = pytest.mark.prefect
 
@@ -36,15 +33,7 @@ def test_which_licenses_forbid_publishing(license_, declaration, restricted) -> 
 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("internal")
-    path, data = folder / "warehouse.duckdb", folder / "rows.jsonl"
-    write_synth(data, "helpsteer3", 200, seed=7, pair_bytes=300, bad_rate=0.0, exact_dup_rate=0.0,
-                near_dup_rate=0.0)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(SOURCES, NAME, INTERNAL)
-        ingest(NAME, path=str(data), warehouse=str(path))
-    with StandinProcess(StandinConfig(latency_mean=0.002, capacity=128)) as server:
-        judge(endpoints=[server.url], strategy="swap", warehouse=str(path))
+    path, _ = judged_as_source(tmp_path_factory.mktemp("internal"), NAME, INTERNAL, 200, seed=7, pair_bytes=300)
     return path
 
 

@@ -12,13 +12,11 @@ from typer.testing import CliRunner
 
 from curator.cli import app
 from flows.ingest import ingest
-from flows.judge import judge
 from flows.publish import publish
 from flows.versions import build_version
 from tasks.ingest.source_facts import SourceMeaningChangedError
 from tasks.ingest.sources import SOURCES
-from tasks.ingest.synth import write_synth
-from testing.genrm_standin import StandinConfig, StandinProcess
+from tests.flows.conftest import judged_as_source
 from warehouse.store import Warehouse
 
 pytestmark = pytest.mark.prefect
@@ -31,16 +29,7 @@ STRICT = dataclasses.replace(SOURCES["helpsteer3"], name=NAME, clear_label=3.0, 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory):
     """A warehouse with 800 pairs of `NAME` (ingested while the code knew it) judged by the stand-in."""
-    folder = tmp_path_factory.mktemp("facts")
-    path, data = folder / "warehouse.duckdb", folder / "rows.jsonl"
-    write_synth(data, "helpsteer3", 800, seed=31, pair_bytes=400, bad_rate=0.0, exact_dup_rate=0.0,
-                near_dup_rate=0.0)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(SOURCES, NAME, STRICT)
-        ingest(NAME, path=str(data), warehouse=str(path))
-    with StandinProcess(StandinConfig(latency_mean=0.002, capacity=128)) as server:
-        judge(endpoints=[server.url], strategy="swap", warehouse=str(path))
-    return path, data
+    return judged_as_source(tmp_path_factory.mktemp("facts"), NAME, STRICT, 800, seed=31, pair_bytes=400)
 
 
 def _state(path) -> dict:
