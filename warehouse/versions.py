@@ -172,6 +172,7 @@ class VersionStore(Part):
             "                'target_agreement', stats->'$.certification.target_agreement', "
             "                'risk', stats->'$.certification.risk', 'labels', stats->'$.certification.labels', "
             "                'estimated_agreement', stats->'$.certification.estimated_agreement', "
+            "                'not_covered', stats->'$.certification.not_covered', "
             "                'kept_not_covered', stats->'$.certification.kept_not_covered', "
             "                'coverage', stats->'$.certification.coverage') END) AS figures "
             "FROM dataset_versions WHERE (? IS NULL OR name = ?) ORDER BY name, version",

@@ -68,10 +68,11 @@ def status(
             from tasks.publish.quality_card import confidence_level
 
             print_table(out, ["name", "version", "target", "confidence", "estimated agreement", "coverage", "labels",
-                              "rows not covered"],
+                              "pairs not covered", "kept, not covered"],
                         [(v["name"], v["version"], percent(c["target_agreement"]), confidence_level(c["risk"]),
                           percent(c.get("estimated_agreement")), percent(c["coverage"]), c["labels"],
-                          count(c.get("kept_not_covered") or 0)) for v, c in certified],
+                          count(sum((c.get("not_covered") or {}).values())), count(c.get("kept_not_covered") or 0))
+                         for v, c in certified],
                         title="certified versions")
     if reviews:
         from tasks.review.agreement import agreement_text

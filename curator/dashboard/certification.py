@@ -34,8 +34,11 @@ def versions_table(certs: list[dict[str, Any]]) -> pd.DataFrame:
             "dataset": entry["dataset"], "version": count(entry["version"]),
             "target": percent(c["target_agreement"]), "confidence": confidence_level(c["risk"]),
             "estimated agreement": percent(c.get("estimated_agreement")),
-            "not covered": count(sum((c.get("not_covered") or {}).values()) if isinstance(c.get("not_covered"), dict)
-                                 else 0),
+            # two counts named apart: eligible pairs no label speaks for, and those of them the version keeps
+            # uncertified (policy `uncovered = "keep"`); `curate status` shows the same two
+            "pairs not covered": count(sum((c.get("not_covered") or {}).values())
+                                       if isinstance(c.get("not_covered"), dict) else 0),
+            "kept, not covered": count(c.get("kept_not_covered") or 0),
             "threshold": as_text(threshold_text(c.get("threshold"))) if c.get("certified") else "–",
             "held-out labelled pairs": count(c["calibration_pairs"]), "labels": c["labels"],
             "coverage": percent(c.get("coverage")),

@@ -100,8 +100,9 @@ def test_the_panel_says_what_the_card_says_from_the_same_figures(certified_snaps
     assert figures["bound"] == cert["bound"]
     listed = _table(at, "uncertified, not yet reviewed")
     (row,) = listed[listed["dataset"] == "sure"].to_dict("records")
-    assert (row["estimated agreement"], row["coverage"], row["labels"], row["not covered"]) == (
-        percent(cert["estimated_agreement"]), percent(cert["coverage"]), "source", "0")
+    assert (row["estimated agreement"], row["coverage"], row["labels"], row["pairs not covered"],
+            row["kept, not covered"]) == (percent(cert["estimated_agreement"]), percent(cert["coverage"]), "source",
+                                          "0", "0")
 
     # the curve's points are every threshold tried
     points = _charts(at)["risk-coverage curve, sure v1"]
