@@ -193,6 +193,28 @@ def test_every_attempt_on_the_same_labels_spends_its_share_of_the_risk(judged):
     assert sum(x["risk_spent"] for x in attempts) < 0.05
 
 
+def test_a_build_stopped_after_its_attempt_is_counted_once_and_the_rerun_writes_it(judged, monkeypatch):
+    """A build interrupted between recording its attempt and writing the version (Ctrl-C there): the attempt stays
+    recorded, nothing is written, and the rerun is the same attempt (1), not a second one, and writes the version."""
+    from warehouse.versions import VersionStore
+
+    def interrupted(self, meta, rows):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as mp:
+        mp.setattr(VersionStore, "write_version", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            build_version("stopped", policy_overrides={"target_agreement": 0.85}, warehouse=str(judged))
+    with Warehouse(judged, read_only=True) as wh:
+        config_id = wh.versions.latest_judge_config_id()
+        assert [(x["attempt"], x["certified"]) for x in wh.certification.attempts(config_id)] == [(1, True)]
+        assert wh.versions.latest_version("stopped") is None
+    again = build_version("stopped", policy_overrides={"target_agreement": 0.85}, warehouse=str(judged))
+    cert = again["stats"]["certification"]
+    assert (again["version"], cert["attempt"], cert["attempts"]) == (1, 1, 1)
+    assert cert["risk_spent"] == pytest.approx(0.05 * 6 / math.pi ** 2)
+
+
 def test_an_unreachable_target_is_refused_in_one_line_and_writes_nothing(judged, judged_once, tmp_path):
     curate = Path(sys.executable).with_name("curate")
     done = subprocess.run([str(curate), "build-version", "too-sure", "--target-agreement", "0.99",
