@@ -16,7 +16,11 @@ interval; it must stay within δ = `--risk`.
 `certify` against `swap` and `adaptive` (each certified the same way), coverage (kept / pairs) of each and the
 oracle's (the largest set whose true agreement meets the target, each pair on its truly better side), and the most
 requests `certify` sent in a world against `swap`'s.
-(c) CLI runs (`--cli-runs N` a setting): the setting's rows written as files of two declared sources, then `curate
+Two settings measure labels that copy the judge (a poisoning of the calibration): 30% of the labelled pairs move to
+a source `copycat` whose labels, declared as people's, are the judge's own first verdict. Before: the policy trusts
+them (`judge_like_labels = "trust"`), so its pairs calibrate themselves; after: the default (`"exclude"`) leaves
+them out of calibration, and its pairs are not covered.
+(c) CLI runs (`--cli-runs N` a setting, not of the copied-label settings): the setting's rows written as files of two declared sources, then `curate
 ingest`, `curate judge --strategy certify` against the stand-in with the setting's biases and `curate
 build-version --target-agreement`, as a user runs them; the kept rows' agreement computed from their texts.
 """
@@ -26,11 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,6 +46,7 @@ from common.errors import UserError
 from tasks.curate.confidence import pool_confidences
 from tasks.curate.policy import make_policy
 from tasks.ingest.latent import latent_quality
+from tasks.ingest.source_facts import SourceFacts
 from tasks.ingest.sources import known_facts
 from tasks.judge.strategies import parse_strategy
 from tasks.review.certification import certification_labels, certify_version
@@ -64,6 +70,8 @@ class Setting:
     noise: float = 1.2  # the raters' noise (quality units)
     labelled: float = 1.0  # the share of the labelled source's pairs that carry a label
     other: float = 0.0  # the share of pairs from an unlabelled source of another kind (4-16x length ratios)
+    copy: float = 0.0  # the share of labelled pairs moved to a source whose labels copy the judge's first verdict
+    judge_like: str = "trust"  # the policy's judge_like_labels
 
 
 SETTINGS = [
@@ -78,15 +86,32 @@ SETTINGS = [
     Setting("very noisy raters (2.0)", position=0.3, noise=2.0),
     Setting("30% of pairs labelled", position=0.3, labelled=0.3),
     Setting("40% from an unlabelled long-answer source", position=0.3, length=1.0, other=0.4),
+    Setting("30% of labels copy the judge, trusted (before)", position=0.3, length=1.0, copy=0.3),
+    Setting("30% of labels copy the judge, excluded (after)", position=0.3, length=1.0, copy=0.3,
+            judge_like="exclude"),
 ]
+COPY_SOURCE = "copycat"  # a source whose labels, declared as people's, are the judge's own first verdict
+FACTS = {**known_facts(), COPY_SOURCE: SourceFacts(COPY_SOURCE, clear_label=2.0, human_labels=True)}
 STRATEGIES = ("certify", "swap", "adaptive")
 
 
-def policy_of(target: float, risk: float) -> dict:
+def policy_of(target: float, risk: float, judge_like: str = "trust") -> dict:
     """The policy every world is built by: the defaults at the target and risk, the synthetic raters' labels
     trusted as people's (they are, by construction; with little rater noise they agree with an unbiased judge
-    often enough for the judge-like check to leave them out)."""
-    return {"target_agreement": target, "risk": risk, "judge_like_labels": "trust"}
+    often enough for the judge-like check to leave them out), except in the copied-label setting's "after"."""
+    return {"target_agreement": target, "risk": risk, "judge_like_labels": judge_like}
+
+
+def copy_the_judge(world, share: float) -> None:
+    """Move a `share` of the labelled pairs to `COPY_SOURCE`, each labelled with the judge's own first verdict
+    (its "ab" order, which every strategy asks first) as a strong preference: labels that copy the judge."""
+    rng = random.Random(world.seed * 7919 + 1)
+    for i, p in enumerate(world.pairs):
+        if p.human_label is None or rng.random() >= share:
+            continue
+        judge(world, i, "ab", 0)
+        margin = world.verdicts[(i, "ab", 0)].margin
+        world.pairs[i] = replace(p, source=COPY_SOURCE, human_label=3.0 if margin > 0 else -3.0 if margin < 0 else 0.0)
 
 
 def confidences(pool):
@@ -106,7 +131,7 @@ def judge_world(world, strategy: str, policy) -> None:
         for _ in range(2 * len(ladder) - 1):  # the rounds' cap, the first included
             pool = pool_of(world, one_order_on_purpose=True)
             c = confidences(pool)
-            labels = certification_labels(pool, c, PoolReviews.none(n), policy, known_facts())
+            labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
             rungs = round_plan(pool, c, labels, policy, ladder, np.ones(n, bool)).rungs
             if not (rungs >= 0).any():
                 break
@@ -147,11 +172,13 @@ def one_world(job: tuple[int, int, str, float, float, int]) -> dict:
     s = SETTINGS[setting]
     world = make_world(seed, pairs, human_noise=s.noise, position_bias=s.position, length_bias=s.length,
                        labelled_share=s.labelled, other_share=s.other)
-    policy = make_policy(policy_of(target, risk))
+    policy = make_policy(policy_of(target, risk, s.judge_like))
+    if s.copy:
+        copy_the_judge(world, s.copy)
     judge_world(world, strategy, policy)
     pool = pool_of(world, one_order_on_purpose=strategy != "swap")
     c = confidences(pool)
-    certified, _, _ = certify_version(pool, c, PoolReviews.none(len(pool)), policy, known_facts())  # a first attempt
+    certified, _, _ = certify_version(pool, c, PoolReviews.none(len(pool)), policy, FACTS)  # a first attempt
     kept = certified.accepted
     return {"setting": setting, "strategy": strategy, "seed": seed, "kept": int(kept.sum()), "pairs": pairs,
             "requests": world.requests, "exact": clear_agreement(world, c.direction, kept),
@@ -303,7 +330,7 @@ def main() -> None:
     if args.cli_runs:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         print(f"\n(c) CLI runs: curate ingest / judge --strategy certify / build-version, {args.cli_pairs:,} pairs")
-        for setting in chosen:
+        for setting in [x for x in chosen if not SETTINGS[x].copy]:
             for k in range(args.cli_runs):
                 try:
                     r = cli_run(setting, 50_000 + 100 * setting + k, args.target, args.risk, args.cli_pairs)
