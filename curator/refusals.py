@@ -62,8 +62,9 @@ def warehouse(settings: Settings, creates: bool = False) -> None:
     Warehouse(settings.warehouse).close()
 
 
-def judged(settings: Settings, judge_config: str | None) -> None:
-    """A version can be built: the warehouse holds verdicts (of the configuration asked for)."""
+def judged(settings: Settings, judge_config: str | None, policy: Any = None) -> None:
+    """A version can be built: the warehouse holds verdicts (of the configuration asked for), and the pairs of
+    every source the `policy` makes it of (`FilterPolicy.check_sources`)."""
     from warehouse.store import Warehouse
 
     with Warehouse(settings.warehouse, read_only=True) as wh:
@@ -72,6 +73,8 @@ def judged(settings: Settings, judge_config: str | None) -> None:
             raise NothingJudgedError("no judged pairs yet: run `curate judge` first")
         if judge_config is not None and "model" not in wh.judging.judge_config(judge_config):  # not a recorded one
             raise InvalidInputError(f"unknown judge configuration {judge_config!r}; `curate status` lists them")
+        if policy is not None and policy.version_sources() is not None:
+            policy.check_sources(wh.versions.pool_sources(), judge_config or latest)
 
 
 def version(settings: Settings, name: str, number: int | None, to: str, allow_simulated: bool,

@@ -15,13 +15,14 @@ is stored, compared and shown as before they existed), and setting one of them a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
-from common.errors import UserError, validated
+from common.errors import InvalidInputError, UserError, validated
 from common.files import UnreadableTextError, read_small_toml
 from tasks.curate.exports import DEFAULT_EXPORTS, EXPORTS, check_export_names
 
@@ -180,6 +181,18 @@ class FilterPolicy(BaseModel):
             return None
         names = self.sources if self.sources is not None else list(self.mixture or {})
         return {name: (self.mixture or {}).get(name, 1.0) for name in names}
+
+    def check_sources(self, held: Iterable[str], config_id: str) -> None:
+        """Each source the version is made of (`version_sources`) is among those of the judged pool (`held`, the
+        sources of its pairs); else one line naming the others. The one refusal of a `sources` or `mixture` key
+        naming a source the warehouse does not hold: the CLI makes it before Prefect starts, a version's selection
+        (a deployment's build) when it reads the pool."""
+        wanted, there = self.version_sources(), set(held)
+        unknown = sorted(set(wanted or ()) - there)
+        if unknown:
+            raise InvalidInputError(f"sources {', '.join(map(repr, unknown))}: no pair judged under {config_id} comes "
+                                    f"from {'them' if len(unknown) > 1 else 'it'} (judged: "
+                                    f"{', '.join(sorted(there)) or 'none'})")
 
     @field_validator("exports")
     @classmethod

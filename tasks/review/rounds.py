@@ -83,7 +83,7 @@ class CertifyRounds:
         if self._decided is not None and self._decided[0] == state:
             return self._decided[1]
         p = self.policy
-        read = ReviewedPool.read(self.wh, config_id, p.version_sources())
+        read = ReviewedPool.read(self.wh, config_id, p)
         pool, c, reviews = read.pool, read.judge, read.reviews
         labels = certification_labels(pool, c, reviews, p, read.facts)
         # the roles fixed when judging: the first round's split, and every label a round's escalation reads

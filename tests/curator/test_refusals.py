@@ -322,3 +322,19 @@ def test_a_declared_path_that_is_no_file_says_what_it_is(tmp_path, kind):
             "device": "not a regular file or folder but a device"}[kind]
     assert f"{path.name}: {said}" in line and "no such file" not in line, line
 
+
+@pytest.mark.prefect
+def test_a_version_of_a_source_the_warehouse_does_not_hold_is_refused_before_prefect(dashboard_warehouse, tmp_path):
+    """`sources` naming a source no pair comes from: the refusal the version's selection makes (a deployment's build)
+    is made before Prefect starts, in the same words, from the warehouse opened read-only."""
+    from prefect.logging import disable_run_logger
+
+    from common.errors import InvalidInputError
+    from flows.versions import build_version
+
+    warehouse, _, _ = dashboard_warehouse
+    line, _ = _refusal("build-version", "dash", "--sources", "nope", "--warehouse", str(warehouse), cwd=tmp_path)
+    assert "sources 'nope': no pair judged under jc-" in line and line.endswith("(judged: arena, helpsteer3)"), line
+    with disable_run_logger(), pytest.raises(InvalidInputError) as caught:
+        build_version.fn("dash", policy_overrides={"sources": ["nope"]}, warehouse=str(warehouse))
+    assert line == f"error: {caught.value}"
