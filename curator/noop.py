@@ -15,13 +15,13 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
-from common.settings import get_settings
 from schemas.summaries import IngestSummary, JudgeSummary, PublishSummary, VersionSummary
 from warehouse.store import Warehouse
 
 if TYPE_CHECKING:
     from tasks.curate.context import VersionRun
     from tasks.ingest.context import IngestRun
+    from tasks.judge.context import JudgeRun
     from tasks.judge.endpoints import EndpointReport
     from tasks.publish.context import PublishRun
 
@@ -57,20 +57,16 @@ def ingest_noop(run: IngestRun) -> IngestSummary | None:
                                    started)
 
 
-def judge_noop(report: EndpointReport, strategy: str | None, shard: str | None, limit: int | None,
-               target_agreement: float | None = None, risk: float | None = None,
-               policy_path: str | None = None) -> JudgeSummary | None:
+def judge_noop(report: EndpointReport, run: JudgeRun) -> JudgeSummary | None:
     """The summary of a judge run with every verdict cached (recorded as a run that sent nothing), or None.
-    `report` is what the endpoint check found. A run in rounds has nothing to do when its first round has
-    nothing to send and the warehouse's verdicts call for no further round."""
-    from tasks.judge.context import JudgeRun
+    `report` is what the endpoint check found, `run` the run the CLI made (`JudgeRun.of`, its policy read). A run
+    in rounds has nothing to do when its first round has nothing to send and the warehouse's verdicts call for no
+    further round."""
     from tasks.judge.targets import judge_config_from
     from tasks.judge.warehouse_run import judge_and_record, work_of
 
-    settings = get_settings()
-    run = JudgeRun.of(settings, config=judge_config_from(settings, report), run_id=str(uuid.uuid4()),
-                      strategy=strategy, targets=report.usable, shard=shard, limit=limit,
-                      target_agreement=target_agreement, risk=risk, policy_path=policy_path)
+    settings = run.settings
+    run = run.served_by(report.usable, judge_config_from(settings, report))
     with Warehouse(settings.warehouse) as wh:
         work = work_of(wh, run)
         if work.pending:

@@ -19,35 +19,6 @@ class NothingJudgedError(UserError):
     """A version needs judged pairs (the build-version flow says the same)."""
 
 
-def strategy(text: str | None, settings: Settings) -> None:
-    """A judge strategy the planner understands."""
-    from tasks.judge.strategies import parse_strategy
-
-    parse_strategy(text or settings.judge_strategy, settings)
-
-
-def rounds(text: str | None, shard: str | None, target_agreement: float | None, risk: float | None,
-           policy_path: Path | None, settings: Settings, shards: int | None = None) -> None:
-    """A strategy that judges in rounds, with a target and no shard (N shards, each round split by this run: yes);
-    a target, a risk or a policy only with such a strategy (`tasks.judge.context.check_rounds`)."""
-    from tasks.judge.context import check_rounds
-    from tasks.judge.strategies import parse_strategy
-
-    strategy = parse_strategy(text or settings.judge_strategy, settings)
-    check_rounds(strategy, shard, target_agreement, risk, None if policy_path is None else str(policy_path), shards)
-
-
-def rounds_policy(text: str | None, target_agreement: float | None, risk: float | None, policy_path: Path | None,
-                  settings: Settings) -> None:
-    """The policy a run in rounds decides by: the file readable, a target in it or given, every value in range."""
-    from tasks.judge.strategies import parse_strategy
-
-    if parse_strategy(text or settings.judge_strategy, settings).judges_in_rounds:
-        from tasks.curate.policy import rounds_policy as policy_of
-
-        policy_of(target_agreement, risk, None if policy_path is None else str(policy_path))
-
-
 def benchmark(name: str, text: str | None, settings: Settings) -> None:
     """A judge benchmark and a strategy it can be scored with."""
     from tasks.evaluate.benchmarks import scoring_plan
@@ -60,13 +31,6 @@ def endpoint_given(urls: list[str] | None, launch: str | None, settings: Setting
     from tasks.judge.endpoints import require_endpoint
 
     require_endpoint(urls, launch, settings)
-
-
-def shard(text: str | None) -> None:
-    if text is not None:
-        from tasks.judge.shards import parse_shard
-
-        parse_shard(text)
 
 
 def shard_work(work: str) -> None:
@@ -98,8 +62,9 @@ def warehouse(settings: Settings, creates: bool = False) -> None:
     Warehouse(settings.warehouse).close()
 
 
-def judged(settings: Settings, judge_config: str | None) -> None:
-    """A version can be built: the warehouse holds verdicts (of the configuration asked for)."""
+def judged(settings: Settings, judge_config: str | None, policy: Any = None) -> None:
+    """A version can be built: the warehouse holds verdicts (of the configuration asked for), and the pairs of
+    every source the `policy` makes it of (`FilterPolicy.check_sources`)."""
     from warehouse.store import Warehouse
 
     with Warehouse(settings.warehouse, read_only=True) as wh:
@@ -108,6 +73,8 @@ def judged(settings: Settings, judge_config: str | None) -> None:
             raise NothingJudgedError("no judged pairs yet: run `curate judge` first")
         if judge_config is not None and "model" not in wh.judging.judge_config(judge_config):  # not a recorded one
             raise InvalidInputError(f"unknown judge configuration {judge_config!r}; `curate status` lists them")
+        if policy is not None and policy.version_sources() is not None:
+            policy.check_sources(wh.versions.pool_sources(), judge_config or latest)
 
 
 def version(settings: Settings, name: str, number: int | None, to: str, allow_simulated: bool,

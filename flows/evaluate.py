@@ -58,7 +58,8 @@ def evaluate_judge(
     src = bench.source
     plan = scoring_plan(bench.name, strategy, settings)
     orders = sorted({order for order, _ in plan.initial()})
-    run = JudgeRun.of(settings, config=judge_config_from(settings), run_id=current_run_id(), strategy=plan.label)
+    run = JudgeRun.with_config(settings, config=judge_config_from(settings), run_id=current_run_id(),
+                               strategy=plan.label)
     server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
     run_id = run.run_id
     with server:  # up (when launched here) and checked before anything is read

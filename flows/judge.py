@@ -9,6 +9,7 @@ missing; failed judgments are asked again until `judge_max_attempts`, and past i
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
@@ -16,9 +17,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from common.settings import settings_with
-from flows.runs import JUDGE_SERVERS, current_run_id
+from flows.runs import JUDGE_SERVERS, current_run_id, takes_parameters_of
 from schemas.summaries import JudgeSummary
-from tasks.curate.policy import rounds_policy
+from tasks.curate.policy import in_rounds
 from tasks.judge.config import JudgeConfig
 from tasks.judge.context import JudgeRun
 from tasks.judge.exchange import (
@@ -33,7 +34,6 @@ from tasks.judge.exchange import (
 from tasks.judge.run import run_judging, split_pending
 from tasks.judge.targets import (
     checked_targets,
-    judge_config_from,
     judge_targets,
     refuse_unplanned,
 )
@@ -67,34 +67,18 @@ def judge_in_rounds(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSumma
 
 
 @flow(name="judge", log_prints=False)
-def judge(
-    *, endpoints: list[str] | None = None,
-    strategy: str | None = None,
-    shard: str | None = None,
-    limit: int | None = None,
-    launch: str | None = None,
-    port: int | None = None,
-    max_in_flight: int | None = None,
-    request_timeout: float | None = None,
-    target_agreement: float | None = None,
-    risk: float | None = None,
-    policy_path: str | None = None,
-    warehouse: str | None = None,
-    retry_exhausted: bool = False,
-) -> JudgeSummary:
+@takes_parameters_of(JudgeRun.of, "endpoints", "strategy", "shard", "limit", "launch", "port", "max_in_flight",
+                     "request_timeout", "target_agreement", "risk", "policy_path", "warehouse", "retry_exhausted")
+def judge(**parameters: Any) -> JudgeSummary:
     """Judge the pending pairs (of one shard "i/n") on the given endpoints, or on a server launched here; a
     strategy that judges in rounds (`certify`) escalates toward `target_agreement` at `risk` (over the policy
     file's, the one the version will be built by). `retry_exhausted`: the judgments at the attempt limit are
-    asked again, with a fresh count of attempts (once the endpoints pass their check)."""
+    asked again, with a fresh count of attempts (once the endpoints pass their check). Its parameters are
+    `JudgeRun.of`'s; the run is checked, its policy read, before any server starts."""
     log = get_run_logger()
-    settings = settings_with(warehouse=warehouse, judge_max_in_flight=max_in_flight,
-                             judge_request_timeout=request_timeout)
-    run = JudgeRun.of(settings, config=judge_config_from(settings), run_id=current_run_id(), strategy=strategy,
-                      shard=shard, limit=limit, target_agreement=target_agreement, risk=risk, policy_path=policy_path,
-                      retry_exhausted=retry_exhausted)
-    if run.strategy.judges_in_rounds:
-        rounds_policy(run.target_agreement, run.risk, run.policy_path)  # refused before any server starts
-    server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
+    run = in_rounds(JudgeRun.of(**parameters)).filed_under(current_run_id())
+    settings = run.settings
+    server, targets = judge_targets(run.endpoints, run.launch, run.port, settings, run.config, JUDGE_SERVERS)
     with server:
         began = time.perf_counter()
         run = run.served_by(*checked_targets(targets, run.config, settings, get_run_logger()))
@@ -133,8 +117,8 @@ def judge_worker(
     settings = settings_with(judge_max_in_flight=max_in_flight, judge_request_timeout=request_timeout)
     ex, work_file = Exchange.of_work(work)
     shard = read_work(ex, work_file, shared_secret())
-    run = JudgeRun.of(settings, config=JudgeConfig(**shard.config), run_id=current_run_id(),
-                      strategy=shard.strategy, shard=shard.shard, planned=True)
+    run = JudgeRun.with_config(settings, config=JudgeConfig(**shard.config), run_id=current_run_id(),
+                               strategy=shard.strategy, shard=shard.shard, planned=True)
     out = results_dir(ex, shard.plan_id, shard.label)
     folded = fold_results(shard.states, ex, out, shard.results_key)
     ids = [p.pair_id for p in shard.pairs]

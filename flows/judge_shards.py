@@ -26,10 +26,10 @@ from prefect.states import Crashed
 
 from common.errors import InvalidInputError, UserError
 from common.settings import Settings, settings_with
-from flows.runs import JUDGE_SERVERS, current_run_id
+from flows.runs import JUDGE_SERVERS, current_run_id, takes_parameters_of
 from schemas.summaries import MergeSummary, ShardedJudgeSummary
-from tasks.curate.policy import rounds_policy
-from tasks.judge.config import JudgeConfig, config_record
+from tasks.curate.policy import in_rounds
+from tasks.judge.config import config_record
 from tasks.judge.context import JudgeRun
 from tasks.judge.cost import cost_model, cost_report
 from tasks.judge.exchange import (
@@ -137,8 +137,8 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
     rounds); returns the plan."""
     settings = settings_with(warehouse=warehouse)
     # the orchestrator's run: it plans for the workers and judges nothing itself (no endpoints)
-    run = JudgeRun.of(settings, config=judge_config_from(settings), run_id=current_run_id(), strategy=strategy,
-                      limit=limit, retry_exhausted=retry_exhausted)
+    run = JudgeRun.with_config(settings, config=judge_config_from(settings), run_id=current_run_id(),
+                               strategy=strategy, limit=limit, retry_exhausted=retry_exhausted)
     return _first_plan(warehouse, exchange, shards, run)
 
 
@@ -385,83 +385,47 @@ def _said(runs: list[ShardRun]) -> list[dict[str, str]]:
              "message": r.message} for r in runs]
 
 
-def _coordinator(settings: Settings, config: JudgeConfig, strategy: str | None, limit: int | None,
-                 target_agreement: float | None, risk: float | None, policy_path: str | None,
-                 retry_exhausted: bool = False) -> JudgeRun:
-    """The run the coordinator plans and decides rounds for (it judges nothing itself); a strategy in rounds
-    and its policy refused before anything is planned."""
-    run = JudgeRun.of(settings, config=config, run_id=current_run_id(), strategy=strategy, limit=limit,
-                      target_agreement=target_agreement, risk=risk, policy_path=policy_path,
-                      retry_exhausted=retry_exhausted)
-    if run.strategy.judges_in_rounds:
-        rounds_policy(run.target_agreement, run.risk, run.policy_path)
-    return run
+def _coordinator(shards: int, parameters: dict[str, Any]) -> JudgeRun:
+    """The run the coordinator plans and decides rounds for (it judges nothing itself), made from the flow's
+    parameters (`JudgeRun.of`'s), a strategy in rounds with its policy, before anything is planned."""
+    return in_rounds(JudgeRun.of(shards=shards, **parameters)).filed_under(current_run_id())
 
 
 @flow(name="judge-sharded", log_prints=False)
-def judge_sharded(
-    shards: int,
-    *, strategy: str | None = None,
-    deployment: str | None = None,
-    exchange: str | None = None,
-    warehouse: str | None = None,
-    limit: int | None = None,
-    stale_seconds: float | None = None,
-    start_timeout: float = 3600.0,
-    target_agreement: float | None = None,
-    risk: float | None = None,
-    policy_path: str | None = None,
-    retry_exhausted: bool = False,
-) -> ShardedJudgeSummary:
+@takes_parameters_of(JudgeRun.of, "strategy", "deployment", "exchange", "warehouse", "limit", "stale_seconds",
+                     "start_timeout", "target_agreement", "risk", "policy_path", "retry_exhausted", subject="shards")
+def judge_sharded(shards: int, **parameters: Any) -> ShardedJudgeSummary:
     """Judge the pending pairs in `shards` shards, one run of the judge deployment per shard; a strategy in
     rounds (`certify`) judges each round so, toward `target_agreement` at `risk` (over the policy file's).
-    `retry_exhausted`: the judgments at the attempt limit are asked again, with a fresh count of attempts."""
-    if shards < 1:
-        raise InvalidInputError(f"shards must be >= 1, not {shards}")
-    settings = settings_with(warehouse=warehouse, judge_exchange=exchange, judge_deployment=deployment,
-                             judge_shard_stale_seconds=stale_seconds)
+    `retry_exhausted`: the judgments at the attempt limit are asked again, with a fresh count of attempts. Its
+    parameters are `JudgeRun.of`'s."""
     # the orchestrator plans for the workers' servers, which it does not see: the configuration the settings name
-    run = _coordinator(settings, judge_config_from(settings), strategy, limit, target_agreement, risk, policy_path,
-                       retry_exhausted)
+    run = _coordinator(shards, parameters)
+    settings = run.settings
     ex = Exchange(settings.judge_exchange)
     _require_deployment(settings.judge_deployment)
-    return _in_shards(run, shards, ex, str(settings.warehouse), _by_deployment(settings, ex, shards, start_timeout),
-                      settings)
+    return _in_shards(run, shards, ex, str(settings.warehouse),
+                      _by_deployment(settings, ex, shards, run.start_timeout), settings)
 
 
 @flow(name="judge-sharded-here", log_prints=False)
-def judge_sharded_here(
-    shards: int,
-    *, endpoints: list[str] | None = None,
-    strategy: str | None = None,
-    launch: str | None = None,
-    port: int | None = None,
-    exchange: str | None = None,
-    warehouse: str | None = None,
-    limit: int | None = None,
-    max_in_flight: int | None = None,
-    request_timeout: float | None = None,
-    target_agreement: float | None = None,
-    risk: float | None = None,
-    policy_path: str | None = None,
-    retry_exhausted: bool = False,
-) -> ShardedJudgeSummary:
+@takes_parameters_of(JudgeRun.of, "endpoints", "strategy", "launch", "port", "exchange", "warehouse", "limit",
+                     "max_in_flight", "request_timeout", "target_agreement", "risk", "policy_path", "retry_exhausted",
+                     subject="shards")
+def judge_sharded_here(shards: int, **parameters: Any) -> ShardedJudgeSummary:
     """`curate judge --shards N`: the pending pairs planned in `shards` signed shards through the exchange, as
     for GPU workers, each judged here by the worker's flow on the given endpoints (or a server launched here),
     and merged; a strategy in rounds (`certify`) judges each round so. `retry_exhausted`: the judgments at the
-    attempt limit are asked again, with a fresh count of attempts."""
-    if shards < 1:
-        raise InvalidInputError(f"shards must be >= 1, not {shards}")
-    settings = settings_with(warehouse=warehouse, judge_exchange=exchange, judge_max_in_flight=max_in_flight,
-                             judge_request_timeout=request_timeout)
-    run = _coordinator(settings, judge_config_from(settings), strategy, limit, target_agreement, risk, policy_path,
-                       retry_exhausted)
-    server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)
+    attempt limit are asked again, with a fresh count of attempts. Its parameters are `JudgeRun.of`'s."""
+    run = _coordinator(shards, parameters)
+    settings = run.settings
+    server, targets = judge_targets(run.endpoints, run.launch, run.port, settings, run.config, JUDGE_SERVERS)
     with server:
         # the plans are for what these endpoints serve, as an unsharded run's verdicts are filed
         run = run.served_by(*checked_targets(targets, run.config, settings, get_run_logger()))
         return _in_shards(run, shards, Exchange(settings.judge_exchange), str(settings.warehouse),
-                          _here(shards, list(run.targets), max_in_flight, request_timeout), settings)
+                          _here(shards, list(run.targets), settings.judge_max_in_flight,
+                                settings.judge_request_timeout), settings)
 
 
 def _totals(runs: list[ShardRun], warehouse: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from schemas.summaries import PipelineSummary, StageFailure
 from schemas.version import hub_repo
 from tasks.curate.certification import NotCertifiedError
 from tasks.ingest.sources import parse_source
+from tasks.judge.context import JudgeRun
 from tasks.judge.endpoints import check_judge
 from tasks.pipeline.context import PipelineRun
 from tasks.publish.summary import refuse_judging_other_weights
@@ -39,7 +40,7 @@ def curate_pipeline(**parameters: Any) -> PipelineSummary:
     rounds: once per shard of each round). Its
     parameters are `PipelineRun.of`'s."""
     run = PipelineRun.of(**parameters)
-    run.check_files()
+    judging = run.check_files()
     settings = run.settings
     if "judge" not in run.skip and not run.judge_shards and not (run.launch or settings.judge_launch):
         # Fail fast: an unusable judge is found before any stage runs, not after the ingest.
@@ -47,10 +48,10 @@ def curate_pipeline(**parameters: Any) -> PipelineSummary:
         if "publish" not in run.skip:
             refuse_judging_other_weights(report.weights, settings.judge_model, run.publish_to, run.allow_other_weights)
     with pipeline_lock(settings.warehouse, settings.pipeline_lock_wait, current_run_id()):
-        return _stages(run)
+        return _stages(run, judging)
 
 
-def _stages(run: PipelineRun) -> PipelineSummary:
+def _stages(run: PipelineRun, judging: JudgeRun | None) -> PipelineSummary:
     log = get_run_logger()
     warehouse, skip = run.warehouse, run.skip
     summary: PipelineSummary = {"ingest": {}, "judge": None, "version": None, "publish": None, "failed": []}
@@ -70,17 +71,9 @@ def _stages(run: PipelineRun) -> PipelineSummary:
             summary["ingest"][name] = ingest(name, path=path, limit=run.limit, warehouse=warehouse,
                                              sources_file=run.sources_file)
         after("ingest", any(s.get("new_pairs") or s.get("new_quarantined") for s in summary["ingest"].values()))
-    if "judge" not in skip:
-        if run.judge_shards:
-            summary["judge"] = judge_sharded(run.judge_shards, strategy=run.strategy, deployment=run.judge_deployment,
-                                             exchange=run.exchange, warehouse=warehouse,
-                                             stale_seconds=run.stale_seconds,
-                                             policy_path=run.policy_path if run.judges_in_rounds else None,
-                                             retry_exhausted=run.retry_exhausted)
-        else:
-            summary["judge"] = judge(endpoints=run.endpoints, strategy=run.strategy, launch=run.launch,
-                                     policy_path=run.policy_path if run.judges_in_rounds else None,
-                                     warehouse=warehouse, retry_exhausted=run.retry_exhausted)
+    if judging is not None:
+        stage = judge_sharded if run.judge_shards else judge
+        summary["judge"] = stage(**judging.flow_parameters(stage))
         after("judge", bool(summary["judge"].get("requests")))
     if "version" not in skip:
         try:

@@ -27,14 +27,28 @@ def current_run_id() -> str:
         return str(uuid.uuid4())
 
 
-def takes_parameters_of(declaration: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def takes_parameters_of(declaration: Callable[..., Any], *names: str,
+                        subject: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The flow's parameters are `declaration`'s (a run context's `of`: keyword-only, with their types and
-    defaults): Prefect reads them from the signature this sets, for deployments' schemas and for binding, and the
-    flow receives them as `**parameters`. One list of parameters, not one in the flow and a copy in its context."""
-    signature = inspect.signature(declaration)
+    defaults), or those of them that `names` names, in that order: Prefect reads them from the signature this sets,
+    for deployments' schemas and for binding, and the flow receives them as `**parameters`. `subject`: the one the
+    flow also takes first by position, and must be given (the flow's function takes it by name before
+    `**parameters`). One list of parameters, not one in each flow and a copy in its context."""
+    declared = inspect.signature(declaration).parameters
+    unknown = [n for n in (*names, *([subject] if subject else [])) if n not in declared]
+    if unknown:
+        raise TypeError(f"takes_parameters_of: {declaration.__qualname__} declares no {unknown}")
+    chosen = [declared[n] for n in names or declared if n != subject]
+    if subject is not None:
+        given = declared[subject]
+        annotation = given.annotation.removesuffix(" | None") if isinstance(given.annotation, str) else \
+            given.annotation  # a subject must be given
+        chosen.insert(0, given.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD, default=inspect.Parameter.empty,
+                                       annotation=annotation))
 
     def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
-        fn.__signature__ = signature.replace(return_annotation=inspect.signature(fn).return_annotation)
+        fn.__signature__ = inspect.signature(declaration).replace(
+            parameters=chosen, return_annotation=inspect.signature(fn).return_annotation)
         return fn
 
     return declare

@@ -50,6 +50,13 @@ class VersionStore(Part):
         ).fetchall()
         return row[0][0] if row else None
 
+    def pool_sources(self) -> list[str]:
+        """The sources of the pairs a version's pool holds (`judged_pool`'s pairs: every pair not a near
+        duplicate), sorted: what a version's `sources` may name."""
+        return [r[0] for r in self.con.execute(
+            "SELECT DISTINCT source FROM candidate_pairs WHERE pair_id NOT IN (SELECT pair_id FROM near_duplicates) "
+            "ORDER BY 1").fetchall()]
+
     def judged_pool(self, config_id: str, markdown_pattern: str) -> tuple[pa.Table, pa.Table]:
         """(pairs, verdicts): every pair that is not a near duplicate, in pair id order, with what a version's
         selection needs but not its texts (their lengths in characters, their markdown marks counted with

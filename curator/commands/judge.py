@@ -124,21 +124,22 @@ def judge(
 
     launch = "vllm" if launch_vllm else "standin" if launch_standin else None
     guarded(refusals.endpoint_given, endpoint, launch, get_settings())  # arguments, the warehouse, the endpoints
-    guarded(refusals.strategy, strategy, get_settings())
-    guarded(refusals.shard, shard)
-    guarded(refusals.rounds, strategy, shard, target_agreement, risk, policy, get_settings(), shards)
-    guarded(refusals.rounds_policy, strategy, target_agreement, risk, policy, get_settings())  # then the files
-    guarded(refusals.warehouse, get_settings())
+    from tasks.curate.policy import in_rounds
+    from tasks.judge.context import JudgeRun
+
+    # the run the flow is given, checked once: its arguments, then a run in rounds' policy file
+    run = guarded(JudgeRun.of, endpoints=endpoint or None, strategy=strategy, shard=shard, shards=shards, limit=limit,
+                  launch=launch, port=port, max_in_flight=max_in_flight, request_timeout=request_timeout,
+                  target_agreement=target_agreement, risk=risk, policy_path=None if policy is None else str(policy),
+                  warehouse=str(get_settings().warehouse), retry_exhausted=retry_exhausted)
+    run = guarded(in_rounds, run)
+    guarded(refusals.warehouse, run.settings)
     report = check_judge(endpoint, launch)
     if shards:  # the coordinator merges the exchange first: never answered from the warehouse alone
         from flows.judge_shards import judge_sharded_here
 
         with ProgressBar(as_json):
-            summary = runner.flow(judge_sharded_here, shards=shards, endpoints=endpoint or None, strategy=strategy,
-                                  limit=limit, launch=launch, port=port, max_in_flight=max_in_flight,
-                                  request_timeout=request_timeout, target_agreement=target_agreement, risk=risk,
-                                  policy_path=None if policy is None else str(policy),
-                                  warehouse=str(get_settings().warehouse), retry_exhausted=retry_exhausted)
+            summary = runner.flow(judge_sharded_here, **run.flow_parameters(judge_sharded_here))
         print_summary("judge", summary if as_json else with_rounds_apart(summary), as_json)
         judge_outcome(summary)
         return
@@ -146,17 +147,12 @@ def judge(
     if report is not None and not retry_exhausted:  # the endpoints are known and answer: anything left to judge?
         from curator.noop import judge_noop
 
-        summary = runner.noop(judge_noop, report, strategy, shard, limit, target_agreement, risk,
-                              None if policy is None else str(policy))
+        summary = runner.noop(judge_noop, report, run)
     if summary is None:
         from flows.judge import judge as judge_flow
 
         with ProgressBar(as_json):
-            summary = runner.flow(judge_flow, endpoints=endpoint or None, strategy=strategy, shard=shard, limit=limit,
-                                  launch=launch, port=port, max_in_flight=max_in_flight,
-                                  request_timeout=request_timeout, target_agreement=target_agreement, risk=risk,
-                                  policy_path=None if policy is None else str(policy),
-                                  warehouse=str(get_settings().warehouse), retry_exhausted=retry_exhausted)
+            summary = runner.flow(judge_flow, **run.flow_parameters(judge_flow))
     print_summary("judge", summary if as_json else with_rounds_apart(summary), as_json)
     judge_outcome(summary)
 

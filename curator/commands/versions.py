@@ -36,7 +36,7 @@ def build_version(
     # arguments (the name, the flags' values), then files (the policy, the warehouse and its verdicts)
     run = guarded(VersionRun.of, name, policy_path=policy, policy_overrides=overrides, judge_config_id=judge_config)
     guarded(refusals.warehouse, run.settings)
-    guarded(refusals.judged, run.settings, run.judge_config_id)
+    guarded(refusals.judged, run.settings, run.judge_config_id, run.policy)
     from curator.noop import version_noop
 
     summary = runner.noop(version_noop, run)

@@ -13,7 +13,16 @@ from tasks.curate.policy import FilterPolicy
 
 
 class VersionRun(RunContext):
-    """One version build: the dataset's name, the policy (file and flags merged), the judge configuration."""
+    """One version build: the dataset's name, the policy (file and flags merged), the judge configuration.
+
+    Every value of the policy is checked here, once, before Prefect starts (`target_agreement` and `risk` by their
+    bounds, 0.5 < A < 1, and beside which keys they may stand). Whether a target can be certified is not: that is
+    the certification's own answer (`tasks.review.version_selection`, in the flow), since it depends on the scores
+    a model fitted on the training labels gives the held-out labelled pairs and on how many of them disagree with
+    the judge above each threshold, which only the selection computes. A bound from the count of labelled pairs
+    alone (none disagreeing) would refuse only targets past what every pair agreeing certifies (99.4% on 494 pairs
+    at risk 0.05), not the ones a person meets, and a second copy of the certification before the flow would cost
+    what the flow costs."""
 
     name: str = Field(description="the dataset (letters, digits, . _ -)")
     policy_path: Path | None = Field(None, description="the filter policy's TOML file (default: the default policy)")

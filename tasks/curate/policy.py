@@ -15,14 +15,19 @@ is stored, compared and shown as before they existed), and setting one of them a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
-from common.errors import UserError, validated
+from common.errors import InvalidInputError, UserError, validated
 from common.files import UnreadableTextError, read_small_toml
 from tasks.curate.exports import DEFAULT_EXPORTS, EXPORTS, check_export_names
+
+if TYPE_CHECKING:
+    from tasks.judge.context import JudgeRun
 
 MAX_POLICY_BYTES = 1 << 20  # a policy is a few hundred bytes
 # the judge's own cut-offs, which a certified selection replaces, and the values that make them keep everything
@@ -177,6 +182,18 @@ class FilterPolicy(BaseModel):
         names = self.sources if self.sources is not None else list(self.mixture or {})
         return {name: (self.mixture or {}).get(name, 1.0) for name in names}
 
+    def check_sources(self, held: Iterable[str], config_id: str) -> None:
+        """Each source the version is made of (`version_sources`) is among those of the judged pool (`held`, the
+        sources of its pairs); else one line naming the others. The one refusal of a `sources` or `mixture` key
+        naming a source the warehouse does not hold: the CLI makes it before Prefect starts, a version's selection
+        (a deployment's build) when it reads the pool."""
+        wanted, there = self.version_sources(), set(held)
+        unknown = sorted(set(wanted or ()) - there)
+        if unknown:
+            raise InvalidInputError(f"sources {', '.join(map(repr, unknown))}: no pair judged under {config_id} comes "
+                                    f"from {'them' if len(unknown) > 1 else 'it'} (judged: "
+                                    f"{', '.join(sorted(there)) or 'none'})")
+
     @field_validator("exports")
     @classmethod
     def _known_exports(cls, names: list[str] | None) -> list[str] | None:
@@ -225,11 +242,22 @@ def load_policy(path: Path | None, overrides: dict | None = None) -> FilterPolic
 def rounds_policy(target_agreement: float | None, risk: float | None, policy_path: str | None = None) -> FilterPolicy:
     """The policy a run in rounds decides by: the policy file's (the one the version will be built by: its
     calibration share and audit threshold decide which labels may steer the rounds), the target and risk flags on
-    top. A wrong file or value, or no target at all: `PolicyError`, one line."""
+    top. A wrong file or value, or no target at all (neither given nor in the file): `PolicyError`, one line, the
+    one refusal of a run in rounds without a target, whichever command asked for it."""
     policy = load_policy(Path(policy_path) if policy_path else None, {"target_agreement": target_agreement,
                                                                       "risk": risk})
     if policy.target_agreement is None:
         where = f"{policy_path} sets no target_agreement" if policy_path else "no target"
         raise PolicyError(f"{where}: judging in rounds escalates toward a certified version's target (set "
-                          "target_agreement in the policy, or give curate judge --target-agreement A)")
+                          "target_agreement in the policy, or give curate judge --target-agreement A, the agreement with human "
+                          "preference a certified version is to reach, 0.5 < A < 1)")
     return policy
+
+
+def in_rounds(run: JudgeRun) -> JudgeRun:
+    """The judge run with the policy its rounds decide by (`rounds_policy`), read once where the run is made (the
+    CLI before Prefect starts, a flow from its parameters) and handed on with the run; a run not in rounds as it
+    is."""
+    if not run.strategy.judges_in_rounds:
+        return run
+    return replace(run, policy=rounds_policy(run.target_agreement, run.risk, run.policy_path))

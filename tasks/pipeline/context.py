@@ -1,5 +1,6 @@
 """One pipeline run's context (`common.settings.RunContext`): its parameters are the `curate-pipeline` flow's own,
-declared here once (`flows.runs.takes_parameters_of`), and checked by the CLI and the flow alike."""
+declared here once (`flows.runs.takes_parameters_of`), and checked by the CLI and the flow alike; its judge stage's
+run is a `JudgeRun` made as `curate judge` makes one (`PipelineRun.judge_run`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from common.settings import RunContext, settings_with
 from schemas.summaries import PIPELINE_STAGES
 from schemas.version import check_name, hub_repo
 from tasks.ingest.sources import parse_source
+from tasks.judge.context import JudgeRun
 
 
 class PipelineRun(RunContext):
@@ -74,9 +76,9 @@ class PipelineRun(RunContext):
                                "settings": settings},
                          "invalid pipeline run")
 
-    def check_files(self) -> None:
+    def check_files(self) -> JudgeRun | None:
         """Each source's file (there, readable, of its source), then the policy file (with a strategy that judges
-        in rounds, its target is what the rounds escalate toward)."""
+        in rounds, its target is what the rounds escalate toward). Returns the judge stage's run (None: skipped)."""
         from tasks.curate.policy import load_policy
         from tasks.ingest.prepare import check_input_file
         from tasks.ingest.sources import get_source
@@ -88,10 +90,20 @@ class PipelineRun(RunContext):
                 check_input_file(source, Path(path) if path else source.local_path, self.settings.batch_size,
                                  self.limit, self.settings.row_byte_limit)
         load_policy(Path(self.policy_path) if self.policy_path else None)
-        if "judge" not in self.skip and self.judges_in_rounds:
-            from tasks.curate.policy import rounds_policy
+        return None if "judge" in self.skip else self.judge_run()
 
-            rounds_policy(None, None, self.policy_path)
+    def judge_run(self) -> JudgeRun:
+        """The judge stage's run (`JudgeRun.of`, its policy read when it judges in rounds): on the gpu pool in
+        `judge_shards` shards, or here on the endpoints; a strategy in rounds escalates toward this run's policy's
+        target. The judge flow is given its fields (`JudgeRun.flow_parameters`)."""
+        from tasks.curate.policy import in_rounds
+
+        sharded = {"shards": self.judge_shards, "deployment": self.judge_deployment, "exchange": self.exchange,
+                   "stale_seconds": self.stale_seconds} if self.judge_shards else \
+            {"endpoints": self.endpoints, "launch": self.launch}
+        return in_rounds(JudgeRun.of(**sharded, strategy=self.strategy, warehouse=self.warehouse,
+                                     policy_path=self.policy_path if self.judges_in_rounds else None,
+                                     retry_exhausted=self.retry_exhausted))
 
     @property
     def judges_in_rounds(self) -> bool:

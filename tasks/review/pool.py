@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from common.errors import InvalidInputError
 from tasks.curate.bias import MARKDOWN_RE2
 from tasks.curate.confidence import Confidences, pool_confidences
+from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool, drawn, models_as_stated, take
 from tasks.ingest.sources import SourceFacts, warehouse_facts
 from tasks.review.overrides import PoolReviews
@@ -23,19 +23,17 @@ class ReviewedPool:
     facts: dict[str, SourceFacts] = field(default_factory=dict)  # each source's, as the warehouse stores them
 
     @classmethod
-    def read(cls, wh: Warehouse, config_id: str, shares: dict[str, float] | None = None) -> ReviewedPool:
+    def read(cls, wh: Warehouse, config_id: str, policy: FilterPolicy | None = None) -> ReviewedPool:
         """The pool as the warehouse holds it, its model names only where their source's facts say it names them
-        (the bias audit's model families); `shares`: the sources a version is made of and the share of each it
-        draws (`FilterPolicy.version_sources`; None: every pair)."""
+        (the bias audit's model families); of the sources a `policy`'s version is made of and the share of each
+        it draws (`FilterPolicy.version_sources`, each source checked by `FilterPolicy.check_sources`; None:
+        every pair)."""
         facts = warehouse_facts(wh.sources)
         pool = models_as_stated(JudgedPool.from_arrow(*wh.versions.judged_pool(config_id, MARKDOWN_RE2)),
                                 {name for name, f in facts.items() if f.names_models})
-        if shares is not None:
-            unknown = sorted(set(shares) - set(pool.source.tolist()))
-            if unknown:
-                raise InvalidInputError(f"sources {', '.join(map(repr, unknown))}: no pair judged under {config_id} "
-                                        f"comes from {'them' if len(unknown) > 1 else 'it'} (judged: "
-                                        f"{', '.join(sorted(set(pool.source.tolist()))) or 'none'})")
+        shares = None if policy is None else policy.version_sources()
+        if policy is not None:
+            policy.check_sources(pool.source.tolist(), config_id)
         pool = take(pool, drawn(pool, shares))
         judge = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree,
                                  pool.human_label)

@@ -9,8 +9,10 @@ over every pair a version may hold whatever its verdicts say (not contaminated, 
 contaminated pairs out): a pair the policy's label-free filters would drop today (one order only, orders
 disagreeing) is never sure, and exactly a pair more verdicts can settle; never more judgments than `swap`'s two
 per pair of the run. The policy is the one the version will be built by (`--policy`, the target and risk flags
-on top): its calibration share and audit threshold say which labels calibrate, and those never steer a round. Of those, the run asks only its own pairs (its shard, its limit). What is certified is what
-`build-version` would certify at the same target (`tasks.curate.select.certifiable`).
+on top, read once with the run: `tasks.curate.policy.in_rounds`): its calibration share and audit threshold say
+which labels calibrate, and those never steer a round. Of those, the run asks only its own pairs (its shard, its
+limit). What is certified is what `build-version` would certify at the same target
+(`tasks.curate.select.certifiable`).
 
 Nothing here remembers a round: each decision is made from the warehouse as it stands, so a rerun (of a run
 that was killed, say) decides its rounds afresh, and the cache answers every verdict already paid for.
@@ -25,7 +27,7 @@ import numpy as np
 
 from tasks.curate.certification import CertificationLabels, Plan, calibration_pairs, certify_pool, next_rungs
 from tasks.curate.label_roles import trained_by_rounds
-from tasks.curate.policy import FilterPolicy, rounds_policy
+from tasks.curate.policy import FilterPolicy
 from tasks.curate.select import certifiable
 from tasks.judge.run import Round, RoundOutcome, as_states, split_pending
 from tasks.judge.strategies import Slot, slots_said
@@ -61,9 +63,12 @@ class CertifyRounds:
         ladder = run.strategy.ladder()
         if ladder is None:
             raise ValueError(f"{run.strategy.label} does not judge in rounds")
+        if not isinstance(run.policy, FilterPolicy):
+            raise ValueError("a run in rounds is made with the policy its rounds decide by "
+                             "(tasks.curate.policy.in_rounds)")
         self.wh, self.run, self.ladder = wh, run, ladder
         self.ids = set(ids)
-        self.policy = rounds_policy(run.target_agreement, run.risk, run.policy_path)
+        self.policy: FilterPolicy = run.policy
         self.cap = 2 * len(ladder)
         self._decided: tuple[str, tuple[dict[str, int], dict[str, int], str, str]] | None = None
 
@@ -78,7 +83,7 @@ class CertifyRounds:
         if self._decided is not None and self._decided[0] == state:
             return self._decided[1]
         p = self.policy
-        read = ReviewedPool.read(self.wh, config_id, p.version_sources())
+        read = ReviewedPool.read(self.wh, config_id, p)
         pool, c, reviews = read.pool, read.judge, read.reviews
         labels = certification_labels(pool, c, reviews, p, read.facts)
         # the roles fixed when judging: the first round's split, and every label a round's escalation reads

@@ -26,7 +26,7 @@ def version_selection(wh: Warehouse, config_id: str, policy: FilterPolicy) -> tu
     them) before the policy filters on it; reviewed pairs take their reviewers' side (`review_overrides`).
     With a target agreement the selection is certified first (`stats.certification`), on the judge's own
     verdicts, the attempt recorded in the warehouse; refused when nothing certifies it."""
-    read = ReviewedPool.read(wh, config_id, policy.version_sources())
+    read = ReviewedPool.read(wh, config_id, policy)
     pool, confidences, reviews, facts = read.pool, read.judge, read.reviews, read.facts
     p_correct, calibration = calibrate_with_reviews(pool, confidences, reviews, facts)
     certified, covered, certification, score = None, None, None, None

@@ -114,15 +114,18 @@ DEAD = "http://127.0.0.1:9/v1"
     (["evaluate-judge", "--benchmark", "arena", "--endpoint", DEAD], "arena is not a judge benchmark"),
     (["evaluate-judge", "--benchmark", "rm-bench", "--strategy", "adaptive", "--endpoint", DEAD], "not adaptive:1"),
     # judging in rounds: a target it escalates toward, the whole pool in one run; a target only with it
-    (["judge", "--endpoint", DEAD, "--strategy", "certify"], "certify:2 judges in rounds toward a target: give "
-                                                             "--target-agreement A"),
+    # one refusal of a run in rounds without a target, whichever command asked (`tasks.curate.policy.rounds_policy`)
+    (["judge", "--endpoint", DEAD, "--strategy", "certify"],
+     "no target: judging in rounds escalates toward a certified version's target (set target_agreement in the "
+     "policy, or give curate judge --target-agreement A"),
     (["judge", "--endpoint", DEAD, "--strategy", "certify:1", "--target-agreement", "0.9", "--shard", "0/2"],
      "certify:1 judges in rounds, each decided over the whole judged pool: it cannot judge one shard (drop --shard; "
      "--shards N judges each round in N shards)"),
     (["judge", "--endpoint", DEAD, "--shard", "0/2", "--shards", "2"],
      "--shard judges one hash bucket, --shards splits the run into N: give one of them"),
-    (["judge", "--endpoint", DEAD, "--strategy", "certify", "--shards", "2"], "certify:2 judges in rounds toward a "
-                                                                              "target: give --target-agreement A"),
+    (["judge", "--endpoint", DEAD, "--strategy", "certify", "--shards", "2"],
+     "no target: judging in rounds escalates toward a certified version's target (set target_agreement in the "
+     "policy, or give curate judge --target-agreement A"),
     (["judge", "--endpoint", DEAD, "--target-agreement", "0.9"],
      "--target-agreement applies to a strategy that judges in rounds (certify[:K]), not to swap"),
     (["judge", "--endpoint", DEAD, "--strategy", "single", "--risk", "0.1", "--policy", "missing.toml"],
@@ -318,3 +321,20 @@ def test_a_declared_path_that_is_no_file_says_what_it_is(tmp_path, kind):
     said = {"loop": "cannot read it: Too many levels of symbolic links", "fifo": "not a regular file or folder but a FIFO",
             "device": "not a regular file or folder but a device"}[kind]
     assert f"{path.name}: {said}" in line and "no such file" not in line, line
+
+
+@pytest.mark.prefect
+def test_a_version_of_a_source_the_warehouse_does_not_hold_is_refused_before_prefect(dashboard_warehouse, tmp_path):
+    """`sources` naming a source no pair comes from: the refusal the version's selection makes (a deployment's build)
+    is made before Prefect starts, in the same words, from the warehouse opened read-only."""
+    from prefect.logging import disable_run_logger
+
+    from common.errors import InvalidInputError
+    from flows.versions import build_version
+
+    warehouse, _, _ = dashboard_warehouse
+    line, _ = _refusal("build-version", "dash", "--sources", "nope", "--warehouse", str(warehouse), cwd=tmp_path)
+    assert "sources 'nope': no pair judged under jc-" in line and line.endswith("(judged: arena, helpsteer3)"), line
+    with disable_run_logger(), pytest.raises(InvalidInputError) as caught:
+        build_version.fn("dash", policy_overrides={"sources": ["nope"]}, warehouse=str(warehouse))
+    assert line == f"error: {caught.value}"

@@ -82,3 +82,23 @@ def test_the_nightly_deployment_s_parameters_take_a_declared_source(tmp_path):
     with pytest.raises(InvalidInputError, match="unknown source 'team-pairs'"):
         PipelineRun.of(**elsewhere)  # no sources.toml beside that warehouse
     assert PipelineRun.of(**elsewhere, sources_file=str(tmp_path / "sources.toml")).sources == given["sources"]
+
+
+def test_the_judge_flows_parameters_are_declared_once():
+    """Each judge flow takes the keywords of `JudgeRun.of` it names, with their defaults; a sharded one takes its
+    `shards` first, and must be given them."""
+    from flows.judge import judge
+    from flows.judge_shards import judge_sharded, judge_sharded_here
+    from tasks.judge.context import JudgeRun
+
+    declared = inspect.signature(JudgeRun.of).parameters
+    for f in (judge, judge_sharded, judge_sharded_here):
+        params = inspect.signature(f.fn).parameters
+        assert set(params) <= set(declared), f.name
+        for name, p in params.items():
+            assert p.default == declared[name].default or name == "shards", (f.name, name)
+        assert list(f.parameters.model_dump()["properties"]) == list(params), f.name
+    assert "shards" in inspect.signature(judge_sharded.fn).parameters
+    assert judge_sharded.parameters.model_dump()["required"] == ["shards"]
+    assert {"endpoints", "launch"} <= set(inspect.signature(judge_sharded_here.fn).parameters)
+    assert "deployment" not in inspect.signature(judge.fn).parameters

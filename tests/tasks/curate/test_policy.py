@@ -157,3 +157,18 @@ def test_a_target_beside_the_heuristic_cut_offs_or_its_keys_without_one_are_refu
 def test_the_certification_keys_ranges(key, value):
     with pytest.raises(PolicyError, match=key):
         load_policy(None, {key: value, **({} if key == "target_agreement" else {"target_agreement": 0.9})})
+
+
+def test_a_version_s_sources_are_checked_against_those_the_pool_holds_in_one_place():
+    """`check_sources`: the one refusal of a `sources` or `mixture` key naming a source no judged pair comes from
+    (the CLI's before Prefect, a version's selection when it reads the pool)."""
+    from common.errors import InvalidInputError
+
+    held = ["arena", "helpsteer3"]
+    FilterPolicy().check_sources(held, "jc-1")  # every source: nothing to check
+    FilterPolicy(sources=["arena"]).check_sources(held, "jc-1")
+    with pytest.raises(InvalidInputError) as caught:
+        FilterPolicy(sources=["arena", "nope"]).check_sources(held, "jc-1")
+    assert str(caught.value) == "sources 'nope': no pair judged under jc-1 comes from it (judged: arena, helpsteer3)"
+    with pytest.raises(InvalidInputError, match=r"^sources 'a', 'b': .* from them \(judged: none\)$"):
+        FilterPolicy(mixture={"a": 0.5, "b": 0.5}).check_sources([], "jc-2")

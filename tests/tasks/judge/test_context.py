@@ -1,5 +1,7 @@
 """A judge run's context is checked when it is made, whichever way it is made."""
 
+import re
+
 import pytest
 
 from common.settings import Settings
@@ -11,7 +13,7 @@ URL = "http://127.0.0.1:9/v1"
 
 
 def _run(**given) -> JudgeRun:
-    return JudgeRun.of(given.pop("settings", Settings()), config=JudgeConfig(), run_id=given.pop("run_id", "run-1"),
+    return JudgeRun.with_config(given.pop("settings", Settings()), config=JudgeConfig(), run_id=given.pop("run_id", "run-1"),
                        **given)
 
 
@@ -56,3 +58,28 @@ def test_the_parts_are_checked_however_the_run_is_made():
         JudgeRun(Settings(), JudgeConfig(), "swap", "run-1")  # text where a strategy belongs
     with pytest.raises(ValueError, match="judge configuration"):
         JudgeRun(Settings(), {"model": "m"}, parse_strategy("swap"), "run-1")
+
+
+def test_of_is_the_judge_flows_parameters_checked_once(tmp_path):
+    """`JudgeRun.of`: the keywords a judge flow takes (a deployment's parameters, the CLI's flags), checked when the
+    run is made; its run id is the flow's to give, so two runs asked alike are equal."""
+    warehouse = str(tmp_path / "w.duckdb")
+    run = JudgeRun.of(endpoints=[URL], strategy="adaptive", limit=5, max_in_flight=4, warehouse=warehouse)
+    assert (run.endpoints, run.limit, run.settings.judge_max_in_flight) == ((URL,), 5, 4)
+    assert run.config == JudgeConfig(weights=run.config.weights) and run.strategy == parse_strategy("adaptive")
+    assert JudgeRun.of(**run.parameters()) == run and run.filed_under("run-9").run_id == "run-9"
+    assert not tmp_path.joinpath("w.duckdb").exists()  # nothing is opened
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"shards": 0}, "shards must be a whole number >= 1, not 0"),
+    ({"shard": "0/2", "shards": 2}, "--shard judges one hash bucket, --shards splits the run into N"),
+    ({"strategy": "certify", "shard": "0/2", "target_agreement": 0.9}, "certify:2 judges in rounds"),
+    ({"target_agreement": 0.9}, "--target-agreement applies to a strategy that judges in rounds"),
+    ({"port": 70000}, "port must be a whole number 1 .. 65535"),
+    ({"max_in_flight": 0}, "judge_max_in_flight = 0"),
+    ({"start_timeout": 0}, "start_timeout must be a number of seconds > 0"),
+])
+def test_of_refuses_a_bad_parameter_in_one_line(given, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        JudgeRun.of(endpoints=[URL], **given)
