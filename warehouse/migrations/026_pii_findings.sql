@@ -18,3 +18,17 @@ CREATE TABLE pii_findings (
     span_end     INTEGER NOT NULL
 );
 
+-- What each version did with the personal data and secrets found in its judged pool, per kind (its stored
+-- `stats.pii`, the figures the card, `curate status` and `build-version --json` read): the policy's action, the
+-- pool's pairs and findings of the kind, and those in the version's rows (replaced by placeholders under redact,
+-- as found under keep, none under drop).
+CREATE OR REPLACE VIEW dash_personal_data AS
+SELECT v.name AS dataset, v.version, t.kind,
+       json_extract_string(v.stats, '$.pii.kinds.' || t.kind || '.action') AS action,
+       CAST(json_extract(v.stats, '$.pii.kinds.' || t.kind || '.pairs') AS BIGINT) AS pairs,
+       CAST(json_extract(v.stats, '$.pii.kinds.' || t.kind || '.findings') AS BIGINT) AS findings,
+       CAST(json_extract(v.stats, '$.pii.kinds.' || t.kind || '.version_pairs') AS BIGINT) AS version_pairs,
+       CAST(json_extract(v.stats, '$.pii.kinds.' || t.kind || '.version_findings') AS BIGINT) AS version_findings
+FROM dataset_versions v, unnest(json_keys(v.stats, '$.pii.kinds')) AS t(kind)
+WHERE (v.stats->'$.pii') IS NOT NULL
+ORDER BY v.name, v.version, t.kind;

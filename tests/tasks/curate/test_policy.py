@@ -157,3 +157,18 @@ def test_a_target_beside_the_heuristic_cut_offs_or_its_keys_without_one_are_refu
 def test_the_certification_keys_ranges(key, value):
     with pytest.raises(PolicyError, match=key):
         load_policy(None, {key: value, **({} if key == "target_agreement" else {"target_agreement": 0.9})})
+
+
+def test_pii_is_a_policy_key_redact_by_default_set_per_kind_in_a_file(tmp_path):
+    assert load_policy(None).pii == "redact" and set(load_policy(None).pii_actions().values()) == {"redact"}
+    assert "pii" not in load_policy(None).model_dump()  # the default is stored as before the key existed
+    f = tmp_path / "p.toml"
+    f.write_text('pii = "keep"\npii_kinds = { secret = "drop", email = "redact" }\n', encoding="utf-8")
+    actions = load_policy(f).pii_actions()
+    assert actions["secret"] == "drop" and actions["email"] == "redact" and actions["phone"] == "keep"
+    assert load_policy(f, {"pii": "drop"}).pii_actions()["phone"] == "drop"
+    f.write_text('pii_kinds = { secrets = "drop" }\n', encoding="utf-8")
+    with pytest.raises(PolicyError, match="unknown kind.*secrets: the kinds are email, phone"):
+        load_policy(f)
+    with pytest.raises(PolicyError, match="pii"):
+        load_policy(None, {"pii": "remove"})
