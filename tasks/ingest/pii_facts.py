@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from schemas.pair import PII_FINDING_SCHEMA, PII_SCAN_SCHEMA
-from tasks.ingest.pii import RULES, Finding, redact, scan_texts
+from schemas.pair import MESSAGE_TYPE, PII_FINDING_SCHEMA, PII_SCAN_SCHEMA
+from tasks.ingest.pii import RULES, Finding, gated, redact, scan
 from warehouse.pii import PiiStore
 
 PARTS = ("history", "response_a", "response_b")
@@ -24,26 +26,42 @@ Message = Mapping[str, str]
 
 def scan_tables(pair_ids: Sequence[str], histories: Sequence[Sequence[Message]], responses_a: Sequence[str],
                 responses_b: Sequence[str], now: datetime | None = None) -> tuple[pa.Table, pa.Table]:
-    """(scans, findings) of these pairs: one scan row per pair (the rules it was scanned under), one row per
-    finding (pair id, part, message index, kind, span)."""
+    """`scan_pairs` of pairs given as Python values."""
+    return scan_pairs(pa.table({"pair_id": pa.array(list(pair_ids), pa.string()),
+                                "history": pa.array([list(h) for h in histories], pa.list_(MESSAGE_TYPE)),
+                                "response_a": pa.array(list(responses_a), pa.string()),
+                                "response_b": pa.array(list(responses_b), pa.string())}), now)
+
+
+def scan_pairs(pairs: pa.Table, now: datetime | None = None) -> tuple[pa.Table, pa.Table]:
+    """(scans, findings) of the pairs of `pairs` (its `pair_id`, `history`, `response_a` and `response_b`, as the
+    warehouse holds them): one scan row per pair (the rules it was scanned under), one row per finding (pair id,
+    part, message index, kind, span). Only the texts `pii.gated` passes are read into Python and scanned."""
     now = now or datetime.now(timezone.utc).replace(tzinfo=None)
-    texts: list[str] = []
-    where: list[tuple[str, str, int]] = []
-    for pair_id, history, a, b in zip(pair_ids, histories, responses_a, responses_b, strict=True):
-        for i, message in enumerate(history):
-            texts.append(message["content"] or "")
-            where.append((pair_id, "history", i))
-        texts += [a or "", b or ""]
-        where += [(pair_id, "response_a", 0), (pair_id, "response_b", 0)]
+    ids = pairs.column("pair_id").combine_chunks()
+    history = pairs.column("history").combine_chunks()
+    contents = pc.struct_field(pc.list_flatten(history), "content")
+    parents = pc.list_parent_indices(history).to_numpy()
+    offsets = history.offsets.to_numpy()
+    messages = offsets[0] + np.arange(len(contents)) - offsets[parents]
     rows: dict[str, list] = {name: [] for name in PII_FINDING_SCHEMA.names}
-    for (pair_id, part, message), findings in zip(where, scan_texts(texts), strict=True):
-        for f in findings:
-            for name, value in zip(PII_FINDING_SCHEMA.names, (pair_id, part, message, f.kind, f.start, f.end),
-                                   strict=True):
-                rows[name].append(value)
-    scans = pa.table({"pair_id": list(pair_ids), "rules": [RULES] * len(pair_ids),
-                      "scanned_at": [now] * len(pair_ids)}, schema=PII_SCAN_SCHEMA)
-    return scans, pa.table(rows, schema=PII_FINDING_SCHEMA)
+    for part, texts, owner, message in (
+            ("history", contents, parents, messages),
+            ("response_a", pairs.column("response_a").combine_chunks(), np.arange(len(ids)), None),
+            ("response_b", pairs.column("response_b").combine_chunks(), np.arange(len(ids)), None)):
+        for i in np.flatnonzero(gated(texts)):
+            for f in scan(texts[int(i)].as_py()):
+                for name, value in zip(PII_FINDING_SCHEMA.names, (
+                        ids[int(owner[i])].as_py(), part, 0 if message is None else int(message[i]), f.kind, f.start,
+                        f.end), strict=True):
+                    rows[name].append(value)
+    order = sorted(range(len(rows["pair_id"])), key=lambda k: (rows["pair_id"][k], PARTS.index(rows["part"][k]),
+                                                                rows["message"][k], rows["span_start"][k]))
+    findings = pa.table({name: [values[k] for k in order] for name, values in rows.items()}, schema=PII_FINDING_SCHEMA)
+    scans = pa.table({"pair_id": ids, "rules": pa.array([RULES] * len(ids), pa.string()),
+                      "scanned_at": pa.array([now] * len(ids), PII_SCAN_SCHEMA.field("scanned_at").type)},
+                     schema=PII_SCAN_SCHEMA)
+    return scans, findings
 
 
 def backfill(store: PiiStore, batch: int = 5000) -> int:
@@ -51,8 +69,7 @@ def backfill(store: PiiStore, batch: int = 5000) -> int:
     batch per transaction; the number scanned. Nothing else of a pair changes."""
     done = 0
     for texts in store.unscanned(RULES, batch):
-        scans, findings = scan_tables(texts.column("pair_id").to_pylist(), texts.column("history").to_pylist(),
-                                      texts.column("response_a").to_pylist(), texts.column("response_b").to_pylist())
+        scans, findings = scan_pairs(texts)
         store.replace(scans, findings)
         done += texts.num_rows
     return done
