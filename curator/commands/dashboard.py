@@ -74,7 +74,8 @@ def status(
                           percent(c.get("estimated_agreement")), percent(c["coverage"]), c["labels"],
                           count(c.get("kept_not_covered") or 0)) for v, c in certified],
                         title="certified versions")
-        handled = [(v, p) for v in found if (p := figure(v, "pii"))]
+        # versions whose judged pool held personal data or secrets: what each did with them
+        handled = [(v, p) for v in found if (p := figure(v, "pii")) and (p["redacted"] or p["kept"] or p["dropped_pairs"])]
         if handled:
             print_table(out, ["name", "version", "findings redacted", "findings kept as found", "pairs dropped"],
                         [(v["name"], v["version"], count(p["redacted"]), count(p["kept"]), count(p["dropped_pairs"]))
