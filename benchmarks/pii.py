@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tasks.ingest.normalize import normalize_text
-from tasks.ingest.pii import KINDS, scan
+from tasks.ingest.pii import KINDS, scan_texts
 
 WORDS = ("the deploy failed again after we bumped the config so I am pasting what I have here please take a "
          "look and tell me what is wrong with it thanks in advance").split()
@@ -218,8 +218,9 @@ def main() -> None:
     fn = dict.fromkeys(KINDS, 0)
     fp = dict.fromkeys(KINDS, 0)
     t0 = time.perf_counter()
-    scans = [[scan(text) for text in texts] for texts, _ in corpus]
+    flat = scan_texts([text for texts, _ in corpus for text in texts])  # as the ingest scans a batch
     scan_seconds = time.perf_counter() - t0
+    scans = [flat[3 * i:3 * i + 3] for i in range(len(corpus))]
     t0 = time.perf_counter()
     for texts, _ in corpus:
         for text in texts:

@@ -243,6 +243,7 @@ class Dropped(Reasons):
 
     NOT_JUDGED = "not_judged", "no verdict under the version's judge configuration"
     CONTAMINATED = "contaminated", "its prompt overlaps an evaluation prompt"
+    PERSONAL_DATA = "personal_data", "its texts hold personal data or secrets of a kind the policy drops (policy pii)"
     BOTH_BAD = "both_bad", "the source flags both answers as bad (policy both_bad: drop)"
     HUMAN_TIE = "human_tie", "the human label is a tie (policy human_ties: drop)"
     JUDGE_TIE = "judge_tie", "the judge ranks neither answer above the other"

@@ -18,9 +18,11 @@ from schemas.summaries import VersionSummary
 from tasks.curate.context import VersionRun
 from tasks.curate.exports import export_options
 from tasks.curate.figures import estimated_lengths
+from tasks.curate.personal_data import redacted_texts
 from tasks.curate.policy import FilterPolicy, promised
 from tasks.curate.select import content_hash
 from tasks.curate.unchanged import unchanged_version
+from tasks.ingest.pii_facts import backfill
 from tasks.judge.cost import cost_model, cost_report
 from tasks.review.version_selection import version_selection
 from warehouse.store import Warehouse
@@ -28,6 +30,13 @@ from warehouse.store import Warehouse
 
 class EmptyVersionError(UserError, ValueError):
     """The policy keeps nothing: no empty dataset is made."""
+
+
+@task(cache_policy=NO_CACHE)
+def scan_unscanned_pairs(wh: Warehouse) -> int:
+    """The personal-data scan of pairs landed before it existed, or scanned under older rules (a backfill:
+    no pair id changes); nothing when every pair is scanned."""
+    return backfill(wh.pii)
 
 
 @task(cache_policy=NO_CACHE)
@@ -62,6 +71,10 @@ def build_version(
         config_id = asked.judge_config_id or wh.versions.latest_judge_config_id()
         if config_id is None:
             raise EmptyVersionError("no judged pairs yet: run `curate judge` first")
+        rescanned = scan_unscanned_pairs(wh)
+        if rescanned:
+            log.info("scanned %d pairs for personal data and secrets (landed before the scan, or under older "
+                     "rules)", rescanned)
         unchanged = unchanged_version(wh.versions, name, config_id, policy)
         if unchanged is not None:
             log.info(unchanged["note"])
@@ -74,7 +87,10 @@ def build_version(
                 f"the policy keeps none of {stats['pairs_judged']} pairs judged (dropped: {stats['dropped']}); "
                 "loosen it rather than publish an empty dataset")
         lengths = estimated_lengths(wh.versions.token_estimates(rows))
-        digest = content_hash(wh.versions.row_digests(rows), {**export_options(policy.model_dump()), **promised(policy)})
+        # personal data and secrets replaced by placeholders in the version's texts (the pairs keep theirs)
+        redacted = redacted_texts(wh.pii, rows.column("pair_id"), policy.pii_actions())
+        digest = content_hash(wh.versions.row_digests(rows, redacted),
+                              {**export_options(policy.model_dump()), **promised(policy)})
         totals = wh.judging.judging_totals(config_id)
         cost = cost_report(requests=totals["requests"], tokens_in=totals["tokens_in"], tokens_out=totals["tokens_out"],
                            judge_seconds=totals["request_seconds"], kept=rows.num_rows, model=cost_model(settings))
@@ -95,7 +111,7 @@ def build_version(
                 "judge_config_id": config_id, "policy": policy.model_dump(), "source_revisions": revisions,
                 "row_count": rows.num_rows, "content_hash": digest, "stats": stats, "simulated": simulated,
                 "judge_weights": weights}
-        wh.versions.write_version(meta, rows)
+        wh.versions.write_version(meta, rows, redacted)
         created = wh.versions.latest_version(name)["created_at"]
     if simulated:
         log.warning("%s v%d is built on SIMULATED verdicts (the GenRM stand-in): its card says so, and the Hub "

@@ -78,6 +78,11 @@ NEAR_DUPLICATE_SCHEMA = pa.schema([("pair_id", pa.string()), ("kept_pair_id", pa
 SIGNATURE_SCHEMA = pa.schema([("pair_id", pa.string()), ("num_perm", pa.int32()), ("signature", pa.binary())])
 CONTAMINATION_SCHEMA = pa.schema([("pair_id", pa.string()), ("benchmark", pa.string()), ("benchmark_id", pa.string()),
                                   ("overlap", pa.float64()), ("detected_at", _TS)])
+# The personal-data scan of a pair (migration 026): which pairs were scanned under which rules, and each finding
+# as its kind, part and span (never the text).
+PII_SCAN_SCHEMA = pa.schema([("pair_id", pa.string()), ("rules", pa.string()), ("scanned_at", _TS)])
+PII_FINDING_SCHEMA = pa.schema([("pair_id", pa.string()), ("part", pa.string()), ("message", pa.int32()),
+                                ("kind", pa.string()), ("span_start", pa.int32()), ("span_end", pa.int32())])
 
 
 

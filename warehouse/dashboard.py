@@ -163,6 +163,17 @@ def certifications(snap: Snapshot) -> list[dict[str, Any]]:
              "certification": json.loads(r.certification)} for r in df.itertuples()]
 
 
+def personal_data(snap: Snapshot, f: Filters) -> pd.DataFrame:
+    """Per kind, what the selected version did with the personal data and secrets found in its judged pool
+    (`dash_personal_data`); empty from a snapshot taken before migration 026."""
+    try:
+        return snap.frame("SELECT kind, action, pairs, findings, version_pairs, version_findings "
+                          "FROM dash_personal_data WHERE dataset = ? AND version = ? ORDER BY kind",
+                          [f.dataset, f.version])
+    except duckdb.CatalogException:
+        return pd.DataFrame(columns=["kind", "action", "pairs", "findings", "version_pairs", "version_findings"])
+
+
 def version_costs(snap: Snapshot) -> pd.DataFrame:
     return snap.frame("SELECT * FROM dash_version_costs ORDER BY dataset, version")
 

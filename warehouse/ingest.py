@@ -129,20 +129,26 @@ class IngestStore(Part):
         signatures: pa.Table | None,
         contamination: pa.Table | None,
         band_keys: np.ndarray | None = None,
+        pii_scans: pa.Table | None = None,
+        pii_findings: pa.Table | None = None,
     ) -> None:
         """Insert everything one batch produced, all or nothing. Keys already present are left alone.
-        `band_keys`: the stored band keys of `signatures`' rows (docs x bands), indexed with them."""
+        `band_keys`: the stored band keys of `signatures`' rows (docs x bands), indexed with them; `pii_scans` and
+        `pii_findings`: the personal-data scan of the new pairs (migration 026)."""
         statements = [
             ("candidate_pairs", pairs),
             ("pair_sightings", sightings),
             ("quarantine", quarantine),
             ("near_duplicates", near_duplicates),
             ("contamination", contamination),
+            ("pii_scans", pii_scans),
         ]
         with self.transaction():
             for table, data in statements:
                 if data is not None and data.num_rows:
                     self._insert(table, data, "ON CONFLICT DO NOTHING")
+            if pii_findings is not None and pii_findings.num_rows:  # of new pairs only: none is there yet
+                self._insert("pii_findings", pii_findings)
             if signatures is not None and signatures.num_rows:
                 self._index_signatures(signatures, band_keys)
         self._checkpoint_if_due(pairs)

@@ -22,7 +22,7 @@ DASHBOARD_VIEWS = (
     "dash_runs", "dash_funnel", "quarantine_reasons", "dash_margin_histogram", "dash_confidence_histogram",
     "dash_agreement", "dash_judge_failures", "dash_judge_throughput", "dash_versions", "dash_version_costs",
     "dash_judge_evaluations", "dash_judge_configs", "dash_version_quality", "dash_reliability",
-    "dash_model_families", "dash_review_progress", "dash_certification",
+    "dash_model_families", "dash_review_progress", "dash_certification", "dash_personal_data",
 )
 
 

@@ -9,6 +9,7 @@ and named queries grouped by bounded context, each in its own module:
 - `versions.py`: dataset versions, their rows and their publication;
 - `reviews.py`: human review in Label Studio: projects, tasks, selections, annotations, outcomes;
 - `certification.py`: the labels that trained rounds, their label roles, and certification attempts;
+- `pii.py`: personal data and secrets found in the pairs' texts (kind, part, span), and which pairs were scanned;
 - `dashboard.py`: the dashboard's queries over its snapshot (a file of its own, never the warehouse).
 """
 
@@ -26,6 +27,7 @@ from warehouse.connection import (
 )
 from warehouse.ingest import IngestStore
 from warehouse.judging import JudgingStore
+from warehouse.pii import PiiStore
 from warehouse.reviews import ReviewStore
 from warehouse.runs import RunRecords
 from warehouse.sources import SourceFactsStore
@@ -37,7 +39,7 @@ __all__ = ["JUDGMENT_TABLES", "Warehouse", "WarehouseLockedError", "WarehouseUnr
 class Warehouse(Connection):
     """The warehouse file, open read-write (migrated, interrupted runs marked) or read-only. Its named queries are
     grouped in parts, one per bounded context: `wh.runs`, `wh.ingest`, `wh.sources`, `wh.judging`,
-    `wh.versions`, `wh.reviews`, `wh.certification`."""
+    `wh.versions`, `wh.reviews`, `wh.certification`, `wh.pii`."""
 
     def __init__(self, path: Path | str, read_only: bool = False):
         self.runs = RunRecords(self)
@@ -47,6 +49,7 @@ class Warehouse(Connection):
         self.versions = VersionStore(self)
         self.reviews = ReviewStore(self)
         self.certification = CertificationStore(self)
+        self.pii = PiiStore(self)
         super().__init__(path, read_only)  # opening a writer marks the runs whose process is gone (self.runs)
 
     def after_open_for_writing(self) -> None:

@@ -15,12 +15,21 @@ _PROMPT_JSON = "to_json(list_transform(p.history, lambda m: [m.role, m.content])
 for _c in (0x0B, 0x0E, 0x0F, *range(0x1A, 0x20)):
     _PROMPT_JSON = f"replace({_PROMPT_JSON}, '\\u{_c:04X}', '\\u{_c:04x}')"
 
-# A version's rows with their texts: which response is chosen comes with the row, the texts from the pair.
+# A version's rows with their texts: which response is chosen comes with the row, the texts from the pair, or
+# from `redacted_texts` (the pair's texts with personal data and secrets replaced by placeholders) where it has
+# the pair.
 _ROWS_WITH_TEXTS = """
-    SELECT r.*, p.history AS prompt,
-           CASE r.chosen_side WHEN 'a' THEN p.response_a ELSE p.response_b END AS chosen,
-           CASE r.chosen_side WHEN 'a' THEN p.response_b ELSE p.response_a END AS rejected
-    FROM version_rows r JOIN candidate_pairs p USING (pair_id)"""
+    SELECT r.*, coalesce(x.history, p.history) AS prompt,
+           CASE r.chosen_side WHEN 'a' THEN coalesce(x.response_a, p.response_a)
+                ELSE coalesce(x.response_b, p.response_b) END AS chosen,
+           CASE r.chosen_side WHEN 'a' THEN coalesce(x.response_b, p.response_b)
+                ELSE coalesce(x.response_a, p.response_a) END AS rejected
+    FROM version_rows r JOIN candidate_pairs p USING (pair_id) LEFT JOIN redacted_texts x USING (pair_id)"""
+# The texts `redacted_texts` holds: none when a version redacts nothing.
+REDACTED_SCHEMA = pa.schema([("pair_id", pa.string()),
+                             ("history", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+                             ("response_a", pa.string()), ("response_b", pa.string())])
+NO_REDACTION = REDACTED_SCHEMA.empty_table()
 
 
 def _field(name: str, kind: str) -> str:
@@ -109,7 +118,8 @@ class VersionStore(Part):
             """,
             [config_id],
         ).fetchall()
-        return f"{config_id}/{row[0][0]}{self._db.reviews.review_inputs()}"  # reviews change versions too (warehouse.reviews)
+        # reviews change versions too (warehouse.reviews), and so do the findings a version redacts or drops by
+        return f"{config_id}/{row[0][0]}{self._db.reviews.review_inputs()}{self._db.pii.fingerprint()}"
 
     def latest_version(self, name: str) -> dict[str, Any] | None:
         cur = self.con.execute(
@@ -121,10 +131,11 @@ class VersionStore(Part):
         row = next(iter(cur.fetchall()), None)
         return dict(zip([d[0] for d in cur.description], row)) if row else None
 
-    def row_digests(self, rows: pa.Table) -> list[str]:
-        """Each row's digest (md5 of every field, the texts from the pairs table), in pair id order: what a
-        version's content hash is made of. `rows`: `tasks.curate.select.version_table`."""
-        with self._registered("version_rows", rows):
+    def row_digests(self, rows: pa.Table, redacted: pa.Table = NO_REDACTION) -> list[str]:
+        """Each row's digest (md5 of every field, the texts from the pairs table or, where it has the pair,
+        `redacted`), in pair id order: what a version's content hash is made of. `rows`:
+        `tasks.curate.select.version_table`; `redacted`: `REDACTED_SCHEMA`."""
+        with self._registered("version_rows", rows), self._registered("redacted_texts", redacted):
             return [d for (d,) in self.con.execute(
                 f"SELECT md5(concat_ws(chr(31), {', '.join(_DIGEST_FIELDS)})) FROM ({_ROWS_WITH_TEXTS}) "
                 "ORDER BY pair_id").fetchall()]
@@ -140,11 +151,12 @@ class VersionStore(Part):
                           CASE r.chosen_side WHEN 'a' THEN p.response_b_tokens ELSE p.response_a_tokens END AS rejected
                    FROM version_rows r JOIN candidate_pairs p USING (pair_id)""").to_arrow_table()
 
-    def write_version(self, meta: dict[str, Any], rows: pa.Table) -> None:
+    def write_version(self, meta: dict[str, Any], rows: pa.Table, redacted: pa.Table = NO_REDACTION) -> None:
         """A new version and its rows, in one transaction: a version is there whole or not at all. `rows`:
-        `tasks.curate.select.version_table`; the texts are copied from the pairs table."""
+        `tasks.curate.select.version_table`; the texts are copied from the pairs table, or from `redacted` where
+        it has the pair (the warehouse's pairs keep their texts as ingested)."""
         cols = ", ".join(f'"{c}"' for c in ("prompt", "chosen", "rejected", *rows.column_names))
-        with self.transaction(), self._registered("version_rows", rows):
+        with self.transaction(), self._registered("version_rows", rows), self._registered("redacted_texts", redacted):
             self.con.execute(
                 "INSERT INTO dataset_versions (name, version, parent_version, created_at, judge_config_id, policy, "
                 "source_revisions, row_count, content_hash, stats, simulated, judge_weights) "
@@ -181,7 +193,10 @@ class VersionStore(Part):
             "                'estimated_agreement', stats->'$.certification.estimated_agreement', "
             "                'not_covered', stats->'$.certification.not_covered', "
             "                'kept_not_covered', stats->'$.certification.kept_not_covered', "
-            "                'coverage', stats->'$.certification.coverage') END) AS figures "
+            "                'coverage', stats->'$.certification.coverage') END, "
+            "            'pii', CASE WHEN (stats->'$.pii') IS NOT NULL THEN json_object("
+            "                'redacted', stats->'$.pii.redacted', 'kept', stats->'$.pii.kept', "
+            "                'dropped_pairs', stats->'$.pii.dropped_pairs') END) AS figures "
             "FROM dataset_versions WHERE (? IS NULL OR name = ?) ORDER BY name, version",
             [name, name],
         )

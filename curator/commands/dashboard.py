@@ -33,9 +33,10 @@ def status(
         judging = wh.judging.judging_status(get_settings().judge_max_attempts)
         found = wh.versions.versions()
         reviews = wh.reviews.review_progress()
+        personal = wh.pii.totals()
     if as_json:
         print_json({"counts": counts, "runs": runs, "interrupted": interrupted, "judging": judging, "versions": found,
-                    "reviews": reviews})
+                    "reviews": reviews, "personal_data": personal})
         return
     from common.numbers import count, percent
 
@@ -74,6 +75,18 @@ def status(
                           count(sum((c.get("not_covered") or {}).values())), count(c.get("kept_not_covered") or 0))
                          for v, c in certified],
                         title="certified versions")
+        # versions whose judged pool held personal data or secrets: what each did with them
+        handled = [(v, p) for v in found if (p := figure(v, "pii")) and (p["redacted"] or p["kept"] or p["dropped_pairs"])]
+        if handled:
+            print_table(out, ["name", "version", "findings redacted", "findings kept as found", "pairs dropped"],
+                        [(v["name"], v["version"], count(p["redacted"]), count(p["kept"]), count(p["dropped_pairs"]))
+                         for v, p in handled], title="personal data and secrets in versions")
+    if personal["kinds"] or personal["pairs_not_scanned"]:
+        print_table(out, ["kind", "findings", "pairs holding it"],
+                    [(kind, count(k["findings"]), count(k["pairs"])) for kind, k in personal["kinds"].items()],
+                    title=f"personal data and secrets found ({count(personal['pairs_scanned'])} pairs scanned, "
+                          f"{count(personal['pairs_not_scanned'])} not yet; names and street addresses are not "
+                          "scanned)")
     if reviews:
         from tasks.review.agreement import agreement_text
 

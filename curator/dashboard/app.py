@@ -80,6 +80,8 @@ COLUMNS: dict[str, tuple[str, Callable[[object], str]]] = {
     "chosen_longer": ("chosen longer (pool → version)", _text),
     "more_markdown": ("more markdown (pool → version)", _text),
     "chosen_first": ("shown first (pool → version)", _text),
+    "action": ("policy", _text), "findings": ("findings (pool)", count),
+    "version_pairs": ("pairs in the version", count), "version_findings": ("findings in the version", count),
 }
 
 
@@ -291,6 +293,13 @@ def main() -> None:
     if families is not None and len(families):
         st.subheader(f"Model family win rates, arena rows ({label}): judged pool and version")
         show(families, ["stage", "family", "pairs", "wins", "win_rate"], "")
+
+    personal = data.personal_data(snap, f) if dataset else None
+    if personal is not None and len(personal):
+        st.subheader(f"Personal data and secrets ({label}): found in the judged pool, and in the version")
+        st.caption("redact: replaced by a typed placeholder in the version's texts; drop: the pair left out; keep: "
+                   "left as found. Names and street addresses are not scanned.")
+        show(personal, ["kind", "action", "pairs", "findings", "version_pairs", "version_findings"], "")
 
     certification.render(snap, dataset, version, label)
 

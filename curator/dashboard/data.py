@@ -22,6 +22,7 @@ from warehouse.dashboard import (  # noqa: F401 - the page reads these through t
     margin_histogram,
     model_families,
     other_weights_configs,
+    personal_data,
     quarantine,
     reliability,
     runs,

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serial
 from common.errors import InvalidInputError, UserError, validated
 from common.files import UnreadableTextError, read_small_toml
 from tasks.curate.exports import DEFAULT_EXPORTS, EXPORTS, check_export_names
+from tasks.ingest.pii import KINDS as PII_KINDS
 
 if TYPE_CHECKING:
     from tasks.judge.context import JudgeRun
@@ -36,10 +37,10 @@ HEURISTIC_KEYS = {"min_abs_margin": 0.0, "min_confidence": 0.0, "min_p_correct":
 CERTIFICATION_KEYS = ("target_agreement", "risk", "calibration_share", "min_audit_reviews", "min_audit_reviewers",
                       "audit_votes", "judge_like_labels", "uncovered")
 # keys a policy file sets and no flag does (a table of shares)
-FILE_ONLY_KEYS = ("mixture",)
+FILE_ONLY_KEYS = ("mixture", "pii_kinds")
 # keys stored with a version only when set away from their default (a version made before they existed compares and
 # reads back as itself)
-QUIET_DEFAULTS = {"sources": None, "mixture": None, "min_audit_reviewers": 3, "audit_votes": 1,
+QUIET_DEFAULTS = {"sources": None, "mixture": None, "pii": "redact", "pii_kinds": None, "min_audit_reviewers": 3, "audit_votes": 1,
                   "judge_like_labels": "exclude", "uncovered": "drop"}
 
 
@@ -114,6 +115,12 @@ class FilterPolicy(BaseModel):
     uncovered: Literal["drop", "keep"] = Field(
         "drop", description="with target_agreement: pairs no calibration label speaks for (not covered) are "
         "dropped, or kept uncertified and named on the card")
+    # personal data and secrets the ingest found in a pair's texts (tasks/ingest/pii.py; docs/personal-data.md)
+    pii: Literal["redact", "drop", "keep"] = Field(
+        "redact", description="personal data and secrets found in a pair's texts: each replaced by a typed "
+        "placeholder (<EMAIL>, <PHONE>, <SECRET>, ...), the pair dropped, or left as found")
+    pii_kinds: dict[str, Literal["redact", "drop", "keep"]] | None = Field(
+        None, description="per kind (" + ", ".join(PII_KINDS) + "): redact, drop or keep, over `pii` for that kind")
     # what a version is made of (alignment-handbook's dataset mixer): its sources, and a share of each
     sources: list[str] | None = Field(None, description="the sources a version is made of, by name (default: "
                                       "every source judged)")
@@ -164,6 +171,18 @@ class FilterPolicy(BaseModel):
                 raise ValueError("a mixture gives each source a share 0 < share <= 1" +
                                  (f", not {', '.join(wrong)}" if wrong else ": it names none"))
         return mixture
+
+    @field_validator("pii_kinds")
+    @classmethod
+    def _known_kinds(cls, kinds: dict[str, str] | None) -> dict[str, str] | None:
+        unknown = sorted(set(kinds or {}) - set(PII_KINDS))
+        if unknown:
+            raise ValueError(f"unknown kind(s) {', '.join(unknown)}: the kinds are {', '.join(PII_KINDS)}")
+        return kinds
+
+    def pii_actions(self) -> dict[str, str]:
+        """What a version does with each kind of finding: redact, drop or keep."""
+        return {kind: (self.pii_kinds or {}).get(kind, self.pii) for kind in PII_KINDS}
 
     @model_validator(mode="after")
     def _mixture_within_sources(self) -> FilterPolicy:

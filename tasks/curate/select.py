@@ -67,7 +67,8 @@ class NoCalibrationError(UserError):
 
 
 def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_correct: np.ndarray,
-                 certified: np.ndarray | None = None, covered: np.ndarray | None = None) -> np.ndarray:
+                 certified: np.ndarray | None = None, covered: np.ndarray | None = None,
+                 personal_data: np.ndarray | None = None) -> np.ndarray:
     """Each pair's first reason to be dropped: an index into REASONS plus one, 0 for a pair the filters keep.
 
     A pair judged in one order only is kept only when that was on purpose: its strategy (adaptive) asked no second
@@ -78,7 +79,8 @@ def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_corre
     did not accept is dropped as `not_certified` after the judge's filters; the filters that read a source's label
     (both-bad, human ties, human disagreement) then come after it, as they decide nothing of what is certified.
     `covered` (bool per pair): the pairs some calibration's labels speak for; the others are `not_covered` (policy
-    `uncovered = "drop"`, the default) or kept uncertified (`"keep"`)."""
+    `uncovered = "drop"`, the default) or kept uncertified (`"keep"`). `personal_data` (bool per pair): the
+    pairs whose texts hold a finding of a kind the policy's `pii` drops."""
     code = np.zeros(len(pool), np.int8)
 
     def drop(reason: Dropped, mask: np.ndarray) -> None:
@@ -93,6 +95,8 @@ def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_corre
     drop(Dropped.NOT_JUDGED, c.verdicts == 0)
     if policy.exclude_contaminated:
         drop(Dropped.CONTAMINATED, pool.contaminated)
+    if personal_data is not None:
+        drop(Dropped.PERSONAL_DATA, personal_data)
     if certified is None:
         source_label_filters()
     drop(Dropped.JUDGE_TIE, c.direction == 0)
@@ -158,16 +162,17 @@ def _first_within_cap(keys: np.ndarray, cap: int) -> np.ndarray:
 
 def select_rows(pool: JudgedPool, c: Confidences, policy: FilterPolicy,
                 p_correct: np.ndarray | None = None, reviews: ReviewOverrides | None = None,
-                certified: np.ndarray | None = None, covered: np.ndarray | None = None) -> tuple[np.ndarray, Counter]:
+                certified: np.ndarray | None = None, covered: np.ndarray | None = None,
+                personal_data: np.ndarray | None = None) -> tuple[np.ndarray, Counter]:
     """The pool indices a policy keeps (ascending: pair id order) and the dropped pairs counted by reason.
     `p_correct`: the calibrated probabilities, NaN where there is none (all NaN when none could be fitted);
     `certified`: the pairs a certified selection accepted (`drop_reasons`), its label filters, caps and bias
-    controls applied after it."""
+    controls applied after it; `personal_data`: the pairs the policy's `pii` drops (`drop_reasons`)."""
     p_correct = np.full(len(pool), np.nan) if p_correct is None else p_correct
     if policy.min_p_correct is not None and np.isnan(p_correct).all():
         raise NoCalibrationError("the policy filters on min_p_correct, but no calibrated p_correct exists for "
                                  "this judge configuration (too few pairs with a clear human label)")
-    codes = drop_reasons(pool, c, policy, p_correct, certified, covered)
+    codes = drop_reasons(pool, c, policy, p_correct, certified, covered, personal_data)
     codes = codes if reviews is None else reviews.drop_codes(codes, REASONS)  # reviewers decide what they reviewed
     dropped = Counter({REASONS[k - 1]: int(n) for k, n in zip(*np.unique(codes[codes > 0], return_counts=True))})
     kept = np.flatnonzero(codes == 0)

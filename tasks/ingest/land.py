@@ -22,6 +22,7 @@ from schemas.pair import (
 from tasks.ingest import normalize as nz
 from tasks.ingest.decontam import Decontaminator, prompt_text
 from tasks.ingest.dedup import NearDupIndex, first_occurrences, near_dup_text
+from tasks.ingest.pii_facts import scan_pairs
 from tasks.ingest.prepare import PreparedBatch
 from warehouse.ingest import IngestStore
 
@@ -245,9 +246,12 @@ def land_batch(
 
     near = [(ids[k], d, s) for k, d, s in zip(new, verdicts.duplicate_of, verdicts.similarity) if d is not None]
     kept = [(ids[k], sigs[j]) for j, (k, d) in enumerate(zip(new, verdicts.duplicate_of)) if d is None]
+    new_pairs = _pairs_table(prepared, new, source, revision, run_id, now)
+    # personal data and secrets in the new pairs' texts, scanned once here and stored with them (kind, part, span)
+    pii_scans, pii_findings = scan_pairs(new_pairs.select(["pair_id", "history", "response_a", "response_b"]), now)
     (writer.submit if writer is not None else _call)(
         store.write_ingest_batch,
-        pairs=_pairs_table(prepared, new, source, revision, run_id, now),
+        pairs=new_pairs,
         # The sighting of every fresh row is recorded, duplicates included: nothing read is forgotten.
         sightings=_sightings_table(prepared, c, source, revision, run_id, now),
         quarantine=_quarantine_table(prepared, source, revision, run_id, now),
@@ -258,6 +262,7 @@ def land_batch(
                              "signature": [k[1].astype("<u4").tobytes() for k in kept]}, schema=SIGNATURE_SCHEMA),
         band_keys=index.stored_keys(np.stack([k[1] for k in kept])) if kept else None,
         contamination=contamination_table(contamination_rows, now),
+        pii_scans=pii_scans, pii_findings=pii_findings,
     )
     return counts
 

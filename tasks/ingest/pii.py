@@ -18,6 +18,10 @@ that proposes a candidate and a check that must accept it:
   (sk-), GitLab (glpat-) tokens, PEM private key blocks, JWTs (three base64url parts, the first decoding to
   JSON with "alg") and passwords in URLs (scheme://user:pass@host: only the password is the finding).
 
+`scan_texts(texts)` scans many texts at once: one RE2 pass over all of them (pyarrow) finds the texts holding
+anything a kind could start from (two digits close together, an `@`, two colons, a secret's prefix, `://`), and
+only those are scanned; most prose holds none of them.
+
 Names and street addresses are not scanned.
 """
 
@@ -28,8 +32,13 @@ import ipaddress
 import re
 from typing import NamedTuple
 
+import numpy as np
 import orjson
 import phonenumbers
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from warehouse.pii import PII_RULES as RULES  # noqa: F401  (re-exported: findings under other rules are scanned again)
 
 KINDS: tuple[str, ...] = ("email", "phone", "card", "iban", "ip", "ssn", "secret")
 PLACEHOLDERS: dict[str, str] = {"email": "<EMAIL>", "phone": "<PHONE>", "card": "<CARD>", "iban": "<IBAN>",
@@ -113,19 +122,33 @@ def _jwt_ok(header: str) -> bool:
     return isinstance(decoded, dict) and "alg" in decoded
 
 
+_SECRET_PREFIXES = ("AKIA", "ASIA", "ghp_", "github_pat_", "xox", "AIza", "sk-", "glpat-", "PRIVATE KEY")
+_DIGIT_PAIR = re.compile(r"\d[ .()-]{0,2}\d")
+
+
 def _candidates(text: str) -> list[Finding]:
     found: list[Finding] = []
-    for m in _SECRETS.finditer(text):
-        found.append(Finding("secret", m.start(), m.end()))
-    for m in _JWT.finditer(text):
-        if _jwt_ok(m.group(1)):
+    # each kind only where its pattern could start (a substring test is far cheaper than a regex pass)
+    if any(prefix in text for prefix in _SECRET_PREFIXES):
+        for m in _SECRETS.finditer(text):
             found.append(Finding("secret", m.start(), m.end()))
-    for m in _URL_PASSWORD.finditer(text):
-        found.append(Finding("secret", m.start(1), m.end(1)))
+    if "eyJ" in text:
+        for m in _JWT.finditer(text):
+            if _jwt_ok(m.group(1)):
+                found.append(Finding("secret", m.start(), m.end()))
+    if "://" in text:
+        for m in _URL_PASSWORD.finditer(text):
+            found.append(Finding("secret", m.start(1), m.end(1)))
     if "@" in text:
         for m in _EMAIL.finditer(text):
             if not EXAMPLE_DOMAINS.search(m.group(1)):
                 found.append(Finding("email", m.start(), m.end()))
+    if "::" in text or text.count(":") >= 5:
+        for m in _IPV6.finditer(text):
+            if m.group().count(":") >= 2 and _global_ip(m.group()):
+                found.append(Finding("ip", m.start(), m.end()))
+    if not _DIGIT_PAIR.search(text):
+        return found
     for m in _IBAN.finditer(text):
         if _iban_ok(m.group().replace(" ", "")):
             found.append(Finding("iban", m.start(), m.end()))
@@ -140,10 +163,6 @@ def _candidates(text: str) -> list[Finding]:
     for m in _IPV4.finditer(text):
         if _global_ip(m.group()):
             found.append(Finding("ip", m.start(), m.end()))
-    if "::" in text or text.count(":") >= 5:
-        for m in _IPV6.finditer(text):
-            if m.group().count(":") >= 2 and _global_ip(m.group()):
-                found.append(Finding("ip", m.start(), m.end()))
     found.extend(_phones(text))
     return found
 
@@ -186,6 +205,28 @@ def scan(text: str) -> list[Finding]:
         if all(f.end <= k.start or f.start >= k.end for k in kept):
             kept.append(f)
     return sorted(kept, key=lambda f: f.start)
+
+
+# What any kind's pattern starts from: a text without any of these holds no finding. Two digits at most two
+# separators apart (phone, card, IBAN, SSN, IPv4), an `@` (e-mail), two colons a hex group apart (IPv6), a
+# secret's fixed prefix, a JWT's header, `://` (a password in a URL).
+_GATE = (r"\d[ .()-]{0,2}\d|@|:[0-9A-Fa-f]{0,4}:|AKIA|ASIA|ghp_|github_pat_|xox[bp]-|AIza|sk-|glpat-|PRIVATE KEY|"
+         r"eyJ|://")
+
+
+def gated(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Per text of an Arrow string array, whether it holds anything a kind starts from (one RE2 pass; a null
+    holds nothing): the only texts `scan` can find anything in."""
+    return pc.fill_null(pc.match_substring_regex(texts, _GATE), False).to_numpy(zero_copy_only=False)
+
+
+def scan_texts(texts: list[str]) -> list[list[Finding]]:
+    """`scan` of each text, the texts with nothing a kind starts from left out at once (`gated`)."""
+    try:
+        hits = gated(pa.array(texts, pa.string()))
+    except (pa.ArrowException, UnicodeError):  # a text Arrow cannot hold (a lone surrogate): scan each
+        hits = np.ones(len(texts), bool)
+    return [scan(text) if hit else [] for text, hit in zip(texts, hits, strict=True)]
 
 
 def redact(text: str, findings: list[Finding]) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from common.numbers import count, percent, rate
 from tasks.curate.exports import EXPORTS, REVIEWED_ROWS, Export, export_settings
 from tasks.curate.figures import size_category
+from tasks.ingest.pii import PLACEHOLDERS
 from tasks.publish.quality_card import bias_markdown, calibration_markdown, certification_markdown, guarantee_paragraph
 from tasks.publish.review_card import review_markdown
 
@@ -174,6 +175,33 @@ def _counts_section(stats: dict[str, Any], rows: int) -> str:
     return "\n".join(lines)
 
 
+PII_SCANNED = ("e-mail addresses, phone numbers, payment card numbers, IBANs, public IP addresses, US social "
+               "security numbers and secrets (cloud keys, provider tokens, private keys, JWTs, passwords in URLs)")
+
+
+def pii_markdown(pii: dict[str, Any] | None) -> str:
+    """What the scan for personal data and secrets found in the judged pool and what this version did, per kind
+    (`tasks.curate.personal_data.pii_stats`)."""
+    if not pii:
+        return ("This version was built before the pairs' texts were scanned for personal data and secrets: "
+                "nothing was looked for, found or redacted. Names and street addresses are not scanned.")
+    done = {"redact": "replaced by `{placeholder}`", "keep": "left as found", "drop": "pairs dropped"}
+    lines = ["| kind | policy | pairs holding it (pool) | findings (pool) | in this version |", "|---|---|---|---|---|"]
+    for kind, k in pii["kinds"].items():
+        if k["action"] == "drop":
+            here = f"none: {count(k['pairs'] - k['version_pairs'])} pairs dropped"
+        else:
+            here = (f"{count(k['version_findings'])} in {count(k['version_pairs'])} pairs, "
+                    + done[k["action"]].format(placeholder=PLACEHOLDERS[kind]))
+        lines.append(f"| {kind} | {k['action']} | {count(k['pairs'])} | {count(k['findings'])} | {here} |")
+    return (f"Every pair's texts (the conversation and both answers) were scanned at ingest for {PII_SCANNED}. "
+            f"{count(pii['scanned_pairs'])} pairs of the judged pool were scanned.\n\n" + "\n".join(lines)
+            + f"\n\nIn this version: {count(pii['redacted'])} findings replaced by placeholders, "
+            f"{count(pii['kept'])} left as found; {count(pii['dropped_pairs'])} pairs holding a kind the policy "
+            f"drops are not in it. **{pii['not_scanned'].capitalize()} are not scanned**: finding them needs a "
+            "language model, and none was run.")
+
+
 def agreement_markdown(agreement: dict[str, Any] | None) -> str:
     """Agreement with human labels, in the judged pool and in the version (`tasks.curate.figures`)."""
     if not agreement:
@@ -285,6 +313,10 @@ By language:
 Dropped, by reason:
 
 {_table(dropped) if dropped else 'nothing dropped'}
+
+## Personal data and secrets
+
+{pii_markdown(stats.get('pii'))}
 
 ## Margin and confidence
 

@@ -23,7 +23,7 @@ from tasks.review.select import SELECTIONS
 
 REVIEW_REASONS = (Dropped.REVIEWED_TIE, Dropped.REVIEWED_BOTH_BAD, Dropped.REVIEWED_SPLIT)
 # drop reasons a review does not lift: the pair cannot be a row of this version at all
-_STANDING = (Dropped.NOT_JUDGED, Dropped.CONTAMINATED)
+_STANDING = (Dropped.NOT_JUDGED, Dropped.CONTAMINATED, Dropped.PERSONAL_DATA)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from tasks.curate.certification import kept_counts, kept_coverage, not_certified
 from tasks.curate.label_roles import CertificationHistory
+from tasks.curate.personal_data import dropping, pii_stats
 from tasks.curate.policy import FilterPolicy
 from tasks.curate.select import certifiable, select_rows, version_table
 from tasks.curate.stats import version_stats
@@ -25,7 +26,8 @@ def version_selection(wh: Warehouse, config_id: str, policy: FilterPolicy) -> tu
     configuration's verdicts (cross-fitted on the pairs with a clear human label, reviewers' labels among
     them) before the policy filters on it; reviewed pairs take their reviewers' side (`review_overrides`).
     With a target agreement the selection is certified first (`stats.certification`), on the judge's own
-    verdicts, the attempt recorded in the warehouse; refused when nothing certifies it."""
+    verdicts, the attempt recorded in the warehouse; refused when nothing certifies it. The personal data and
+    secrets stored for the pool's pairs drop the pairs the policy's `pii` drops (`stats.pii` counts them)."""
     read = ReviewedPool.read(wh, config_id, policy)
     pool, confidences, reviews, facts = read.pool, read.judge, read.reviews, read.facts
     p_correct, calibration = calibrate_with_reviews(pool, confidences, reviews, facts)
@@ -41,9 +43,13 @@ def version_selection(wh: Warehouse, config_id: str, policy: FilterPolicy) -> tu
         certified, covered = found.accepted, found.covered | ~certifiable(pool, confidences, policy)
         score = np.where(found.accepted, found.scores.score, np.nan)  # the score that certified each row
     decided, overriding = under_policy(reviews, confidences, policy.review_overrides)
-    kept, dropped = select_rows(pool, decided, policy, p_correct, overriding, certified, covered)
+    ids = pa.array(pool.pair_id, pa.string())
+    findings, actions = wh.pii.findings_of(ids), policy.pii_actions()
+    kept, dropped = select_rows(pool, decided, policy, p_correct, overriding, certified, covered,
+                                dropping(findings, pool.pair_id, actions))
     table = version_table(pool, decided, p_correct, kept, policy, decided_by_reviewers(overriding), score)
     stats = version_stats(pool, confidences, table, kept, dropped, calibration, facts)
+    stats["pii"] = pii_stats(findings, pool.pair_id, kept, actions, wh.pii.scanned_of(ids))
     if certification is not None:
         stats["certification"] = {**certification, **kept_counts(certified, kept),
                                   **kept_coverage(pool, certified, covered, kept)}

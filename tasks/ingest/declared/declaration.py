@@ -57,6 +57,8 @@ KEYS: dict[str, str] = {
     "language": "the language of every row, when the data does not say",
     "human_labels": "true when people gave the labels (default false: a model's, a vendor's or a release's picks "
                     "never certify a version)",
+    "redistribute": "false when the rows may not be redistributed whatever the license says (default true): a "
+                    "public Hub repository refuses them as it refuses a restricted license",
     "prompt_format": "\"hh\": a text prompt is a Human/Assistant transcript, parsed into turns as the hh format "
                      "parses its transcripts (formats with a prompt column)",
 }
@@ -185,7 +187,7 @@ def parse_declaration(name: str, table: Any, origin: Path, formats: Mapping[str,
         splits=splits, revision=revision, columns=dict(table.get("columns", {})),
         label=dict(table.get("label", {})), models=dict(table.get("models", {})), domain=table.get("domain"),
         language=table.get("language"), human_labels=_human_labels(where, table, path),
-        prompt_format=table.get("prompt_format"),
+        prompt_format=table.get("prompt_format"), redistribute=_redistribute(where, table),
     )
     if format_name != AUTO:
         check_with_format(decl, formats[format_name], where)
@@ -203,6 +205,14 @@ def _human_labels(where: _Where, table: Mapping[str, Any], path: Path | None) ->
     if value and path is not None and is_release_folder(path):
         raise where.refuse("human_labels", "the folder is a version this project published: its labels are the judge's "
                                            "or reviewers' picks, not people's labels")
+    return value
+
+
+def _redistribute(where: _Where, table: Mapping[str, Any]) -> bool:
+    """The declaration's `redistribute` (a boolean, default true)."""
+    value = table.get("redistribute", True)
+    if not isinstance(value, bool):
+        raise where.refuse("redistribute", f"true or false, not {_shown(value)}")
     return value
 
 

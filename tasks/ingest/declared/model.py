@@ -57,6 +57,8 @@ class Declaration:
     human_labels: bool = False
     # how a text prompt is read: None, one user turn; "hh", a `Human:` / `Assistant:` transcript parsed into turns
     prompt_format: str | None = None
+    # false: the rows may not be redistributed whatever the license says (a public Hub repository refuses them)
+    redistribute: bool = True
 
     def column(self, logical: str) -> str:
         """The file's name for the format's logical column `logical`."""
@@ -73,10 +75,11 @@ class Declaration:
                 return [plain(x) for x in v]
             return v
 
-        # a key added since (prompt_format, human_labels) is stored only when set: older declarations keep their
-        # stored form
+        # a key added since (prompt_format, human_labels, redistribute) is stored only when set away from its
+        # default: older declarations keep their stored form
         return {f.name: plain(getattr(self, f.name)) for f in fields(self)
-                if not (f.name in _STORED_WHEN_GIVEN and getattr(self, f.name) in (None, False))}
+                if not (f.name in _STORED_WHEN_GIVEN and getattr(self, f.name) in (None, False))
+                and not (f.name == "redistribute" and self.redistribute)}
 
 
 class DeclarationError(InvalidInputError):

@@ -172,3 +172,18 @@ def test_a_version_s_sources_are_checked_against_those_the_pool_holds_in_one_pla
     assert str(caught.value) == "sources 'nope': no pair judged under jc-1 comes from it (judged: arena, helpsteer3)"
     with pytest.raises(InvalidInputError, match=r"^sources 'a', 'b': .* from them \(judged: none\)$"):
         FilterPolicy(mixture={"a": 0.5, "b": 0.5}).check_sources([], "jc-2")
+
+
+def test_pii_is_a_policy_key_redact_by_default_set_per_kind_in_a_file(tmp_path):
+    assert load_policy(None).pii == "redact" and set(load_policy(None).pii_actions().values()) == {"redact"}
+    assert "pii" not in load_policy(None).model_dump()  # the default is stored as before the key existed
+    f = tmp_path / "p.toml"
+    f.write_text('pii = "keep"\npii_kinds = { secret = "drop", email = "redact" }\n', encoding="utf-8")
+    actions = load_policy(f).pii_actions()
+    assert actions["secret"] == "drop" and actions["email"] == "redact" and actions["phone"] == "keep"
+    assert load_policy(f, {"pii": "drop"}).pii_actions()["phone"] == "drop"
+    f.write_text('pii_kinds = { secrets = "drop" }\n', encoding="utf-8")
+    with pytest.raises(PolicyError, match="unknown kind.*secrets: the kinds are email, phone"):
+        load_policy(f)
+    with pytest.raises(PolicyError, match="pii"):
+        load_policy(None, {"pii": "remove"})

@@ -56,3 +56,13 @@ def test_a_password_in_a_url_is_the_password_only() -> None:
 def test_redact_replaces_each_span_by_its_placeholder() -> None:
     text = "mail jane.doe@gmail.com or call +44 20 7946 0958 from 8.8.4.4"
     assert redact(text, scan(text)) == "mail <EMAIL> or call <PHONE> from <IP>"
+
+
+def test_a_batch_scan_finds_what_one_scan_a_text_finds_skipping_texts_with_nothing_to_start_from() -> None:
+    from tasks.ingest.pii import scan_texts
+
+    texts = ["plain prose without a digit", "mail jane.doe@gmail.com", "call +1 415 555 2671 now", "",
+             "v6 2a00:1450:4001::8a", "key AKIAIOSFODNN7EXAMPL3", JWT, "postgres://bob:hunter2pass@db.acme.io/app",
+             "card 4539 1488 0343 6467", "lone \ud800 surrogate and 8.8.8.8"]
+    assert scan_texts(texts) == [scan(t) for t in texts]
+    assert scan_texts(texts)[0] == [] and scan_texts(texts)[-1][0].kind == "ip"

@@ -122,6 +122,8 @@ MISTAKES = [
     ("a file the ingest cannot read", 'path = "a.csv"\nlicense = "mit"', "[sources.s] path: 'a.csv' is not a file the "
                                                                          "ingest reads"),
     ("no license", 'path = "a.jsonl"', "[sources.s] license: required"),
+    ("redistribute not a boolean", 'path = "a.jsonl"\nlicense = "mit"\nredistribute = "no"',
+     "[sources.s] redistribute: true or false, not "),
     ("unknown format, nearest suggested", 'path = "a.jsonl"\nformat = "pairwize"\nlicense = "mit"',
      "[sources.s] format: unknown format 'pairwize'; did you mean 'pairwise'?"),
     # then the format's own check, in the same line's shape

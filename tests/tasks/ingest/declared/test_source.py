@@ -106,6 +106,17 @@ def test_the_facts_it_stores_come_from_the_declaration(tmp_path):
     assert facts.declaration["path"] == str(source.local_path)
 
 
+def test_a_declaration_saying_redistribute_false_makes_its_license_restricted(tmp_path):
+    from tasks.publish.summary import restricted_license
+
+    open_ = LOCAL.replace('"internal"', '"cc-by-4.0"')
+    plain = get_source("mine", settings=_settings(tmp_path, open_)).facts()
+    assert "redistribute" not in plain.declaration  # the default is not stored: older declarations read the same
+    assert not restricted_license(plain.license, plain.declaration)
+    said = get_source("mine", settings=_settings(tmp_path, open_ + "redistribute = false\n")).facts()
+    assert said.declaration["redistribute"] is False and restricted_license(said.license, said.declaration)
+
+
 def test_an_ingest_of_a_declared_local_source_reads_its_file(tmp_path):
     s = _settings(tmp_path, LOCAL)
     run = IngestRun.of("mine", warehouse=str(s.warehouse), sources_file=str(tmp_path / "sources.toml"))
