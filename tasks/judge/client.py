@@ -36,9 +36,10 @@ from common.reasons import JudgeFailure
 from common.settings import JUDGE_MAX_REPLY_BYTES
 from tasks.judge.concurrency import Concurrency, parse_vllm_gauges
 from tasks.judge.config import JudgeConfig
-from tasks.judge.genrm import ParseFailure, SideVerdict, Verdict, parse_completion, split_trace, to_a_side
-from tasks.judge.preflight import count_prompt_tokens, is_context_error, server_root
-from tasks.judge.replies import BadResponse, cap_text, read_completion, retry_after_seconds
+from tasks.judge.genrm import SideVerdict, Verdict
+from tasks.judge.kinds import GENRM, JudgeKind, kind_of
+from tasks.judge.preflight import is_context_error, server_root
+from tasks.judge.replies import retry_after_seconds
 from tasks.judge.server_metrics import DEFAULT_BLOCK, PrefixCacheModel
 
 
@@ -53,6 +54,7 @@ class JudgeRequest:
     prior_failure: str | None = None  # why it failed in an earlier run, if it did
     attempts: int = 0  # answers that came back in this run
     requests: int = 0  # HTTP requests made in this run (transport failures included)
+    payload: Any = None  # what else the judge's kind sends beside the messages (`JudgeKind.messages`)
 
     def seed(self) -> int | None:
         """No seed for a judgment's first sample: the model card's request has none, and a retry must be
@@ -254,11 +256,13 @@ class Dispatcher:
         rng: random.Random | None = None,
         gate: Callable[[str], AbstractAsyncContextManager] | None = None,
         stats: ClientStats | None = None,
+        kind: JudgeKind | None = None,
     ):
         if not endpoints:
             raise ValueError("at least one endpoint is needed")
         self.endpoints = [_Endpoint(u.rstrip("/"), options) for u in endpoints]
         self.config = config
+        self.kind = kind or (GENRM if config.is_genrm else kind_of(config.kind))  # how a judgment is asked and read
         self.options = options
         self.on_result = on_result
         self.rng = rng or random.Random()
@@ -310,8 +314,8 @@ class Dispatcher:
         count = ids = None
         if endpoint.tokenizes:
             try:
-                count, ids = await count_prompt_tokens(endpoint.http, endpoint.url, self.config.model,
-                                                       request.messages)
+                count, ids = await self.kind.count_tokens(endpoint.http, endpoint.url, self.config.model,
+                                                          request.messages, request.payload)
             except httpx2.HTTPStatusError as err:
                 if err.response.status_code not in (404, 405):
                     raise
@@ -373,15 +377,7 @@ class Dispatcher:
             # The whole life of the request, a body trickling in byte by byte included: httpx's own
             # time-outs bound each read, not their sum.
             async with asyncio.timeout(self.options.request_timeout):
-                raw = await endpoint.client.chat.completions.with_raw_response.create(
-                    model=self.config.model,
-                    messages=request.messages,  # custom roles pass through as plain dicts
-                    temperature=self.config.temperature,
-                    top_p=self.config.top_p,
-                    max_tokens=self.config.max_tokens,
-                    **({} if seed is None else {"seed": seed}),
-                )
-                data = raw.http_response.content
+                data = await self.kind.send(endpoint, self.config, request.messages, request.payload, seed)
         except Exception as err:  # noqa: BLE001 - every failure is classified below
             too_large = _cause(err, ReplyTooLarge)  # raised by the body cap, perhaps wrapped by the openai package
             if too_large is None:
@@ -420,20 +416,12 @@ class Dispatcher:
                                error=f"{type(err).__name__}: {str(err)[:500]}", latency_s=latency, endpoint=endpoint.url)
 
     def _result_from_body(self, request: JudgeRequest, endpoint: _Endpoint, body: Any, latency: float) -> JudgeResult:
-        reply = read_completion(body)
-        if isinstance(reply, BadResponse):
-            return JudgeResult(request, "failed", failure_reason=reply.reason, error=reply.detail,
-                               raw_text=cap_text(orjson.dumps(body).decode()), latency_s=latency, endpoint=endpoint.url)
-        parsed = parse_completion(reply.content, reply.finish_reason, reply.reasoning)
-        answer, trace = split_trace(reply.content, reply.reasoning)
-        common = dict(
-            raw_text=cap_text(answer), reasoning=cap_text(trace), finish_reason=reply.finish_reason,
-            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=latency, endpoint=endpoint.url,
-            served_model=reply.model,
-        )
-        if isinstance(parsed, ParseFailure):
-            return JudgeResult(request, "failed", failure_reason=parsed.reason, error=parsed.detail, **common)
-        return JudgeResult(request, "ok", verdict=parsed, side=to_a_side(parsed, request.order), **common)
+        reading = self.kind.read(body, (request.order, request.sample))
+        return JudgeResult(request, reading.status, verdict=reading.verdict, side=reading.side,
+                           failure_reason=reading.failure_reason, error=reading.error, raw_text=reading.raw_text,
+                           reasoning=reading.reasoning, finish_reason=reading.finish_reason,
+                           tokens_in=reading.tokens_in, tokens_out=reading.tokens_out, latency_s=latency,
+                           endpoint=endpoint.url, served_model=reading.served_model)
 
     def _failed_request(self, request: JudgeRequest, endpoint: _Endpoint, err: Exception, latency: float) -> None:
         retry, reason = _transient(err)
