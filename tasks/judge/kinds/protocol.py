@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from tasks.judge.config import JudgeConfig
     from tasks.judge.preflight import TemplateProbe
     from warehouse.judging import PairText
 
@@ -63,7 +62,7 @@ class JudgeKind(Protocol):
         where they are one sequence."""
         ...
 
-    async def send(self, endpoint: Any, config: JudgeConfig, messages: list[dict[str, str]], payload: Any,
+    async def send(self, endpoint: Any, config: Any, messages: list[dict[str, str]], payload: Any,
                    seed: int | None) -> bytes:
         """Ask the server (`endpoint`: the client's, with `.client`, `.http` and `.url`); the reply's body."""
         ...
