@@ -307,8 +307,22 @@ def judge_standin(
                                       "vLLM's flag: /v1/models reports it, and longer requests get vLLM's 400"),
     drop_response_roles: bool = typer.Option(False, "--drop-response-roles", help="render prompts as the base Qwen3 "
                                              "template does, without response_1 / response_2 (a misconfigured server)"),
+    kind: str = typer.Option("genrm", "--kind", help="genrm | reward-model: the reward-model stand-in serves vLLM's "
+                             "pooling API (/classify, /pooling) with SIMULATED scores"),
+    noise: float = typer.Option(0.6, "--noise", min=0.0, help="reward-model: a score's noise, in latent-quality units"),
+    weak_share: float = typer.Option(0.25, "--weak-share", min=0.0, max=1.0, help="reward-model: the share of prompts "
+                                     "of the domain it is bad at (0 .. 1)"),
 ) -> None:
-    """Serve the GenRM STAND-IN: an OpenAI-compatible server whose verdicts are SIMULATED (tests, demo, benchmarks)."""
+    """Serve the GenRM STAND-IN: an OpenAI-compatible server whose verdicts are SIMULATED (tests, demo, benchmarks);
+    `--kind reward-model`: the reward-model stand-in, whose scores are SIMULATED."""
+    if kind == "reward-model":
+        from testing.reward_model_standin import serve_reward_model
+
+        serve_reward_model(port=port, host=host, capacity=capacity, length_bias=length_bias, noise=noise,
+                           weak_share=weak_share, seed=seed, max_model_len=max_model_len)
+        return
+    if kind != "genrm":
+        fail(f"--kind must be genrm or reward-model, not {kind!r}")
     from testing import genrm_standin as standin
 
     if oracle is not None and not oracle.is_file():
