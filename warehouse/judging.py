@@ -33,11 +33,23 @@ class JudgingStore(Part):
         """A configuration's fields (`judge_config_id`, model, ..., simulated, weights), recorded once."""
         self.con.execute(
             "INSERT INTO judge_configs (judge_config_id, model, served_revision, prompt_version, temperature, top_p, "
-            "max_tokens, created_at, simulated, weights) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "max_tokens, created_at, simulated, weights, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
             [config["judge_config_id"], config["model"], config["served_revision"], config["prompt_version"],
-             config["temperature"], config["top_p"], config["max_tokens"], _now(), bool(config.get("simulated")),
-             config.get("weights") or None],
+             config.get("temperature"), config.get("top_p"), config.get("max_tokens"), _now(),
+             bool(config.get("simulated")), config.get("weights") or None, config.get("kind") or "genrm"],
         )
+
+    def link_ladder(self, config_id: str, rm_config_id: str) -> None:
+        """A ladder's GenRM configuration reads the reward model's verdicts of `rm_config_id` beside its own."""
+        self.con.execute("INSERT INTO judge_ladders VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET linked_at = "
+                         "excluded.linked_at", [config_id, rm_config_id, _now()])
+
+    def ladder_of(self, config_id: str) -> str | None:
+        """The reward model's configuration a GenRM configuration's ladder reads (the latest linked), or None."""
+        row = self.con.execute("SELECT rm_config_id FROM judge_ladders WHERE judge_config_id = ? "
+                               "ORDER BY linked_at DESC LIMIT 1", [config_id]).fetchone()
+        return row[0] if row else None
 
     def curation_pair_ids(self) -> list[str]:
         """Ids of the pairs that go on to judging, in a stable order."""

@@ -64,4 +64,9 @@ class JudgeConfig:
 
 def config_record(config: JudgeConfig) -> dict[str, object]:
     """The configuration as the warehouse records it: its id and every field."""
-    return {"judge_config_id": config.id, **asdict(config)}
+    from tasks.judge.kinds import kind_of
+
+    fields = asdict(config)
+    if not config.is_genrm:  # another kind's fields (the GenRM's sampling) are not this kind's: stored as NULL
+        fields = {k: v if k in kind_of(config.kind).identity or k == "kind" else None for k, v in fields.items()}
+    return {"judge_config_id": config.id, **fields}
