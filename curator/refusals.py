@@ -37,6 +37,20 @@ def rounds(text: str | None, shard: str | None, target_agreement: float | None, 
     check_rounds(strategy, shard, target_agreement, risk, None if policy_path is None else str(policy_path), shards)
 
 
+def ladder(text: str | None, rm_endpoints: list[str] | None, shards: int | None, settings: Settings) -> None:
+    """A judge ladder names its reward model's endpoints, and only a ladder does; it judges in one process."""
+    from tasks.judge.strategies import Ladder, parse_strategy
+
+    is_ladder = isinstance(parse_strategy(text or settings.judge_strategy, settings), Ladder)
+    if is_ladder and not rm_endpoints:
+        raise InvalidInputError("ladder scores every pair with a reward model first: give --rm-endpoint URL (its vLLM "
+                                "pooling server, or `curate judge-standin --kind reward-model`)")
+    if rm_endpoints and not is_ladder:
+        raise InvalidInputError("--rm-endpoint applies to --strategy ladder[:K], the judge ladder")
+    if is_ladder and shards:
+        raise InvalidInputError("ladder judges in one process for now: drop --shards")
+
+
 def rounds_policy(text: str | None, target_agreement: float | None, risk: float | None, policy_path: Path | None,
                   settings: Settings) -> None:
     """The policy a run in rounds decides by: the file readable, a target in it or given, every value in range."""

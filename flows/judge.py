@@ -63,6 +63,10 @@ def judge_in_rounds(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSumma
     warehouse, so a killed run's rerun decides afresh and pays nothing twice."""
     from tasks.review.rounds import CertifyRounds  # here: the certification's numerics only for this strategy
 
+    if run.rm_targets:  # a judge ladder: the reward model's rung first
+        from tasks.judge.ladder import judge_ladder
+
+        return judge_ladder(wh, work, run, CertifyRounds(wh, run, work.ids))
     return judge_and_record(wh, work, run, CertifyRounds(wh, run, work.ids))
 
 
@@ -81,6 +85,7 @@ def judge(
     policy_path: str | None = None,
     warehouse: str | None = None,
     retry_exhausted: bool = False,
+    rm_endpoints: list[str] | None = None,
 ) -> JudgeSummary:
     """Judge the pending pairs (of one shard "i/n") on the given endpoints, or on a server launched here; a
     strategy that judges in rounds (`certify`) escalates toward `target_agreement` at `risk` (over the policy
@@ -91,7 +96,7 @@ def judge(
                              judge_request_timeout=request_timeout)
     run = JudgeRun.of(settings, config=judge_config_from(settings), run_id=current_run_id(), strategy=strategy,
                       shard=shard, limit=limit, target_agreement=target_agreement, risk=risk, policy_path=policy_path,
-                      retry_exhausted=retry_exhausted)
+                      retry_exhausted=retry_exhausted, rm_targets=rm_endpoints or ())
     if run.strategy.judges_in_rounds:
         rounds_policy(run.target_agreement, run.risk, run.policy_path)  # refused before any server starts
     server, targets = judge_targets(endpoints, launch, port, settings, run.config, JUDGE_SERVERS)

@@ -47,9 +47,9 @@ class JudgingStore(Part):
 
     def ladder_of(self, config_id: str) -> str | None:
         """The reward model's configuration a GenRM configuration's ladder reads (the latest linked), or None."""
-        row = self.con.execute("SELECT rm_config_id FROM judge_ladders WHERE judge_config_id = ? "
-                               "ORDER BY linked_at DESC LIMIT 1", [config_id]).fetchone()
-        return row[0] if row else None
+        rows = self.con.execute("SELECT rm_config_id FROM judge_ladders WHERE judge_config_id = ? "
+                                "ORDER BY linked_at DESC LIMIT 1", [config_id]).fetchall()
+        return rows[0][0] if rows else None
 
     def curation_pair_ids(self) -> list[str]:
         """Ids of the pairs that go on to judging, in a stable order."""

@@ -109,6 +109,8 @@ def judge(
                                           "version will be built by (its target_agreement, risk, calibration_share "
                                           "and min_audit_reviews decide the rounds; a flag wins over its key)"),
     retry_exhausted: bool = retry_exhausted_option(),
+    rm_endpoint: Optional[list[str]] = typer.Option(None, "--rm-endpoint", help="with ladder: a reward model's vLLM "
+                                                    "pooling server (repeatable), rung 0 of the ladder"),
     warehouse: Optional[Path] = warehouse_option(),
     as_json: bool = json_option(),
     runner: Runner = None,
@@ -129,6 +131,7 @@ def judge(
     guarded(refusals.rounds, strategy, shard, target_agreement, risk, policy, get_settings(), shards)
     guarded(refusals.rounds_policy, strategy, target_agreement, risk, policy, get_settings())  # then the files
     guarded(refusals.warehouse, get_settings())
+    guarded(refusals.ladder, strategy, rm_endpoint, shards, get_settings())
     report = check_judge(endpoint, launch)
     if shards:  # the coordinator merges the exchange first: never answered from the warehouse alone
         from flows.judge_shards import judge_sharded_here
@@ -143,7 +146,7 @@ def judge(
         judge_outcome(summary)
         return
     summary = None
-    if report is not None and not retry_exhausted:  # the endpoints are known and answer: anything left to judge?
+    if report is not None and not retry_exhausted and not rm_endpoint:  # the endpoints answer: anything to judge?
         from curator.noop import judge_noop
 
         summary = runner.noop(judge_noop, report, strategy, shard, limit, target_agreement, risk,
@@ -156,7 +159,8 @@ def judge(
                                   launch=launch, port=port, max_in_flight=max_in_flight,
                                   request_timeout=request_timeout, target_agreement=target_agreement, risk=risk,
                                   policy_path=None if policy is None else str(policy),
-                                  warehouse=str(get_settings().warehouse), retry_exhausted=retry_exhausted)
+                                  warehouse=str(get_settings().warehouse), retry_exhausted=retry_exhausted,
+                                  **({"rm_endpoints": rm_endpoint} if rm_endpoint else {}))
     print_summary("judge", summary if as_json else with_rounds_apart(summary), as_json)
     judge_outcome(summary)
 

@@ -56,9 +56,12 @@ class JudgeRun:
     planned: bool = False
     # judgments at the attempt limit get a fresh count of attempts before the run plans (asked again)
     retry_exhausted: bool = False
+    # a judge ladder's reward-model endpoints (`ladder[:K]`: rung 0, tasks/judge/ladder.py)
+    rm_targets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "targets", tuple(self.targets))
+        object.__setattr__(self, "rm_targets", tuple(self.rm_targets))
         if not isinstance(self.settings, Settings):
             raise InvalidInputError(f"a judge run needs the settings, not {type(self.settings).__name__}")
         if not isinstance(self.config, JudgeConfig):
@@ -83,10 +86,11 @@ class JudgeRun:
               targets: list[str] | tuple[str, ...] = (), shard: str | None = None,
               limit: int | None = None, target_agreement: float | None = None,
               risk: float | None = None, policy_path: str | None = None, planned: bool = False,
-              retry_exhausted: bool = False) -> JudgeRun:
+              retry_exhausted: bool = False, rm_targets: list[str] | tuple[str, ...] = ()) -> JudgeRun:
         """The run a caller asks for: the strategy from its text (the settings' default when None)."""
         return cls(settings, config, parse_strategy(strategy or settings.judge_strategy, settings), run_id,
-                   tuple(targets), shard, limit, target_agreement, risk, policy_path, planned, bool(retry_exhausted))
+                   tuple(targets), shard, limit, target_agreement, risk, policy_path, planned, bool(retry_exhausted),
+                   tuple(rm_targets))
 
     def served_by(self, targets: list[str], config: JudgeConfig) -> JudgeRun:
         """The same run on the endpoints that passed the preflight, with the configuration it found."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from common.errors import InvalidInputError
 from tasks.curate.bias import MARKDOWN_RE2
 from tasks.curate.confidence import Confidences, pool_confidences
+from tasks.curate.ladder import with_reward_model
 from tasks.curate.pool import JudgedPool, drawn, models_as_stated, take
 from tasks.ingest.sources import SourceFacts, warehouse_facts
 from tasks.review.overrides import PoolReviews
@@ -37,7 +38,7 @@ class ReviewedPool:
                                         f"comes from {'them' if len(unknown) > 1 else 'it'} (judged: "
                                         f"{', '.join(sorted(set(pool.source.tolist()))) or 'none'})")
         pool = take(pool, drawn(pool, shares))
-        judge = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree,
-                                 pool.human_label)
+        judge = with_reward_model(pool, pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin,
+                                                         pool.v_scores_agree, pool.human_label))
         return cls(pool, judge, PoolReviews.align(pool.pair_id, wh.reviews.review_outcomes(),
                                                   wh.reviews.review_selections(), wh.reviews.review_voters()), facts)

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from tasks.judge.genrm import ParseFailure, build_messages, parse_completion, split_trace, to_a_side
+from tasks.judge.genrm import ORDERS, ParseFailure, build_messages, parse_completion, split_trace, to_a_side
 from tasks.judge.kinds.protocol import Reading, Slot
 from tasks.judge.preflight import TemplateProbe, count_prompt_tokens, probe_template
 from tasks.judge.replies import BadResponse, cap_text, read_completion
-from tasks.judge.strategies.protocol import both_orders
 
 
 class GenRM:
@@ -25,7 +24,7 @@ class GenRM:
                                            "max_tokens", "simulated", "template", "weights")
 
     def slots(self, samples: int = 1) -> list[Slot]:
-        return both_orders(samples)
+        return [(order, i) for i in range(samples) for order in ORDERS]  # a pair's orders side by side
 
     def messages(self, history: list[dict[str, str]], response_a: str, response_b: str,
                  slot: Slot) -> tuple[list[dict[str, str]], Any]:
