@@ -23,7 +23,7 @@ from schemas.summaries import JudgeSummary
 from tasks.judge.client import ClientOptions, ClientStats, Dispatcher, JudgeRequest, JudgeResult
 from tasks.judge.config import JudgeConfig
 from tasks.judge.context import JudgeRun
-from tasks.judge.genrm import SideVerdict
+from tasks.judge.genrm import SideVerdict, build_messages
 from tasks.judge.kinds import GENRM, JudgeKind, kind_of
 from tasks.judge.kinds.protocol import kind_pair_messages
 from tasks.judge.strategies import Slot, Strategy, slots_said
@@ -215,7 +215,10 @@ def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts
 
 def _request(pair: PairText, order: str, sample: int, state: JudgmentState | None,
              kind: JudgeKind = GENRM) -> JudgeRequest:
-    messages, payload = kind_pair_messages(pair, kind, (order, sample))
+    if kind is GENRM:  # the GenRM's layout (genrm.build_messages), nothing beside it
+        messages, payload = build_messages(pair.history, pair.response_a, pair.response_b, order), None
+    else:
+        messages, payload = kind_pair_messages(pair, kind, (order, sample))
     return JudgeRequest(pair.pair_id, order, sample, messages,
                         prior_attempts=state.attempts if state else 0, prior_requests=state.requests if state else 0,
                         prior_failure=state.failure_reason if state else None, payload=payload)
@@ -339,6 +342,7 @@ def _summary(pairs: int, plan: Plan, stats: ClientStats, seconds: float) -> Judg
         "judgments_per_second": round((stats.judged + sum(stats.failed.values())) / seconds, 3) if seconds else 0.0,
         "first_response_at": stats.first_response_at,
         "concurrency": stats.concurrency,
+        "busy_seconds": {url: round(s, 3) for url, s in stats.busy_seconds.items()},
         "last_request_sent_at": stats.last_request_sent_at,
     }
 
@@ -423,7 +427,7 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
     strategy that judges in rounds), `pairs` get the first round (`Strategy.initial()`) and `rounds` decides
     each later one; the summary then says what each round sent (`rounds`) and why there was no further one
     (`rounds_ended`)."""
-    from tasks.judge.cost import cost_model, cost_report
+    from tasks.judge.cost import cost_model, cost_report, measured_gpu_seconds
     from tasks.judge.limits import endpoint_limits, slot_gate
     from tasks.judge.server_metrics import run_metrics, snapshot
 
@@ -474,6 +478,8 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
     summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
                                   tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
                                   model=cost_model(settings), measured=measured)
+    summary["cost"].update(measured_gpu_seconds(config.kind, summary["requests"], summary["busy_seconds"],
+                                                settings.gpus_per_server))
     if rounds is not None:
         summary["rounds"], summary["rounds_ended"] = entries, ended
     return summary
