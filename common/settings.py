@@ -92,6 +92,7 @@ class Settings(BaseSettings):
     judge_rm_model: str = Field(RM_MODEL, description="the ladder's reward model (curate judge --rm-endpoint)")
     judge_rm_max_model_len: int = Field(16_384, ge=256, description="the reward model's served context: a pair "
                                         "whose longer answer's conversation is over it is never sent to it")
+    judge_rm_gpus: int = Field(1, ge=1, description="the GPUs a reward model's server holds (its measured GPU-seconds)")
     judge_strategy: str = "swap"
     judge_adaptive_margin: float = Field(1.0, ge=0.0, description="adaptive: |margin| at or below is borderline")
     judge_max_in_flight: int | None = Field(None, ge=1, description="hard upper bound on requests in flight per "

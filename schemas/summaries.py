@@ -97,6 +97,7 @@ class JudgeSummary(TypedDict, total=False):
     first_response_at: float | None  # epoch seconds
     last_request_sent_at: float | None
     concurrency: dict[str, Any]  # endpoint -> how its concurrency was found
+    busy_seconds: dict[str, float]  # endpoint -> seconds at least one of the run's requests was in flight on it
     rounds: list[JudgeRound | LadderRound]  # a run in rounds (`certify`, `ladder`): each round, in order
     rounds_ended: str | None  # why no further round was sent (no pair needs more, the round cap, ...)
     reward_model: dict[str, Any]  # a judge ladder's: the reward model's rung (its configuration, endpoints, counts)

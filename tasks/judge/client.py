@@ -130,6 +130,8 @@ class ClientStats:
     first_response_at: float | None = None
     last_request_sent_at: float | None = None
     concurrency: dict[str, dict] = field(default_factory=dict)  # endpoint -> how its concurrency was found
+    # endpoint -> seconds at least one of the run's requests was in flight on it (what its GPUs spent on the run)
+    busy_seconds: Counter = field(default_factory=Counter)
 
 
 class ReplyTooLarge(Exception):
@@ -197,6 +199,7 @@ class _Endpoint:
         self.set_asides = 0  # in a row, since its last success
         self.last_error = ""
         self.tokenizes = True  # until its /tokenize says otherwise
+        self.busy_since = 0.0  # when its in-flight count last rose from 0
 
 
 class EndpointsDownError(UserError, RuntimeError):
@@ -303,6 +306,8 @@ class Dispatcher:
                 await self._request(request, endpoint)
         finally:
             endpoint.in_flight -= 1
+            if endpoint.in_flight == 0:
+                self.stats.busy_seconds[endpoint.url] += time.monotonic() - endpoint.busy_since
             self._wake.set()
 
     async def _prompt_tokens(self, request: JudgeRequest, endpoint: _Endpoint) -> int | None:
@@ -545,6 +550,8 @@ class Dispatcher:
             if held is not None:
                 endpoint = self._pick(held, now)
                 if endpoint is not None:
+                    if endpoint.in_flight == 0:
+                        endpoint.busy_since = time.monotonic()
                     endpoint.in_flight += 1
                     self._remember(held.pair_id, endpoint)
                     task = asyncio.create_task(self._send(held, endpoint))

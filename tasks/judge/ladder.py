@@ -66,7 +66,9 @@ def reward_model_run(run: JudgeRun) -> JudgeRun:
                          simulated=report.simulated, template=report.template or "", weights=report.weights)
     # its prompts' budget is its own context: nothing is generated
     budget = settings.model_copy(update={"judge_max_model_len": settings.judge_rm_max_model_len,
-                                         "judge_max_tokens": 0})
+                                         "judge_max_tokens": 0,  # and its GPUs are its own server's
+                                         "vllm_tensor_parallel_size": settings.judge_rm_gpus,
+                                         "vllm_data_parallel_size": 1})
     return JudgeRun(budget, config, RewardScores(), f"{run.run_id}-reward-model", tuple(report.usable), run.shard,
                     run.limit, planned=True)
 
@@ -94,5 +96,8 @@ def ladder_summary(rm: dict[str, Any], asked: int, genrm: dict[str, Any]) -> dic
         out[key] = genrm.get(key, 0) + rm.get(key, 0)
     out["failed"] = dict(Counter(genrm.get("failed") or {}) + Counter(rm.get("failed") or {}))
     out["reward_model"] = {k: rm.get(k) for k in _KEPT}
+    spent = [s.get("cost") or {} for s in (genrm, rm)]
+    out["cost"] = {**spent[0], "gpu_seconds": round(sum(c.get("gpu_seconds", 0.0) for c in spent), 3),
+                   "by_judge": {k: v for c in spent for k, v in (c.get("by_judge") or {}).items()}}
     return out
 
