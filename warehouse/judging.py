@@ -180,6 +180,21 @@ class JudgingStore(Part):
             "coalesce(sum(latency_s), 0) FROM judgments WHERE judge_config_id = ?", [config_id]).fetchone()
         return dict(zip(("judgments", "requests", "tokens_in", "tokens_out", "request_seconds"), row))
 
+    def measured_gpu_seconds(self, config_id: str) -> dict[str, float]:
+        """The GPU-seconds the judge runs of `config_id` measured, whole (`gpu_seconds`) and per judge kind, with
+        the runs of the reward model its ladder reads; runs recorded before measuring count nothing."""
+        configs = [config_id, *([rm] if (rm := self.ladder_of(config_id)) else [])]
+        rows = self.con.execute(
+            "SELECT summary FROM judge_runs WHERE list_contains(?, judge_config_id) AND summary IS NOT NULL",
+            [configs]).fetchall()
+        spent: dict[str, float] = {"gpu_seconds": 0.0}
+        for (summary,) in rows:
+            cost = (json.loads(summary) if isinstance(summary, str) else summary or {}).get("cost") or {}
+            spent["gpu_seconds"] += float(cost.get("gpu_seconds") or 0.0)
+            for kind, judge in (cost.get("by_judge") or {}).items():
+                spent[kind] = spent.get(kind, 0.0) + float(judge.get("gpu_seconds") or 0.0)
+        return spent
+
     def judgment_counts(self, config_id: str) -> dict[str, int]:
         return dict(self.con.execute(
             "SELECT status, count(*) FROM judgments WHERE judge_config_id = ? GROUP BY status", [config_id]

@@ -67,3 +67,11 @@ def measured_gpu_seconds(kind: str, requests: int, busy_seconds: dict[str, float
                                  "times the GPUs its server holds",
             "by_judge": {kind: {"gpu_seconds": spent, "requests": requests, "busy_seconds": round(busy, 3),
                                 "gpus_per_server": gpus}}}
+
+
+def kept_gpu_seconds(spent: dict[str, float], kept: int) -> dict[str, Any]:
+    """A version's measured GPU cost: the GPU-seconds its configuration's judge runs measured (`spent`: whole and
+    per judge kind), and per kept pair."""
+    return {"gpu_seconds": round(spent.get("gpu_seconds", 0.0), 3),
+            "gpu_seconds_by_judge": {k: round(v, 3) for k, v in spent.items() if k != "gpu_seconds"},
+            "gpu_seconds_per_kept_pair": round(spent.get("gpu_seconds", 0.0) / kept, 6) if kept else None}
