@@ -23,8 +23,8 @@ from tasks.judge.warehouse_run import JudgeWork, judge_and_record, plan_work
 from warehouse.store import Warehouse
 
 SCORED = "the reward model's scores of every pair without them"
-_KEPT = ("judge_config_id", "endpoints", "judged", "failed", "requests", "skipped_cached", "skipped_exhausted",
-         "over_budget", "tokens_in", "seconds", "simulated", "run_id")
+_RUNG_KEYS = ("judge_config_id", "endpoints", "judged", "failed", "requests", "skipped_cached", "skipped_exhausted",
+         "tokens_in", "seconds", "simulated", "run_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,7 @@ def ladder_summary(rm: dict[str, Any], asked: int, genrm: dict[str, Any]) -> dic
     for key in ("requests", "judged", "tokens_in", "tokens_out"):
         out[key] = genrm.get(key, 0) + rm.get(key, 0)
     out["failed"] = dict(Counter(genrm.get("failed") or {}) + Counter(rm.get("failed") or {}))
-    out["reward_model"] = {k: rm.get(k) for k in _KEPT}
+    out["reward_model"] = {k: rm.get(k) for k in _RUNG_KEYS}
     spent = [s.get("cost") or {} for s in (genrm, rm)]
     out["cost"] = {**spent[0], "gpu_seconds": round(sum(c.get("gpu_seconds", 0.0) for c in spent), 3),
                    "by_judge": {k: v for c in spent for k, v in (c.get("by_judge") or {}).items()}}
