@@ -14,6 +14,7 @@ from common.errors import InvalidInputError, explain, validated
 # The judge's defaults (docs/genrm-protocol.md#the-request), in one place: the settings, the judge
 # configuration, the vLLM command line and the stand-in all read them from here.
 JUDGE_MODEL = "nvidia/Qwen3-Nemotron-235B-A22B-GenRM"
+RM_MODEL = "Skywork/Skywork-Reward-V2-Llama-3.1-8B"  # the judge ladder's default reward model
 JUDGE_TEMPERATURE = 0.6
 JUDGE_TOP_P = 0.95
 JUDGE_MAX_TOKENS = 16_384
@@ -87,6 +88,11 @@ class Settings(BaseSettings):
                                        "GPU workers' servers must render; unset: each worker's own, unpinned")
     judge_weights: str | None = Field(None, description="sharded runs: what the GPU workers' servers load (their "
                                       "/v1/models root) where not the judge's published weights; unset: the published")
+    # the judge ladder's reward model (tasks/judge/kinds/reward_model.py): the name its server serves, its context
+    judge_rm_model: str = Field(RM_MODEL, description="the ladder's reward model (curate judge --rm-endpoint)")
+    judge_rm_max_model_len: int = Field(16_384, ge=256, description="the reward model's served context: a pair "
+                                        "whose longer answer's conversation is over it is never sent to it")
+    judge_rm_gpus: int = Field(1, ge=1, description="the GPUs a reward model's server holds (its measured GPU-seconds)")
     judge_strategy: str = "swap"
     judge_adaptive_margin: float = Field(1.0, ge=0.0, description="adaptive: |margin| at or below is borderline")
     judge_max_in_flight: int | None = Field(None, ge=1, description="hard upper bound on requests in flight per "

@@ -63,12 +63,17 @@ def judge_in_rounds(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSumma
     warehouse, so a killed run's rerun decides afresh and pays nothing twice."""
     from tasks.review.rounds import CertifyRounds  # here: the certification's numerics only for this strategy
 
+    if run.rm_targets:  # a judge ladder: the reward model's rung first
+        from tasks.judge.ladder import judge_ladder
+
+        return judge_ladder(wh, work, run, CertifyRounds(wh, run, work.ids))
     return judge_and_record(wh, work, run, CertifyRounds(wh, run, work.ids))
 
 
 @flow(name="judge", log_prints=False)
 @takes_parameters_of(JudgeRun.of, "endpoints", "strategy", "shard", "limit", "launch", "port", "max_in_flight",
-                     "request_timeout", "target_agreement", "risk", "policy_path", "warehouse", "retry_exhausted")
+                     "request_timeout", "target_agreement", "risk", "policy_path", "warehouse", "retry_exhausted",
+                     "rm_endpoints")
 def judge(**parameters: Any) -> JudgeSummary:
     """Judge the pending pairs (of one shard "i/n") on the given endpoints, or on a server launched here; a
     strategy that judges in rounds (`certify`) escalates toward `target_agreement` at `risk` (over the policy

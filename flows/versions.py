@@ -23,7 +23,7 @@ from tasks.curate.policy import FilterPolicy, promised
 from tasks.curate.select import content_hash
 from tasks.curate.unchanged import unchanged_version
 from tasks.ingest.pii_facts import backfill
-from tasks.judge.cost import cost_model, cost_report
+from tasks.judge.cost import cost_model, cost_report, kept_gpu_seconds
 from tasks.review.version_selection import version_selection
 from warehouse.store import Warehouse
 
@@ -94,6 +94,7 @@ def build_version(
         totals = wh.judging.judging_totals(config_id)
         cost = cost_report(requests=totals["requests"], tokens_in=totals["tokens_in"], tokens_out=totals["tokens_out"],
                            judge_seconds=totals["request_seconds"], kept=rows.num_rows, model=cost_model(settings))
+        cost.update(kept_gpu_seconds(wh.judging.measured_gpu_seconds(config_id), rows.num_rows))
         simulated = wh.judging.config_is_simulated(config_id)
         weights = wh.judging.config_weights(config_id)
         stats = {**stats, "lengths": lengths, "inputs": inputs, "cost": cost, "simulated": simulated,

@@ -48,6 +48,12 @@ class JudgeRound(TypedDict):
     how: str  # how its pairs were chosen (the rule for "sure", and the judgments asked of how many pairs)
 
 
+class LadderRound(JudgeRound):
+    """One round of a judge ladder (`ladder`): a round of `certify`'s, and which judge it asked."""
+
+    judge: str  # the kind that judged it: `reward_model` (round 0), then `genrm`
+
+
 class ShardedJudgeRound(JudgeRound):
     """One round of a run in rounds judged in shards (`certify` with `--shards N`)."""
 
@@ -91,8 +97,10 @@ class JudgeSummary(TypedDict, total=False):
     first_response_at: float | None  # epoch seconds
     last_request_sent_at: float | None
     concurrency: dict[str, Any]  # endpoint -> how its concurrency was found
-    rounds: list[JudgeRound]  # a run in rounds (`certify`): each round, in order
+    busy_seconds: dict[str, float]  # endpoint -> seconds at least one of the run's requests was in flight on it
+    rounds: list[JudgeRound | LadderRound]  # a run in rounds (`certify`, `ladder`): each round, in order
     rounds_ended: str | None  # why no further round was sent (no pair needs more, the round cap, ...)
+    reward_model: dict[str, Any]  # a judge ladder's: the reward model's rung (its configuration, endpoints, counts)
 
 
 class EvalSetSummary(TypedDict):

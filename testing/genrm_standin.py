@@ -614,10 +614,9 @@ class _Server:
         return _json({"status": "reset", "simulated": True})
 
 
-def create_app(config: StandinConfig | None = None) -> Starlette:
-    server = _Server(config or StandinConfig())
-    app = Starlette(routes=[
-        Route("/v1/chat/completions", server.chat_completions, methods=["POST"]),
+def server_routes(server: _Server) -> list[Route]:
+    """What every stand-in serves beside its judging endpoint: models, the tokenizer, health, counters, gauges."""
+    return [
         Route("/v1/models", server.models, methods=["GET"]),
         Route("/tokenize", server.tokenize, methods=["POST"]),
         Route("/detokenize", server.detokenize, methods=["POST"]),
@@ -625,7 +624,13 @@ def create_app(config: StandinConfig | None = None) -> Starlette:
         Route("/stats", server.stats, methods=["GET"]),
         Route("/stats/reset", server.reset_stats, methods=["POST"]),
         Route("/metrics", server.metrics, methods=["GET"]),
-    ])
+    ]
+
+
+def create_app(config: StandinConfig | None = None) -> Starlette:
+    server = _Server(config or StandinConfig())
+    app = Starlette(routes=[Route("/v1/chat/completions", server.chat_completions, methods=["POST"]),
+                            *server_routes(server)])
     app.state.standin = server
     return app
 

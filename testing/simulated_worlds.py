@@ -105,7 +105,7 @@ def pool_of(world: World, one_order_on_purpose: bool = False) -> JudgedPool:
     keys = sorted(world.verdicts)
     sides = [world.verdicts[k] for k in keys]
     return replace(
-        world.base, v_pair=np.array([i for i, _, _ in keys], np.int64), v_ab=np.array([o == "ab" for _, o, _ in keys]),
+        world.base, v_pair=np.array([i for i, _, _ in keys], np.int64), v_ab=np.array([o == "ab" for _, o, _ in keys], bool),
         v_sample=np.array([s for _, _, s in keys], np.int64), v_margin=np.array([v.margin for v in sides], float),
         v_scores_agree=np.array([v.score_a == v.score_b or (v.score_a > v.score_b) == (v.margin > 0) for v in sides],
                                 bool), one_order_on_purpose=np.full(len(world.pairs), one_order_on_purpose))

@@ -33,11 +33,23 @@ class JudgingStore(Part):
         """A configuration's fields (`judge_config_id`, model, ..., simulated, weights), recorded once."""
         self.con.execute(
             "INSERT INTO judge_configs (judge_config_id, model, served_revision, prompt_version, temperature, top_p, "
-            "max_tokens, created_at, simulated, weights) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "max_tokens, created_at, simulated, weights, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
             [config["judge_config_id"], config["model"], config["served_revision"], config["prompt_version"],
-             config["temperature"], config["top_p"], config["max_tokens"], _now(), bool(config.get("simulated")),
-             config.get("weights") or None],
+             config.get("temperature"), config.get("top_p"), config.get("max_tokens"), _now(),
+             bool(config.get("simulated")), config.get("weights") or None, config.get("kind") or "genrm"],
         )
+
+    def link_ladder(self, config_id: str, rm_config_id: str) -> None:
+        """A ladder's GenRM configuration reads the reward model's verdicts of `rm_config_id` beside its own."""
+        self.con.execute("INSERT INTO judge_ladders VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET linked_at = "
+                         "excluded.linked_at", [config_id, rm_config_id, _now()])
+
+    def ladder_of(self, config_id: str) -> str | None:
+        """The reward model's configuration a GenRM configuration's ladder reads (the latest linked), or None."""
+        rows = self.con.execute("SELECT rm_config_id FROM judge_ladders WHERE judge_config_id = ? "
+                                "ORDER BY linked_at DESC LIMIT 1", [config_id]).fetchall()
+        return rows[0][0] if rows else None
 
     def curation_pair_ids(self) -> list[str]:
         """Ids of the pairs that go on to judging, in a stable order."""
@@ -167,6 +179,21 @@ class JudgingStore(Part):
             "SELECT count(*), coalesce(sum(requests), 0), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), "
             "coalesce(sum(latency_s), 0) FROM judgments WHERE judge_config_id = ?", [config_id]).fetchone()
         return dict(zip(("judgments", "requests", "tokens_in", "tokens_out", "request_seconds"), row))
+
+    def measured_gpu_seconds(self, config_id: str) -> dict[str, float]:
+        """The GPU-seconds the judge runs of `config_id` measured, whole (`gpu_seconds`) and per judge kind, with
+        the runs of the reward model its ladder reads; runs recorded before measuring count nothing."""
+        configs = [config_id, *([rm] if (rm := self.ladder_of(config_id)) else [])]
+        rows = self.con.execute(
+            "SELECT summary FROM judge_runs WHERE list_contains(?, judge_config_id) AND summary IS NOT NULL",
+            [configs]).fetchall()
+        spent: dict[str, float] = {"gpu_seconds": 0.0}
+        for (summary,) in rows:
+            cost = (json.loads(summary) if isinstance(summary, str) else summary or {}).get("cost") or {}
+            spent["gpu_seconds"] += float(cost.get("gpu_seconds") or 0.0)
+            for kind, judge in (cost.get("by_judge") or {}).items():
+                spent[kind] = spent.get(kind, 0.0) + float(judge.get("gpu_seconds") or 0.0)
+        return spent
 
     def judgment_counts(self, config_id: str) -> dict[str, int]:
         return dict(self.con.execute(

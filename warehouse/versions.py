@@ -53,8 +53,11 @@ class VersionStore(Part):
     """Named queries over the warehouse's one connection (see `warehouse.store.Warehouse`)."""
 
     def latest_judge_config_id(self) -> str | None:
+        # a reward model's verdicts are read through its ladder's GenRM configuration, never a version's own
         row = self.con.execute(
-            "SELECT judge_config_id FROM judgments WHERE status = 'ok' GROUP BY judge_config_id "
+            "SELECT judge_config_id FROM (SELECT judge_config_id, finished_at FROM judgments WHERE status = 'ok' "
+            "AND judge_config_id NOT IN (SELECT judge_config_id FROM judge_configs WHERE kind <> 'genrm') "
+            "UNION ALL SELECT judge_config_id, linked_at FROM judge_ladders) GROUP BY judge_config_id "
             "ORDER BY max(finished_at) DESC LIMIT 1"
         ).fetchall()
         return row[0][0] if row else None
@@ -74,6 +77,11 @@ class VersionStore(Part):
         pool = """
             SELECT p.pair_id, row_number() OVER (ORDER BY p.pair_id) - 1 AS i FROM candidate_pairs p
             WHERE p.pair_id NOT IN (SELECT pair_id FROM near_duplicates)"""
+        rm_config = self._db.judging.ladder_of(config_id)
+        # a ladder's configuration reads its reward model's margins beside its own verdicts
+        rm_column = "" if rm_config is None else """,
+                   (SELECT r.margin_a FROM judgments r WHERE r.pair_id = p.pair_id AND r.judge_config_id = $rm
+                    AND r.status = 'ok' AND r."order" = 'none' AND r.sample_index = 0) AS rm_margin"""
         pairs = self.con.sql(
             f"""
             WITH pool AS ({pool}),
@@ -92,10 +100,11 @@ class VersionStore(Part):
                    length(p.response_a) AS len_a, length(p.response_b) AS len_b,
                    len(regexp_extract_all(p.response_a, $markdown)) AS md_a,
                    len(regexp_extract_all(p.response_b, $markdown)) AS md_b,
-                   {_PROMPT_JSON} AS prompt_json
+                   {_PROMPT_JSON} AS prompt_json{rm_column}
             FROM pool JOIN candidate_pairs p USING (pair_id) LEFT JOIN ok USING (pair_id)
             ORDER BY pool.i
-            """, params={"config": config_id, "markdown": markdown_pattern}).to_arrow_table()
+            """, params={"config": config_id, "markdown": markdown_pattern,
+                         **({} if rm_config is None else {"rm": rm_config})}).to_arrow_table()
         verdicts = self.con.sql(
             f"""
             WITH pool AS ({pool})
@@ -118,6 +127,9 @@ class VersionStore(Part):
             """,
             [config_id],
         ).fetchall()
+        rm_config = self._db.judging.ladder_of(config_id)
+        if rm_config is not None:  # a ladder's reward-model verdicts change its versions too
+            row = [(f"{row[0][0]}/{self.version_inputs(rm_config).split('/', 1)[1]}",)]
         # reviews change versions too (warehouse.reviews), and so do the findings a version redacts or drops by
         return f"{config_id}/{row[0][0]}{self._db.reviews.review_inputs()}{self._db.pii.fingerprint()}"
 

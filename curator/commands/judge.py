@@ -109,6 +109,8 @@ def judge(
                                           "version will be built by (its target_agreement, risk, calibration_share "
                                           "and min_audit_reviews decide the rounds; a flag wins over its key)"),
     retry_exhausted: bool = retry_exhausted_option(),
+    rm_endpoint: Optional[list[str]] = typer.Option(None, "--rm-endpoint", help="with ladder: a reward model's vLLM "
+                                                    "pooling server (repeatable), rung 0 of the ladder"),
     warehouse: Optional[Path] = warehouse_option(),
     as_json: bool = json_option(),
     runner: Runner = None,
@@ -131,7 +133,8 @@ def judge(
     run = guarded(JudgeRun.of, endpoints=endpoint or None, strategy=strategy, shard=shard, shards=shards, limit=limit,
                   launch=launch, port=port, max_in_flight=max_in_flight, request_timeout=request_timeout,
                   target_agreement=target_agreement, risk=risk, policy_path=None if policy is None else str(policy),
-                  warehouse=str(get_settings().warehouse), retry_exhausted=retry_exhausted)
+                  warehouse=str(get_settings().warehouse), retry_exhausted=retry_exhausted,
+                  rm_endpoints=rm_endpoint or None)
     run = guarded(in_rounds, run)
     guarded(refusals.warehouse, run.settings)
     report = check_judge(endpoint, launch)
@@ -144,7 +147,7 @@ def judge(
         judge_outcome(summary)
         return
     summary = None
-    if report is not None and not retry_exhausted:  # the endpoints are known and answer: anything left to judge?
+    if report is not None and not retry_exhausted and not rm_endpoint:  # the endpoints answer: anything to judge?
         from curator.noop import judge_noop
 
         summary = runner.noop(judge_noop, report, run)
@@ -303,8 +306,22 @@ def judge_standin(
                                       "vLLM's flag: /v1/models reports it, and longer requests get vLLM's 400"),
     drop_response_roles: bool = typer.Option(False, "--drop-response-roles", help="render prompts as the base Qwen3 "
                                              "template does, without response_1 / response_2 (a misconfigured server)"),
+    kind: str = typer.Option("genrm", "--kind", help="genrm | reward-model: the reward-model stand-in serves vLLM's "
+                             "pooling API (/classify, /pooling) with SIMULATED scores"),
+    noise: float = typer.Option(0.6, "--noise", min=0.0, help="reward-model: a score's noise, in latent-quality units"),
+    weak_share: float = typer.Option(0.25, "--weak-share", min=0.0, max=1.0, help="reward-model: the share of prompts "
+                                     "of the domain it is bad at (0 .. 1)"),
 ) -> None:
-    """Serve the GenRM STAND-IN: an OpenAI-compatible server whose verdicts are SIMULATED (tests, demo, benchmarks)."""
+    """Serve the GenRM STAND-IN: an OpenAI-compatible server whose verdicts are SIMULATED (tests, demo, benchmarks);
+    `--kind reward-model`: the reward-model stand-in, whose scores are SIMULATED."""
+    if kind == "reward-model":
+        from testing.reward_model_standin import serve_reward_model
+
+        serve_reward_model(port=port, host=host, capacity=capacity, length_bias=length_bias, noise=noise,
+                           weak_share=weak_share, seed=seed, max_model_len=max_model_len)
+        return
+    if kind != "genrm":
+        fail(f"--kind must be genrm or reward-model, not {kind!r}")
     from testing import genrm_standin as standin
 
     if oracle is not None and not oracle.is_file():

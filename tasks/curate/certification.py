@@ -32,7 +32,9 @@ from common.numbers import count, percent
 from tasks.curate.calibration import FOLDS, features_of, fit_held_out, reliability
 from tasks.curate.certify import Certificate, fixed_sequence, shortfall, threshold_grid
 from tasks.curate.confidence import Confidences, pool_confidences
+from tasks.curate.ladder import confirming_margin, reward_signals, unseen_judge, with_reward_model
 from tasks.curate.pool import JudgedPool
+from tasks.judge.kinds import NO_ORDER
 
 LABEL_KINDS = ("audit", "source", "mixed")  # mixed: some sources by their audit, the others by their labels
 AUDIT_SUFFIX = " (review audit)"  # a source calibrated by its audit pairs: its population's name
@@ -115,6 +117,8 @@ def signals(pool: JudgedPool, c: Confidences, idx: np.ndarray) -> np.ndarray:
     ratio): a judge's verbosity bias is the same in both orders, so no order check sees it; the model can."""
     toward = c.direction[idx].astype(float)
     ratio = np.log((pool.len_a[idx] + 1.0) / (pool.len_b[idx] + 1.0)) * toward
+    if pool.rm_margin is not None:  # a judge ladder's: the reward model's margin too (`tasks.curate.ladder`)
+        return np.column_stack([features_of(c, idx), ratio, reward_signals(pool, c, idx)])
     return np.column_stack([features_of(c, idx), ratio])
 
 
@@ -215,12 +219,13 @@ def _confirmed(pool: JudgedPool, c: Confidences, idx: np.ndarray, slots: list[li
     pair = np.array([i for i, rung in zip(idx.tolist(), slots) for _ in rung], np.int64)
     ab = np.array([order == "ab" for rung in slots for order, _ in rung], bool)
     by_ab, by_ba = np.nan_to_num(c.order_margin_ab), np.nan_to_num(c.order_margin_ba)
-    stronger = np.where(np.abs(by_ab) >= np.abs(by_ba), by_ab, by_ba)
+    stronger = confirming_margin(pool, c, np.where(np.abs(by_ab) >= np.abs(by_ba), by_ab, by_ba))
     side = np.where(c.direction != 0, c.direction, np.sign(stronger))
     margin = (side * np.abs(stronger))[pair]
-    return pool_confidences(len(pool), np.concatenate([pool.v_pair, pair]), np.concatenate([pool.v_ab, ab]),
-                            np.concatenate([pool.v_margin, margin]),
-                            np.concatenate([pool.v_scores_agree, np.ones(len(pair), bool)]), pool.human_label)
+    return with_reward_model(pool, pool_confidences(
+        len(pool), np.concatenate([pool.v_pair, pair]), np.concatenate([pool.v_ab, ab]),
+        np.concatenate([pool.v_margin, margin]), np.concatenate([pool.v_scores_agree, np.ones(len(pair), bool)]),
+        pool.human_label))
 
 
 def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLabels, target: float, risk: float,
@@ -299,10 +304,14 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
 
 
 def holds(pool: JudgedPool, slots: list[tuple[str, int]]) -> np.ndarray:
-    """Which pairs hold an ok verdict for every one of `slots` (order, sample)."""
-    wanted = {(order == "ab", sample) for order, sample in slots}
+    """Which pairs hold an ok verdict for every one of `slots` (order, sample; a judge ladder's reward-model slot,
+    with no order, is held where the reward model scored the pair)."""
+    scored = any(order == NO_ORDER for order, _ in slots)
+    wanted = {(order == "ab", sample) for order, sample in slots if order != NO_ORDER}
     mine = np.array([(ab, s) in wanted for ab, s in zip(pool.v_ab.tolist(), pool.v_sample.tolist())], bool)
     held = np.bincount(pool.v_pair[mine], minlength=len(pool))  # a pair holds each judgment once (a unique key)
+    if scored:
+        return (held >= len(wanted)) & (pool.rm_margin is not None and np.isfinite(pool.rm_margin))
     return held >= len(wanted)
 
 
@@ -344,8 +353,11 @@ def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, ta
             nxt = np.where((nxt == k) & ~contradicting, -1, nxt)
     esc = escalation_cutoff(pool, c, labels, target, risk, eligible, keepable, (ladder, nxt))
     further = np.isin(nxt, [k for k, rung in enumerate(ladder) if any(sample > 0 for _, sample in rung)])
-    # not sure, and: in a population with a threshold, promising; elsewhere, the other order alone
-    nxt = np.where(~esc.sure & np.where(esc.climbs, esc.promising, ~further), nxt, -1)
+    # not sure, and: in a population with a threshold, promising; elsewhere, the other order alone. A judge ladder
+    # whose GenRM has judged too few training pairs for the model to know what its verdict adds lets every pair
+    # that is not sure climb to it (`tasks.curate.ladder.unseen_judge`)
+    promising = esc.promising | (esc.climbs & unseen_judge(pool, labels.training))
+    nxt = np.where(~esc.sure & np.where(esc.climbs, promising, ~further), nxt, -1)
     # the budget: swap's two judgments per pair asked, less what those pairs hold
     budget = 2 * int(among.sum()) - int(np.bincount(pool.v_pair, minlength=len(pool))[among].sum())
     cost = np.zeros(len(pool), np.int64)

@@ -90,6 +90,9 @@ class JudgedPool:
     v_sample: np.ndarray  # int64: its sample index within its order
     v_margin: np.ndarray  # float64
     v_scores_agree: np.ndarray  # bool
+    # A judge ladder's reward-model margin per pair (score(A) - score(B), on its own scale; NaN: not scored); None:
+    # the configuration has no ladder, and nothing else reads it
+    rm_margin: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.pair_id)
@@ -161,6 +164,8 @@ class JudgedPool:
             v_sample=num(verdicts, "sample", np.int64, 0), v_margin=margin,
             # genrm.scores_agree, over the whole column at once
             v_scores_agree=(score_a == score_b) | ((score_a > score_b) == (margin > 0)),
+            rm_margin=(pairs.column("rm_margin").to_numpy(zero_copy_only=False).astype(float)
+                       if "rm_margin" in pairs.column_names else None),
         )
 
 
@@ -181,7 +186,8 @@ def take(pool: JudgedPool, keep: np.ndarray) -> JudgedPool:
         return pool
     new_index = np.cumsum(keep) - 1
     mine = keep[pool.v_pair]
-    columns = {name: getattr(pool, name)[keep] for name in pool.__slots__ if not name.startswith("v_")}
+    columns = {name: None if getattr(pool, name) is None else getattr(pool, name)[keep]
+               for name in pool.__slots__ if not name.startswith("v_")}
     verdicts = {name: getattr(pool, name)[mine] for name in pool.__slots__ if name.startswith("v_")}
     verdicts["v_pair"] = new_index[pool.v_pair[mine]]
     return JudgedPool(**columns, **verdicts)

@@ -36,9 +36,10 @@ from common.reasons import JudgeFailure
 from common.settings import JUDGE_MAX_REPLY_BYTES
 from tasks.judge.concurrency import Concurrency, parse_vllm_gauges
 from tasks.judge.config import JudgeConfig
-from tasks.judge.genrm import ParseFailure, SideVerdict, Verdict, parse_completion, split_trace, to_a_side
-from tasks.judge.preflight import count_prompt_tokens, is_context_error, server_root
-from tasks.judge.replies import BadResponse, cap_text, read_completion, retry_after_seconds
+from tasks.judge.genrm import SideVerdict, Verdict
+from tasks.judge.kinds import GENRM, JudgeKind, kind_of
+from tasks.judge.preflight import is_context_error, server_root
+from tasks.judge.replies import retry_after_seconds
 from tasks.judge.server_metrics import DEFAULT_BLOCK, PrefixCacheModel
 
 
@@ -53,6 +54,7 @@ class JudgeRequest:
     prior_failure: str | None = None  # why it failed in an earlier run, if it did
     attempts: int = 0  # answers that came back in this run
     requests: int = 0  # HTTP requests made in this run (transport failures included)
+    payload: Any = None  # what else the judge's kind sends beside the messages (`JudgeKind.messages`)
 
     def seed(self) -> int | None:
         """No seed for a judgment's first sample: the model card's request has none, and a retry must be
@@ -128,6 +130,8 @@ class ClientStats:
     first_response_at: float | None = None
     last_request_sent_at: float | None = None
     concurrency: dict[str, dict] = field(default_factory=dict)  # endpoint -> how its concurrency was found
+    # endpoint -> seconds at least one of the run's requests was in flight on it (what its GPUs spent on the run)
+    busy_seconds: Counter = field(default_factory=Counter)
 
 
 class ReplyTooLarge(Exception):
@@ -195,6 +199,7 @@ class _Endpoint:
         self.set_asides = 0  # in a row, since its last success
         self.last_error = ""
         self.tokenizes = True  # until its /tokenize says otherwise
+        self.busy_since = 0.0  # when its in-flight count last rose from 0
 
 
 class EndpointsDownError(UserError, RuntimeError):
@@ -254,11 +259,13 @@ class Dispatcher:
         rng: random.Random | None = None,
         gate: Callable[[str], AbstractAsyncContextManager] | None = None,
         stats: ClientStats | None = None,
+        kind: JudgeKind | None = None,
     ):
         if not endpoints:
             raise ValueError("at least one endpoint is needed")
         self.endpoints = [_Endpoint(u.rstrip("/"), options) for u in endpoints]
         self.config = config
+        self.kind = kind or (GENRM if config.is_genrm else kind_of(config.kind))  # how a judgment is asked and read
         self.options = options
         self.on_result = on_result
         self.rng = rng or random.Random()
@@ -299,6 +306,8 @@ class Dispatcher:
                 await self._request(request, endpoint)
         finally:
             endpoint.in_flight -= 1
+            if endpoint.in_flight == 0:
+                self.stats.busy_seconds[endpoint.url] += time.monotonic() - endpoint.busy_since
             self._wake.set()
 
     async def _prompt_tokens(self, request: JudgeRequest, endpoint: _Endpoint) -> int | None:
@@ -310,8 +319,8 @@ class Dispatcher:
         count = ids = None
         if endpoint.tokenizes:
             try:
-                count, ids = await count_prompt_tokens(endpoint.http, endpoint.url, self.config.model,
-                                                       request.messages)
+                count, ids = await self.kind.count_tokens(endpoint.http, endpoint.url, self.config.model,
+                                                          request.messages, request.payload)
             except httpx2.HTTPStatusError as err:
                 if err.response.status_code not in (404, 405):
                     raise
@@ -373,15 +382,7 @@ class Dispatcher:
             # The whole life of the request, a body trickling in byte by byte included: httpx's own
             # time-outs bound each read, not their sum.
             async with asyncio.timeout(self.options.request_timeout):
-                raw = await endpoint.client.chat.completions.with_raw_response.create(
-                    model=self.config.model,
-                    messages=request.messages,  # custom roles pass through as plain dicts
-                    temperature=self.config.temperature,
-                    top_p=self.config.top_p,
-                    max_tokens=self.config.max_tokens,
-                    **({} if seed is None else {"seed": seed}),
-                )
-                data = raw.http_response.content
+                data = await self.kind.send(endpoint, self.config, request.messages, request.payload, seed)
         except Exception as err:  # noqa: BLE001 - every failure is classified below
             too_large = _cause(err, ReplyTooLarge)  # raised by the body cap, perhaps wrapped by the openai package
             if too_large is None:
@@ -420,20 +421,12 @@ class Dispatcher:
                                error=f"{type(err).__name__}: {str(err)[:500]}", latency_s=latency, endpoint=endpoint.url)
 
     def _result_from_body(self, request: JudgeRequest, endpoint: _Endpoint, body: Any, latency: float) -> JudgeResult:
-        reply = read_completion(body)
-        if isinstance(reply, BadResponse):
-            return JudgeResult(request, "failed", failure_reason=reply.reason, error=reply.detail,
-                               raw_text=cap_text(orjson.dumps(body).decode()), latency_s=latency, endpoint=endpoint.url)
-        parsed = parse_completion(reply.content, reply.finish_reason, reply.reasoning)
-        answer, trace = split_trace(reply.content, reply.reasoning)
-        common = dict(
-            raw_text=cap_text(answer), reasoning=cap_text(trace), finish_reason=reply.finish_reason,
-            tokens_in=reply.tokens_in, tokens_out=reply.tokens_out, latency_s=latency, endpoint=endpoint.url,
-            served_model=reply.model,
-        )
-        if isinstance(parsed, ParseFailure):
-            return JudgeResult(request, "failed", failure_reason=parsed.reason, error=parsed.detail, **common)
-        return JudgeResult(request, "ok", verdict=parsed, side=to_a_side(parsed, request.order), **common)
+        reading = self.kind.read(body, (request.order, request.sample))
+        return JudgeResult(request, reading.status, verdict=reading.verdict, side=reading.side,
+                           failure_reason=reading.failure_reason, error=reading.error, raw_text=reading.raw_text,
+                           reasoning=reading.reasoning, finish_reason=reading.finish_reason,
+                           tokens_in=reading.tokens_in, tokens_out=reading.tokens_out, latency_s=latency,
+                           endpoint=endpoint.url, served_model=reading.served_model)
 
     def _failed_request(self, request: JudgeRequest, endpoint: _Endpoint, err: Exception, latency: float) -> None:
         retry, reason = _transient(err)
@@ -557,6 +550,8 @@ class Dispatcher:
             if held is not None:
                 endpoint = self._pick(held, now)
                 if endpoint is not None:
+                    if endpoint.in_flight == 0:
+                        endpoint.busy_since = time.monotonic()
                     endpoint.in_flight += 1
                     self._remember(held.pair_id, endpoint)
                     task = asyncio.create_task(self._send(held, endpoint))

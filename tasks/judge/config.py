@@ -36,10 +36,15 @@ class JudgeConfig:
     # folder, another id, or unknown (no root given; tasks/judge/weights.py). Empty: the published weights. Such
     # verdicts never answer for the real judge from the cache, and everything built on them says so.
     weights: str = ""
+    # The kind of judge (`tasks/judge/kinds`): `genrm`, or `reward_model`, whose id leaves out the GenRM's
+    # sampling (a reward model samples nothing). The GenRM's ids stay what they always were.
+    kind: str = "genrm"
 
     @property
     def id(self) -> str:
-        fields = asdict(self)
+        from tasks.judge.kinds import kind_of
+
+        fields = {k: v for k, v in asdict(self).items() if k in kind_of(self.kind).identity}
         if not self.simulated:
             del fields["simulated"]  # the ids of real configurations stay what they always were
         if not self.template:
@@ -49,10 +54,19 @@ class JudgeConfig:
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return "jc-" + hashlib.blake2b(canonical.encode(), digest_size=8).hexdigest()
 
+    @property
+    def is_genrm(self) -> bool:
+        return self.kind == "genrm"
+
     def sampling(self) -> dict[str, float | int]:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
 
 
 def config_record(config: JudgeConfig) -> dict[str, object]:
     """The configuration as the warehouse records it: its id and every field."""
-    return {"judge_config_id": config.id, **asdict(config)}
+    from tasks.judge.kinds import kind_of
+
+    fields = asdict(config)
+    if not config.is_genrm:  # another kind's fields (the GenRM's sampling) are not this kind's: stored as NULL
+        fields = {k: v if k in kind_of(config.kind).identity or k == "kind" else None for k, v in fields.items()}
+    return {"judge_config_id": config.id, **fields}

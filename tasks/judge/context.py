@@ -39,6 +39,20 @@ def check_rounds(strategy: Strategy, shard: str | None, target_agreement: float 
                                 "one shard (drop --shard; --shards N judges each round in N shards)")
 
 
+def check_ladder(strategy: Strategy, rm_endpoints: list[str] | None, shards: int | None) -> None:
+    """A judge ladder names its reward model's endpoints, and only a ladder does; it judges in one process."""
+    from tasks.judge.strategies import Ladder
+
+    is_ladder = isinstance(strategy, Ladder)
+    if is_ladder and not rm_endpoints:
+        raise InvalidInputError("ladder scores every pair with a reward model first: give --rm-endpoint URL (its vLLM "
+                                "pooling server, or `curate judge-standin --kind reward-model`)")
+    if rm_endpoints and not is_ladder:
+        raise InvalidInputError("--rm-endpoint applies to --strategy ladder[:K], the judge ladder")
+    if is_ladder and shards:
+        raise InvalidInputError("ladder judges in one process for now: drop --shards")
+
+
 def _whole(name: str, value: Any, least: int, most: int | None = None) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least
                               or (most is not None and value > most)):
@@ -71,9 +85,12 @@ class JudgeRun:
     # a run in rounds: the filter policy its rounds decide by, read once where the run is made
     # (`tasks.curate.policy.in_rounds`); the judge stage hands it on and never reads it
     policy: Any = None
+    # a judge ladder's reward-model endpoints (`ladder[:K]`: rung 0, tasks/judge/ladder.py)
+    rm_targets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "targets", tuple(self.targets))
+        object.__setattr__(self, "rm_targets", tuple(self.rm_targets))
         if self.endpoints is not None:
             object.__setattr__(self, "endpoints", tuple(self.endpoints))
         if not isinstance(self.settings, Settings):
@@ -103,7 +120,7 @@ class JudgeRun:
            target_agreement: float | None = None, risk: float | None = None, policy_path: str | None = None,
            warehouse: str | None = None, exchange: str | None = None, deployment: str | None = None,
            stale_seconds: float | None = None, start_timeout: float = 3600.0,
-           retry_exhausted: bool = False) -> JudgeRun:
+           retry_exhausted: bool = False, rm_endpoints: list[str] | None = None) -> JudgeRun:
         """The judge run asked for, its arguments checked in the order a person fixes them: the settings it
         overrides (each in its bounds), the strategy (the settings' default when None), the shard, the counts, and
         what judging in rounds needs (`check_rounds`). Filed under a fresh run id until a flow files it under its
@@ -117,12 +134,13 @@ class JudgeRun:
             parse_shard(shard)
         _whole("shards", shards, 1)
         check_rounds(parsed, shard, target_agreement, risk, policy_path, shards)
+        check_ladder(parsed, rm_endpoints, shards)
         from tasks.judge.targets import judge_config_from
 
         return cls(settings, judge_config_from(settings), parsed, str(uuid.uuid4()), (), shard, limit,
                    target_agreement, risk, None if policy_path is None else str(policy_path), False,
                    bool(retry_exhausted), None if endpoints is None else tuple(endpoints), launch, port, shards,
-                   start_timeout)
+                   start_timeout, rm_targets=tuple(rm_endpoints or ()))
 
     @classmethod
     def with_config(cls, settings: Settings, *, config: JudgeConfig, run_id: str, strategy: str | None = None,
@@ -154,7 +172,8 @@ class JudgeRun:
                  "risk": self.risk, "policy_path": self.policy_path, "warehouse": str(s.warehouse),
                  "exchange": s.judge_exchange, "deployment": s.judge_deployment,
                  "stale_seconds": s.judge_shard_stale_seconds, "start_timeout": self.start_timeout,
-                 "retry_exhausted": self.retry_exhausted}
+                 "retry_exhausted": self.retry_exhausted,
+                 "rm_endpoints": list(self.rm_targets) or None}
         return given
 
     def served_by(self, targets: list[str], config: JudgeConfig) -> JudgeRun:

@@ -1,6 +1,10 @@
-"""What judging cost: requests, tokens, judge time, and GPU-hours under a configured server throughput.
+"""What judging cost: GPU-seconds measured per judge, and requests, tokens, judge time and a planning estimate of
+GPU-hours under a configured server throughput.
 
-GPU time is estimated, not measured: the tokens a server processed (prompt and generated) divided by the
+GPU-seconds are measured (`measured_gpu_seconds`): the seconds at least one of the run's requests was in flight on
+an endpoint, times the GPUs its server holds (`CURATE_VLLM_TENSOR_PARALLEL_SIZE` x `CURATE_VLLM_DATA_PARALLEL_SIZE`
+for the GenRM, `CURATE_JUDGE_RM_GPUS` for a judge ladder's reward model), per judge kind. The GPU-hours estimate is
+a planning figure: the tokens a server processed (prompt and generated) divided by the
 throughput a team measured for its deployment (`CURATE_COST_SERVER_TOKENS_PER_SECOND`, the whole server's
 tokens/s), times the GPUs that server holds. Reasoning traces dominate; the estimate says which figures it
 used, so a dashboard reader can redo it.
@@ -51,3 +55,23 @@ def cost_report(*, requests: int, tokens_in: int, tokens_out: int, judge_seconds
         "assumed_server_tokens_per_second": model.server_tokens_per_second,
         "assumed_gpus_per_server": model.gpus_per_server,
     }
+
+
+def measured_gpu_seconds(kind: str, requests: int, busy_seconds: dict[str, float], gpus: int) -> dict[str, Any]:
+    """The run's measured GPU time, whole and for its judge `kind`: each endpoint's busy seconds (at least one of
+    the run's requests in flight on it) times the GPUs its server holds."""
+    busy = sum(busy_seconds.values())
+    spent = round(busy * gpus, 3)
+    return {"gpu_seconds": spent,
+            "gpu_seconds_basis": "measured: seconds at least one of the run's requests was in flight on an endpoint, "
+                                 "times the GPUs its server holds",
+            "by_judge": {kind: {"gpu_seconds": spent, "requests": requests, "busy_seconds": round(busy, 3),
+                                "gpus_per_server": gpus}}}
+
+
+def kept_gpu_seconds(spent: dict[str, float], kept: int) -> dict[str, Any]:
+    """A version's measured GPU cost: the GPU-seconds its configuration's judge runs measured (`spent`: whole and
+    per judge kind), and per kept pair."""
+    return {"gpu_seconds": round(spent.get("gpu_seconds", 0.0), 3),
+            "gpu_seconds_by_judge": {k: round(v, 3) for k, v in spent.items() if k != "gpu_seconds"},
+            "gpu_seconds_per_kept_pair": round(spent.get("gpu_seconds", 0.0) / kept, 6) if kept else None}

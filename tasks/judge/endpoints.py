@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 
 from common.errors import UserError
 from common.settings import Settings
-from tasks.judge.preflight import TemplateProbe, context_problem, probe_template
+from tasks.judge.kinds import GENRM, JudgeKind
+from tasks.judge.preflight import TemplateProbe, context_problem
 from tasks.judge.weights import served_weights, weights_words
 
 SIMULATED_MARK = "SIMULATED"
@@ -101,12 +102,13 @@ def probe(url: str, timeout: float, api_key: str = "EMPTY") -> Probe:
 
 def check_endpoints(urls: list[str], model: str, *, allow_other_model: bool = False, timeout: float = 5.0,
                     api_key: str = "EMPTY", max_model_len: int | None = None, max_tokens: int | None = None,
-                    probe_templates: bool = True) -> EndpointReport:
+                    probe_templates: bool = True, kind: JudgeKind | None = None) -> EndpointReport:
     """Probe every endpoint at once; judge with those that answer. Refuses when none answers, when one
     serves another model (unless `allow_other_model`), when real and SIMULATED servers are mixed, or servers of
     different weights (the report names the weights where they are not the judge's published ones), when one's
     context cannot hold `max_model_len` (the prompt budget + `max_tokens`), when one's chat template drops an
-    answer, or when the endpoints render the probe differently."""
+    answer, or when the endpoints render the probe differently. `kind`: the judge kind they serve (the GenRM unless
+    said), whose probe renders what it needs."""
     if not urls:
         raise NoEndpointError("no judge endpoint")
     with ThreadPoolExecutor(max_workers=min(16, len(urls))) as pool:
@@ -144,18 +146,26 @@ def check_endpoints(urls: list[str], model: str, *, allow_other_model: bool = Fa
                 raise EndpointCheckError(problem, hint="nothing was sent to the server")
     report = EndpointReport([p.url for p in answered], down, {p.url: p.served for p in answered}, simulated,
                             contexts=contexts, weights=next(iter(weights.values())))
-    return _with_templates(report, answered, model, timeout) if probe_templates else report
+    return _with_templates(report, answered, model, timeout, kind or GENRM) if probe_templates else report
 
 
 def _model_of(p: Probe, model: str) -> str:
     return model if model in p.served or not p.served else p.served[0]
 
 
-def _with_templates(report: EndpointReport, answered: list[Probe], model: str, timeout: float) -> EndpointReport:
-    """The report with each endpoint's template probe; refuses a template that drops an answer."""
+def _with_templates(report: EndpointReport, answered: list[Probe], model: str, timeout: float,
+                    kind: JudgeKind = GENRM) -> EndpointReport:
+    """The report with each endpoint's template probe (its kind's); refuses a template that drops an answer."""
     with ThreadPoolExecutor(max_workers=min(16, len(answered))) as pool:
-        probes: list[TemplateProbe] = list(pool.map(lambda p: probe_template(p.url, _model_of(p, model), timeout),
+        probes: list[TemplateProbe] = list(pool.map(lambda p: kind.probe(p.url, _model_of(p, model), timeout),
                                                     answered))
+    if kind is not GENRM:
+        for t in probes:
+            if (t.tokenizes and t.error) or t.missing:
+                raise EndpointCheckError(
+                    f"{t.url}'s chat template does not render {kind.said}'s probe conversation with its answer"
+                    f"{': ' + t.error if t.error else ''}",
+                    hint=f"serve {kind.said} with its own chat template; nothing was judged")
     for t in probes:
         if t.tokenizes and t.error:
             raise EndpointCheckError(f"{t.url} could not render a probe pair through its chat template: {t.error}",

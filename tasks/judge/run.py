@@ -24,6 +24,8 @@ from tasks.judge.client import ClientOptions, ClientStats, Dispatcher, JudgeRequ
 from tasks.judge.config import JudgeConfig
 from tasks.judge.context import JudgeRun
 from tasks.judge.genrm import SideVerdict, build_messages
+from tasks.judge.kinds import GENRM, JudgeKind, kind_of
+from tasks.judge.kinds.protocol import kind_pair_messages
 from tasks.judge.strategies import Slot, Strategy, slots_said
 from warehouse.judging import PairText
 
@@ -211,11 +213,15 @@ def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts
     return Planner(strategy, states, max_attempts).slots(pair_id, plan)
 
 
-def _request(pair: PairText, order: str, sample: int, state: JudgmentState | None) -> JudgeRequest:
-    messages = build_messages(pair.history, pair.response_a, pair.response_b, order)
+def _request(pair: PairText, order: str, sample: int, state: JudgmentState | None,
+             kind: JudgeKind = GENRM) -> JudgeRequest:
+    if kind is GENRM:  # the GenRM's layout (genrm.build_messages), nothing beside it
+        messages, payload = build_messages(pair.history, pair.response_a, pair.response_b, order), None
+    else:
+        messages, payload = kind_pair_messages(pair, kind, (order, sample))
     return JudgeRequest(pair.pair_id, order, sample, messages,
                         prior_attempts=state.attempts if state else 0, prior_requests=state.requests if state else 0,
-                        prior_failure=state.failure_reason if state else None)
+                        prior_failure=state.failure_reason if state else None, payload=payload)
 
 
 def estimated_prompt_tokens(messages: list[dict[str, str]]) -> int:
@@ -226,14 +232,14 @@ def estimated_prompt_tokens(messages: list[dict[str, str]]) -> int:
 
 
 def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max_attempts: int,
-                  plan: Plan, wanted: Wanted | None = None) -> Iterator[JudgeRequest]:
+                  plan: Plan, wanted: Wanted | None = None, kind: JudgeKind = GENRM) -> Iterator[JudgeRequest]:
     """The requests a run sends first, pair by pair (a pair's orders next to each other), of the strategy's
     judgments or of `wanted` alone; each is counted against the input budget by the dispatcher, as the server
     counts it, before it is sent."""
     planner = Planner(strategy, states, max_attempts)
     for pair in pairs:
         for order, sample, state in planner.slots(pair.pair_id, plan, None if wanted is None else wanted[pair.pair_id]):
-            yield _request(pair, order, sample, state)
+            yield _request(pair, order, sample, state, kind)
 
 
 def token_distribution(counts: list[int], estimated: int) -> dict[str, Any]:
@@ -258,6 +264,7 @@ def _dispatch(pairs: list[PairText], *, endpoints: list[str], config: JudgeConfi
     `plan` and `stats`; every result goes to `sink`, flushed before this returns, whatever happens."""
     texts = {p.pair_id: p for p in pairs}
     follows_up = strategy.asks_follow_ups and wanted is None
+    kind = kind_of(config.kind)
 
     def on_result(result: JudgeResult):
         sink.add(result)
@@ -269,12 +276,12 @@ def _dispatch(pairs: list[PairText], *, endpoints: list[str], config: JudgeConfi
         pair = plan.progress.setdefault(req.pair_id, PairProgress())
         pair.known[(req.order, req.sample)] = result.side
         follow = [s for s in strategy.follow_ups(pair.known) if s not in pair.asked]
-        return [_request(texts[req.pair_id], order, sample, state)
+        return [_request(texts[req.pair_id], order, sample, state, kind)
                 for order, sample, state in _consider(req.pair_id, follow, strategy, states, max_attempts, plan, pair)]
 
     dispatcher = Dispatcher(endpoints, config, options, on_result, gate=gate, stats=stats)
     try:
-        asyncio.run(dispatcher.run(plan_requests(pairs, strategy, states, max_attempts, plan, wanted)))
+        asyncio.run(dispatcher.run(plan_requests(pairs, strategy, states, max_attempts, plan, wanted, kind)))
     finally:
         sink.flush()
 
@@ -335,6 +342,7 @@ def _summary(pairs: int, plan: Plan, stats: ClientStats, seconds: float) -> Judg
         "judgments_per_second": round((stats.judged + sum(stats.failed.values())) / seconds, 3) if seconds else 0.0,
         "first_response_at": stats.first_response_at,
         "concurrency": stats.concurrency,
+        "busy_seconds": {url: round(s, 3) for url, s in stats.busy_seconds.items()},
         "last_request_sent_at": stats.last_request_sent_at,
     }
 
@@ -419,7 +427,7 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
     strategy that judges in rounds), `pairs` get the first round (`Strategy.initial()`) and `rounds` decides
     each later one; the summary then says what each round sent (`rounds`) and why there was no further one
     (`rounds_ended`)."""
-    from tasks.judge.cost import cost_model, cost_report
+    from tasks.judge.cost import cost_model, cost_report, measured_gpu_seconds
     from tasks.judge.limits import endpoint_limits, slot_gate
     from tasks.judge.server_metrics import run_metrics, snapshot
 
@@ -470,6 +478,8 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
     summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
                                   tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
                                   model=cost_model(settings), measured=measured)
+    summary["cost"].update(measured_gpu_seconds(config.kind, summary["requests"], summary["busy_seconds"],
+                                                settings.gpus_per_server))
     if rounds is not None:
         summary["rounds"], summary["rounds_ended"] = entries, ended
     return summary

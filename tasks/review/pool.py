@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from tasks.curate.bias import MARKDOWN_RE2
 from tasks.curate.confidence import Confidences, pool_confidences
+from tasks.curate.ladder import with_reward_model
 from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool, drawn, models_as_stated, take
 from tasks.ingest.sources import SourceFacts, warehouse_facts
@@ -35,7 +36,7 @@ class ReviewedPool:
         if policy is not None:
             policy.check_sources(pool.source.tolist(), config_id)
         pool = take(pool, drawn(pool, shares))
-        judge = pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree,
-                                 pool.human_label)
+        judge = with_reward_model(pool, pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin,
+                                                         pool.v_scores_agree, pool.human_label))
         return cls(pool, judge, PoolReviews.align(pool.pair_id, wh.reviews.review_outcomes(),
                                                   wh.reviews.review_selections(), wh.reviews.review_voters()), facts)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from common.errors import InvalidInputError
 from tasks.judge.strategies.adaptive import Adaptive
 from tasks.judge.strategies.certify import Certify
+from tasks.judge.strategies.ladder import Ladder
 from tasks.judge.strategies.protocol import ORDERS, Slot, Strategy, Verdicts, both_orders, slots_said
 from tasks.judge.strategies.samples import Samples
 from tasks.judge.strategies.single import Single
@@ -20,7 +21,7 @@ from tasks.judge.strategies.swap import Swap
 if TYPE_CHECKING:
     from common.settings import Settings
 
-__all__ = ["ORDERS", "STRATEGIES", "Slot", "Strategy", "Verdicts", "both_orders", "names", "parse_strategy",
+__all__ = ["ORDERS", "STRATEGIES", "Ladder", "Slot", "Strategy", "Verdicts", "both_orders", "names", "parse_strategy",
            "slots_said", "usage"]
 
 STRATEGIES: dict[str, type[Strategy]] = {
@@ -29,6 +30,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "samples": Samples,
     "adaptive": Adaptive,
     "certify": Certify,
+    "ladder": Ladder,
 }
 
 

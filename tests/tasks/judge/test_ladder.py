@@ -1,0 +1,85 @@
+"""The judge ladder end to end through the CLI, against two stand-ins (SIMULATED): the reward model scores every
+pair, the GenRM is asked only about the pairs its scores leave unsure, and `curate build-version` certifies a
+version on every verdict the pairs have."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from schemas.summaries import JudgeSummary
+from testing.genrm_standin import StandinConfig, StandinProcess
+from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+from tests.flows.conftest import ingest_clean_pairs
+from tests.summary_checks import assert_summary
+from warehouse.store import Warehouse
+
+pytestmark = pytest.mark.prefect
+
+ROWS = 1200  # enough clear labels for the score's model to certify on
+CURATE = str(Path(sys.executable).with_name("curate"))
+
+
+def test_a_ladder_judged_warehouse_makes_a_certified_version(tmp_path):
+    warehouse = tmp_path / "w.duckdb"
+    pairs = ingest_clean_pairs(tmp_path, warehouse, ROWS, seed=41)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph")}
+
+    def curate(*args: str) -> dict:
+        done = subprocess.run([CURATE, *args, "--json"], env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    with (StandinProcess(StandinConfig(latency_mean=0.002, position_bias=0.3)) as genrm,
+          RewardStandinProcess(RewardStandinConfig(latency_mean=0.0)) as rm):
+        s = curate("judge", "--strategy", "ladder", "--rm-endpoint", rm.url, "--endpoint", genrm.url,
+                   "--target-agreement", "0.9")
+        genrm_requests, rm_stats = genrm.stats()["requests"], rm.stats()
+        again = curate("judge", "--strategy", "ladder", "--rm-endpoint", rm.url, "--endpoint", genrm.url,
+                       "--target-agreement", "0.9")
+        assert genrm.stats()["requests"] == genrm_requests and rm.stats()["scored"] == rm_stats["scored"]
+    assert_summary(s, JudgeSummary)
+    rounds = s["rounds"]
+    assert rounds[0]["judge"] == "reward_model" and rounds[0]["pairs_asked"] == pairs == rounds[0]["judged"]
+    assert all(r["judge"] == "genrm" for r in rounds[1:]) and len(rounds) >= 2
+    assert rm_stats["scored"] == 2 * pairs and rm_stats["duplicated_bos"] == 0  # each answer once
+    # the GenRM only where the reward model left a pair unsure: far fewer requests than swap's two a pair
+    assert 0 < genrm_requests == sum(r["requests"] for r in rounds[1:]) < pairs
+    assert s["requests"] == pairs + genrm_requests and s["reward_model"]["judged"] == pairs and s["simulated"]
+    # GPU-seconds measured per judge: each endpoint's busy time times the GPUs its server holds
+    by_judge = s["cost"]["by_judge"]
+    assert by_judge["reward_model"]["requests"] == pairs and by_judge["genrm"]["requests"] == genrm_requests
+    assert by_judge["genrm"]["gpus_per_server"] == 8 and by_judge["reward_model"]["gpus_per_server"] == 1
+    assert s["cost"]["gpu_seconds"] == pytest.approx(sum(j["gpu_seconds"] for j in by_judge.values()), abs=0.01)
+    assert all(j["gpu_seconds"] > 0 for j in by_judge.values())
+    assert again["rounds"][0]["requests"] == 0 and again["requests"] == 0  # a rerun pays for nothing twice
+    with Warehouse(warehouse, read_only=True) as wh:
+        kinds = dict(wh.query("SELECT kind, count(*) FROM judgments JOIN judge_configs USING (judge_config_id) "
+                              "GROUP BY kind"))
+        rm_rows = wh.query("SELECT score_1, ranking, margin_a, raw_text FROM judgments WHERE \"order\" = 'none' "
+                           "LIMIT 1")
+        sure_on_rm_alone = wh.query("SELECT count(*) FROM judgments r WHERE r.\"order\" = 'none' AND NOT EXISTS "
+                                    "(SELECT 1 FROM judgments g WHERE g.pair_id = r.pair_id AND g.\"order\" <> 'none')")
+    assert kinds == {"reward_model": pairs, "genrm": genrm_requests}
+    assert rm_rows[0][0] is None and rm_rows[0][1] is None and "score_a" in json.loads(rm_rows[0][3])
+    assert sure_on_rm_alone[0][0] > 0
+
+    made = curate("build-version", "ladder", "--target-agreement", "0.9")
+    certification = made["stats"]["certification"]
+    assert certification["certified"] and made["rows"] > 0 and made["judge_config_id"] == s["judge_config_id"]
+    cost = made["stats"]["cost"]  # what both judges measured, per kept pair
+    assert set(cost["gpu_seconds_by_judge"]) == {"genrm", "reward_model"}
+    assert cost["gpu_seconds_per_kept_pair"] == pytest.approx(cost["gpu_seconds"] / made["rows"], rel=1e-3)
+    with Warehouse(warehouse, read_only=True) as wh:
+        kept = {p for (p,) in wh.query(f"SELECT pair_id FROM dataset_rows WHERE name = 'ladder' AND version = "
+                                      f"{made['version']}")}
+        genrm_judged = {p for (p,) in wh.query("SELECT DISTINCT pair_id FROM judgments WHERE \"order\" <> 'none'")}
+    # rows certified on the reward model's margin alone, and rows the GenRM judged too
+    assert set(Counter(p in genrm_judged for p in kept)) == {True, False}
