@@ -137,10 +137,57 @@ def s3_server(tmp_path_factory):
 # start real servers or run flows end to end. The marks are given here, from the marks and folders tests already
 # have, so no test file has to remember one more.
 SLOW_MARKS = ("prefect", "deployment", "label_studio", "vllm")
+# Under pytest-xdist (`-n 2`, as .ci/run runs), the tests that share one session's server run on one worker: each
+# worker would otherwise start a Label Studio, or a vLLM server of 3 GB, of its own. Every other test goes to
+# whichever worker is free.
+SHARED_SERVER_MARKS = ("label_studio", "vllm")
+GROUPS_DIR = "curate_test_groups"  # the controller's folder where each worker writes {nodeid: group}
 
 
 def pytest_collection_modifyitems(config, items):
     slow = pytest.mark.slow
+    groups = {}
     for item in items:
         if any(item.get_closest_marker(m) for m in SLOW_MARKS) or "tests/flows/" in item.nodeid.replace("\\", "/"):
             item.add_marker(slow)
+        shared = next((m for m in SHARED_SERVER_MARKS if item.get_closest_marker(m)), None)
+        if shared:
+            groups[item.nodeid] = shared
+    folder = getattr(config, "workerinput", {}).get(GROUPS_DIR)
+    if folder:  # an xdist worker: tell the controller's scheduler before it hands out the tests
+        Path(folder, f"{config.workerinput['workerid']}.json").write_text(json.dumps(groups), encoding="utf-8")
+
+
+def _groups_dir(config) -> Path:
+    if not hasattr(config, "_curate_groups_dir"):
+        config._curate_groups_dir = Path(tempfile.mkdtemp(prefix="curate-test-groups-"))
+    return config._curate_groups_dir
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput[GROUPS_DIR] = str(_groups_dir(node.config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Tests one at a time to the free worker, save those of one shared server, which go to one worker together
+    (xdist's own `--dist loadgroup` does this from `xdist_group` marks, but pytest 9.2's node ids no longer carry
+    its group suffix: pytest-dev/pytest-xdist#1386)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None  # another --dist asked for by name: xdist's own
+    folder = _groups_dir(config)
+
+    class SharedServerScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # every worker has collected (and written its file) before the first call
+                self.groups = {}
+                for path in folder.glob("*.json"):
+                    self.groups.update(json.loads(path.read_text(encoding="utf-8")))
+            return self.groups.get(nodeid, nodeid)
+
+    return SharedServerScheduling(config, log)
