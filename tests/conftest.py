@@ -140,9 +140,11 @@ def s3_server(tmp_path_factory):
 # have, so no test file has to remember one more.
 SLOW_MARKS = ("prefect", "deployment", "label_studio", "vllm")
 # Under pytest-xdist (`-n 2`, as .ci/run runs), the tests that share one session's server run on one worker: each
-# worker would otherwise start a Label Studio, or a vLLM server of 3 GB, of its own. Every other test goes to
-# whichever worker is free.
+# worker would otherwise start a Label Studio, or a vLLM server of 3 GB, of its own. So do the tests that share a
+# built warehouse (a module-scoped fixture of their file, or one of SHARED_FIXTURES), which each worker would
+# otherwise build again. Every other test goes to whichever worker is free.
 SHARED_SERVER_MARKS = ("label_studio", "vllm")
+SHARED_FIXTURES = ("dashboard_warehouse",)
 GROUPS_DIR = "curate_test_groups"  # the controller's folder where each worker writes {nodeid: group}
 
 
@@ -152,12 +154,27 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.get_closest_marker(m) for m in SLOW_MARKS) or "tests/flows/" in item.nodeid.replace("\\", "/"):
             item.add_marker(slow)
-        shared = next((m for m in SHARED_SERVER_MARKS if item.get_closest_marker(m)), None)
+        shared = next((m for m in SHARED_SERVER_MARKS if item.get_closest_marker(m)), None) or _shared_fixture(item)
         if shared:
             groups[item.nodeid] = shared
     folder = getattr(config, "workerinput", {}).get(GROUPS_DIR)
     if folder:  # an xdist worker: tell the controller's scheduler before it hands out the tests
         Path(folder, f"{config.workerinput['workerid']}.json").write_text(json.dumps(groups), encoding="utf-8")
+
+
+def _shared_fixture(item) -> str | None:
+    """The group of a test that uses a built warehouse other tests share, or None."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for name in SHARED_FIXTURES:
+        if name in info.names_closure:
+            return name
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name) or ()
+        if any(d.scope in ("module", "class") and d.baseid and item.nodeid.startswith(d.baseid) for d in defs):
+            return item.nodeid.split("::")[0]
+    return None
 
 
 def _groups_dir(config) -> Path:
