@@ -9,6 +9,8 @@ from pathlib import Path
 
 # Set before anything imports Prefect or datasets.
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="prefect-home-"))
+if os.environ.get("PYTEST_XDIST_WORKER"):  # each worker's ephemeral API a database of its own
+    os.environ["PREFECT_HOME"] = os.path.join(os.environ["PREFECT_HOME"], os.environ["PYTEST_XDIST_WORKER"])
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
@@ -137,10 +139,74 @@ def s3_server(tmp_path_factory):
 # start real servers or run flows end to end. The marks are given here, from the marks and folders tests already
 # have, so no test file has to remember one more.
 SLOW_MARKS = ("prefect", "deployment", "label_studio", "vllm")
+# Under pytest-xdist (`-n 2`, as .ci/run runs), the tests that share one session's server run on one worker: each
+# worker would otherwise start a Label Studio, or a vLLM server of 3 GB, of its own. So do the tests that share a
+# built warehouse (a module-scoped fixture of their file, or one of SHARED_FIXTURES), which each worker would
+# otherwise build again. Every other test goes to whichever worker is free.
+SHARED_SERVER_MARKS = ("label_studio", "vllm")
+SHARED_FIXTURES = ("dashboard_warehouse",)
+GROUPS_DIR = "curate_test_groups"  # the controller's folder where each worker writes {nodeid: group}
 
 
 def pytest_collection_modifyitems(config, items):
     slow = pytest.mark.slow
+    groups = {}
     for item in items:
         if any(item.get_closest_marker(m) for m in SLOW_MARKS) or "tests/flows/" in item.nodeid.replace("\\", "/"):
             item.add_marker(slow)
+        shared = next((m for m in SHARED_SERVER_MARKS if item.get_closest_marker(m)), None) or _shared_fixture(item)
+        if shared:
+            groups[item.nodeid] = shared
+    folder = getattr(config, "workerinput", {}).get(GROUPS_DIR)
+    if folder:  # an xdist worker: tell the controller's scheduler before it hands out the tests
+        Path(folder, f"{config.workerinput['workerid']}.json").write_text(json.dumps(groups), encoding="utf-8")
+
+
+def _shared_fixture(item) -> str | None:
+    """The group of a test that uses a built warehouse other tests share, or None."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for name in SHARED_FIXTURES:
+        if name in info.names_closure:
+            return name
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name) or ()
+        if any(d.scope in ("module", "class") and d.baseid and item.nodeid.startswith(d.baseid) for d in defs):
+            return item.nodeid.split("::")[0]
+    return None
+
+
+def _groups_dir(config) -> Path:
+    if not hasattr(config, "_curate_groups_dir"):
+        config._curate_groups_dir = Path(tempfile.mkdtemp(prefix="curate-test-groups-"))
+    return config._curate_groups_dir
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput[GROUPS_DIR] = str(_groups_dir(node.config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Tests one at a time to the free worker, save those of one shared server, which go to one worker together
+    (xdist's own `--dist loadgroup` does this from `xdist_group` marks, but pytest 9.2's node ids no longer carry
+    its group suffix: pytest-dev/pytest-xdist#1386)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None  # another --dist asked for by name: xdist's own
+    folder = _groups_dir(config)
+
+    class SharedServerScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # every worker has collected (and written its file) before the first call
+                self.groups = {}
+                for path in folder.glob("*.json"):
+                    self.groups.update(json.loads(path.read_text(encoding="utf-8")))
+            return self.groups.get(nodeid, nodeid)
+
+    return SharedServerScheduling(config, log)

@@ -28,18 +28,23 @@ def summary(done: subprocess.CompletedProcess) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def uvicorn_children_of_nobody_alive(before: set[int]) -> set[int]:
-    """Prefect API servers (uvicorn over Prefect's app) of this environment's python started since `before` and still
-    running (another checkout's on the same machine are not this test's)."""
+def uvicorn_children_of_nobody_alive(before: set[int], prefect_home: Path) -> set[int]:
+    """Prefect API servers (uvicorn over Prefect's app) of this environment's python and this test's PREFECT_HOME
+    started since `before` and still running (another checkout's, or another test's running beside this one, are
+    not this test's)."""
     ours = os.path.dirname(sys.executable).encode()
+    home = f"PREFECT_HOME={prefect_home}".encode()
     found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) not in before:
             try:
                 cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+                if b"prefect.server.api.server:create_app" not in cmd or not cmd.startswith(ours):
+                    continue
+                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"prefect.server.api.server:create_app" in cmd and cmd.startswith(ours):
+            if home in environ:
                 found.add(int(entry))
     return found
 
@@ -51,7 +56,7 @@ def test_no_op_calls_need_no_prefect_api_and_calls_with_work_stop_theirs(tmp_pat
     w = ["--warehouse", str(tmp_path / "w.duckdb")]
     data = tmp_path / "hs.jsonl"
     write_synth(data, "helpsteer3", 60, seed=5, pair_bytes=500)
-    before = uvicorn_children_of_nobody_alive(set())
+    before = uvicorn_children_of_nobody_alive(set(), tmp_path / "ph")
     with StandinProcess(StandinConfig(latency_mean=0.002)) as server:
         work = {
             "ingest": ["ingest", "--source", "helpsteer3", "--path", str(data), *w],
@@ -62,7 +67,7 @@ def test_no_op_calls_need_no_prefect_api_and_calls_with_work_stop_theirs(tmp_pat
         first = {name: summary(curate(env, *argv)) for name, argv in work.items()}
         assert first["ingest"]["new_pairs"] > 0 and first["judge"]["judged"] > 0
         assert first["build-version"]["new_version"] and not first["publish"]["already_published"]
-        assert not uvicorn_children_of_nobody_alive(before), "a temporary Prefect API outlived its command"
+        assert not uvicorn_children_of_nobody_alive(before, tmp_path / "ph"), "a temporary Prefect API outlived its command"
 
         # No Prefect API can start now (a start-up time-out no server meets): the no-ops still answer.
         no_api = {**env, "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0"}
