@@ -1,0 +1,69 @@
+"""`curate judge --estimate` and `--budget-gpu-hours` through the CLI against the stand-in (SIMULATED): the estimate
+sends no judging request; a run stopped at its budget exits 3 with one line, and a rerun with a larger budget
+completes without asking a stored judgment again."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testing.genrm_standin import StandinConfig, StandinProcess
+from tests.flows.conftest import ingest_clean_pairs
+from warehouse.store import Warehouse
+
+pytestmark = pytest.mark.prefect
+
+CURATE = str(Path(sys.executable).with_name("curate"))
+
+
+def test_an_estimate_sends_nothing_and_a_budget_stop_resumes_without_paying_twice(tmp_path):
+    warehouse = tmp_path / "w.duckdb"
+    pairs = ingest_clean_pairs(tmp_path, warehouse, 300, seed=43)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph"),
+           "CURATE_JUDGE_WRITE_BATCH": "8",  # the budget's step: 8 pairs
+           "CURATE_COST_SERVER_TOKENS_PER_SECOND": "1e9"}  # declared: the first step fits any budget here
+
+    def curate(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([CURATE, "judge", *args, "--json"], env=env, capture_output=True, text=True,
+                              timeout=900)
+
+    def last_json(done: subprocess.CompletedProcess) -> dict:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    with StandinProcess(StandinConfig(latency_mean=0.2, latency_sigma=0.05, capacity=64)) as genrm:
+        est = curate("--endpoint", genrm.url, "--strategy", "swap", "--gpus", "1", "--estimate")
+        assert est.returncode == 0, est.stderr[-3000:]
+        estimate = last_json(est)["estimate"]
+        assert genrm.stats()["requests"] == 0  # nothing was sent
+        assert estimate["requests"] == {"low": 2 * pairs, "high": 2 * pairs}
+        assert 0 < estimate["gpu_hours"]["low"] <= estimate["gpu_hours"]["high"]
+        assert estimate["rungs"][0]["basis"].startswith("declared")
+
+        # a batch of 8 pairs keeps the server busy at least 0.2 s (its latency): 0.2 GPU-seconds on one GPU, and
+        # the whole run at least 7.5; 2 GPU-seconds stop it after a few batches
+        stopped = curate("--endpoint", genrm.url, "--strategy", "swap", "--gpus", "1",
+                         "--budget-gpu-hours", str(2.0 / 3600))
+        assert stopped.returncode == 3, stopped.stderr[-3000:]
+        line = [t for t in stopped.stderr.splitlines() if "budget" in t]
+        assert len(line) == 1 and "spent" in line[0] and "left" in line[0]
+        first = last_json(stopped)
+        assert first["budget"]["stopped"] and first["budget"]["left_gpu_hours"] >= 0
+        sent = genrm.stats()["requests"]
+        with Warehouse(warehouse, read_only=True) as wh:
+            stored = wh.query("SELECT count(*) FROM judgments WHERE status = 'ok'")[0][0]
+        assert 0 < sent == stored < 2 * pairs  # judgments are stored as they land
+
+        again = curate("--endpoint", genrm.url, "--strategy", "swap", "--gpus", "1", "--budget-gpu-hours", "1")
+        assert again.returncode == 0, again.stderr[-3000:]
+        second = last_json(again)
+        assert not second["budget"]["stopped"] and second["skipped_cached"] == stored
+        assert genrm.stats()["requests"] == 2 * pairs  # no judgment asked twice
+
+        measured = last_json(curate("--endpoint", genrm.url, "--strategy", "swap", "--gpus", "1", "--estimate"))
+        assert measured["estimate"]["requests"]["high"] == 0 and genrm.stats()["requests"] == 2 * pairs
