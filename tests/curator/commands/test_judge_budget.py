@@ -67,3 +67,26 @@ def test_an_estimate_sends_nothing_and_a_budget_stop_resumes_without_paying_twic
 
         measured = last_json(curate("--endpoint", genrm.url, "--strategy", "swap", "--gpus", "1", "--estimate"))
         assert measured["estimate"]["requests"]["high"] == 0 and genrm.stats()["requests"] == 2 * pairs
+
+
+def test_a_ladders_estimate_names_the_reward_models_rung_then_the_genrms_and_asks_neither(tmp_path):
+    from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+
+    warehouse = tmp_path / "w.duckdb"
+    pairs = ingest_clean_pairs(tmp_path, warehouse, 60, seed=44)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph")}
+    with StandinProcess(StandinConfig()) as genrm, RewardStandinProcess(RewardStandinConfig()) as rm:
+        done = subprocess.run([CURATE, "judge", "--strategy", "ladder", "--rm-endpoint", rm.url, "--endpoint",
+                               genrm.url, "--rm-gpus", "2", "--target-agreement", "0.9", "--estimate",
+                               "--json"], env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert genrm.stats()["requests"] == 0 and rm.stats()["requests"] == 0
+    estimate = json.loads(done.stdout.strip().splitlines()[-1])["estimate"]
+    rungs = estimate["rungs"]
+    assert rungs[0]["judge"] == "reward_model" and rungs[0]["requests"] == {"low": pairs, "high": pairs}
+    assert all(r["judge"] == "genrm" and r["requests"]["low"] == 0 for r in rungs[1:]) and len(rungs) >= 3
+    assert estimate["gpu_hours"]["low"] == pytest.approx(rungs[0]["gpu_hours"]["low"], abs=1e-9)
+    assert estimate["gpu_hours"]["high"] > estimate["gpu_hours"]["low"] > 0
+    assert all(r["basis"].startswith("declared") for r in rungs)
