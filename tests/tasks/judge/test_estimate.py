@@ -106,3 +106,4 @@ def test_the_first_request_before_any_was_measured():
     declared = declared_rate("genrm", 1000.0, 2, 100)
     mean_in = (REQUEST_OVERHEAD_TOKENS * 2 + 200 + 240) / 2
     assert first_request_seconds(declared, PAIRS) == pytest.approx(2 / 1000 * (mean_in + 100))
+
