@@ -90,3 +90,33 @@ def test_a_ladders_estimate_names_the_reward_models_rung_then_the_genrms_and_ask
     assert estimate["gpu_hours"]["low"] == pytest.approx(rungs[0]["gpu_hours"]["low"], abs=1e-9)
     assert estimate["gpu_hours"]["high"] > estimate["gpu_hours"]["low"] > 0
     assert all(r["basis"].startswith("declared") for r in rungs)
+
+
+def test_a_ladder_stopped_at_its_budget_on_the_reward_models_rung_resumes_without_paying_twice(tmp_path):
+    from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+
+    warehouse = tmp_path / "w.duckdb"
+    pairs = ingest_clean_pairs(tmp_path, warehouse, 200, seed=45)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph"),
+           "CURATE_JUDGE_WRITE_BATCH": "8", "CURATE_COST_SERVER_TOKENS_PER_SECOND": "1e9"}
+
+    def ladder(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([CURATE, "judge", "--strategy", "ladder", "--rm-endpoint", rm.url, "--endpoint",
+                               genrm.url, "--target-agreement", "0.9", "--rm-gpus", "1", *args, "--json"], env=env,
+                              capture_output=True, text=True, timeout=900)
+
+    # the reward model's batch of 8 pairs keeps its server busy at least 0.2 s: its whole rung at least 5
+    # GPU-seconds; 1 stops it within its rung, before the GenRM is asked anything
+    with (StandinProcess(StandinConfig()) as genrm,
+          RewardStandinProcess(RewardStandinConfig(latency_mean=0.2, latency_sigma=0.05)) as rm):
+        stopped = ladder("--budget-gpu-hours", str(1.0 / 3600))
+        assert stopped.returncode == 3, stopped.stderr[-3000:]
+        summary = json.loads(stopped.stdout.strip().splitlines()[-1])
+        assert summary["budget"]["stopped"] and genrm.stats()["requests"] == 0
+        scored = rm.stats()["requests"]
+        assert 0 < scored < pairs and summary["reward_model"]["judged"] == scored
+        again = ladder("--budget-gpu-hours", "10")
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert rm.stats()["requests"] == pairs  # each pair scored once over both runs
+        assert rm.stats()["scored"] == 2 * pairs
