@@ -93,6 +93,11 @@ class Settings(BaseSettings):
     judge_rm_max_model_len: int = Field(16_384, ge=256, description="the reward model's served context: a pair "
                                         "whose longer answer's conversation is over it is never sent to it")
     judge_rm_gpus: int = Field(1, ge=1, description="the GPUs a reward model's server holds (its measured GPU-seconds)")
+    judge_gpus: int | None = Field(None, ge=1, description="the GPUs a GenRM server holds, for its measured "
+                                   "GPU-seconds (unset: CURATE_VLLM_TENSOR_PARALLEL_SIZE x DATA_PARALLEL_SIZE)")
+    judge_budget_gpu_hours: float | None = Field(None, gt=0, description="a judge run stops between batches or "
+                                                 "rounds once its next step would spend more GPU-hours than this "
+                                                 "(unset: no budget)")
     judge_strategy: str = "swap"
     judge_adaptive_margin: float = Field(1.0, ge=0.0, description="adaptive: |margin| at or below is borderline")
     judge_max_in_flight: int | None = Field(None, ge=1, description="hard upper bound on requests in flight per "
@@ -133,8 +138,9 @@ class Settings(BaseSettings):
 
     @property
     def gpus_per_server(self) -> int:
-        """The GPUs one judge server occupies: tensor parallel times data parallel."""
-        return self.vllm_tensor_parallel_size * self.vllm_data_parallel_size
+        """The GPUs one judge server occupies: CURATE_JUDGE_GPUS where set, else tensor parallel times data
+        parallel."""
+        return self.judge_gpus or self.vllm_tensor_parallel_size * self.vllm_data_parallel_size
 
     @property
     def row_byte_limit(self) -> int:

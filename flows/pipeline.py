@@ -75,6 +75,13 @@ def _stages(run: PipelineRun, judging: JudgeRun | None) -> PipelineSummary:
         stage = judge_sharded if run.judge_shards else judge
         summary["judge"] = stage(**judging.flow_parameters(stage))
         after("judge", bool(summary["judge"].get("requests")))
+    budget = (summary["judge"] or {}).get("budget") or {}
+    if budget.get("stopped"):  # judging stopped at its budget: no version of a pool judged in part
+        summary["failed"].append(StageFailure(stage="judge", error=f"stopped at the GPU-hour budget: "
+                                              f"{budget['spent_gpu_hours']:.6g} of {budget['gpu_hours']:.6g} "
+                                              f"GPU-hours spent, {budget['left_gpu_hours']:.6g} left"))
+        log.warning("judging stopped at its GPU-hour budget: no version built, nothing published")
+        skip = skip | {"version", "publish"}
     if "version" not in skip:
         try:
             summary["version"] = build_version(run.dataset, policy_path=run.policy_path, warehouse=warehouse)

@@ -180,6 +180,22 @@ class JudgingStore(Part):
             "coalesce(sum(latency_s), 0) FROM judgments WHERE judge_config_id = ?", [config_id]).fetchone()
         return dict(zip(("judgments", "requests", "tokens_in", "tokens_out", "request_seconds"), row))
 
+    def pair_token_counts(self, pair_ids: list[str]) -> list[tuple[int, int, int]]:
+        """(prompt, response A, response B) token counts of the given pairs, as the ingest stored them."""
+        if not pair_ids:
+            return []
+        return [tuple(r) for r in self._matching(
+            "SELECT p.prompt_tokens, p.response_a_tokens, p.response_b_tokens FROM candidate_pairs p "
+            "JOIN lookup_keys k USING (pair_id)", pa.table({"pair_id": pa.array(pair_ids, pa.string())}))]
+
+    def run_summaries(self, kind: str) -> list[dict[str, Any]]:
+        """The summaries of the completed judge runs under configurations of judge `kind`, oldest first."""
+        rows = self.con.execute(
+            "SELECT r.summary FROM judge_runs r JOIN judge_configs c USING (judge_config_id) "
+            "WHERE coalesce(c.kind, 'genrm') = ? AND r.status = 'completed' AND r.summary IS NOT NULL "
+            "ORDER BY r.started_at", [kind]).fetchall()
+        return [json.loads(s) if isinstance(s, str) else s for (s,) in rows]
+
     def measured_gpu_seconds(self, config_id: str) -> dict[str, float]:
         """The GPU-seconds the judge runs of `config_id` measured, whole (`gpu_seconds`) and per judge kind, with
         the runs of the reward model its ladder reads; runs recorded before measuring count nothing."""

@@ -192,7 +192,8 @@ class VersionStore(Part):
 
     def versions(self, name: str | None = None) -> list[dict[str, Any]]:
         """Each version's record with `figures`: the counts its card shows (`tasks.curate.figures`), as stored
-        with it (None for a version built before they were recorded)."""
+        with it (None for a version built before they were recorded), and the GPU-seconds its judge runs measured
+        (`gpu_seconds`: whole, by judge, per kept pair; None for a version built before they were measured)."""
         cur = self.con.execute(
             "SELECT name, version, parent_version, created_at, row_count, content_hash, judge_config_id, "
             "published_target, published_tag, simulated, judge_weights, "
@@ -208,7 +209,10 @@ class VersionStore(Part):
             "                'coverage', stats->'$.certification.coverage') END, "
             "            'pii', CASE WHEN (stats->'$.pii') IS NOT NULL THEN json_object("
             "                'redacted', stats->'$.pii.redacted', 'kept', stats->'$.pii.kept', "
-            "                'dropped_pairs', stats->'$.pii.dropped_pairs') END) AS figures "
+            "                'dropped_pairs', stats->'$.pii.dropped_pairs') END, "
+            "            'gpu_seconds', CASE WHEN (stats->'$.cost.gpu_seconds') IS NOT NULL THEN json_object("
+            "                'whole', stats->'$.cost.gpu_seconds', 'by_judge', stats->'$.cost.gpu_seconds_by_judge', "
+            "                'per_kept_pair', stats->'$.cost.gpu_seconds_per_kept_pair') END) AS figures "
             "FROM dataset_versions WHERE (? IS NULL OR name = ?) ORDER BY name, version",
             [name, name],
         )

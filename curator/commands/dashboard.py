@@ -38,7 +38,7 @@ def status(
         print_json({"counts": counts, "runs": runs, "interrupted": interrupted, "judging": judging, "versions": found,
                     "reviews": reviews, "personal_data": personal})
         return
-    from common.numbers import count, percent
+    from common.numbers import count, percent, rate
 
     print_summary("warehouse", {k: count(v) for k, v in counts.items()}, False)
     if judging:
@@ -75,6 +75,13 @@ def status(
                           count(sum((c.get("not_covered") or {}).values())), count(c.get("kept_not_covered") or 0))
                          for v, c in certified],
                         title="certified versions")
+        measured = [(v, g) for v in found if (g := figure(v, "gpu_seconds"))]
+        if measured:  # what the judge runs of each version's configuration measured
+            print_table(out, ["name", "version", "GPU-seconds", "by judge", "per kept pair"],
+                        [(v["name"], v["version"], rate(g["whole"]),
+                          ", ".join(f"{k} {rate(x)}" for k, x in sorted((g.get("by_judge") or {}).items())) or "-",
+                          rate(g.get("per_kept_pair"))) for v, g in measured],
+                        title="GPU-seconds measured")
         # versions whose judged pool held personal data or secrets: what each did with them
         handled = [(v, p) for v in found if (p := figure(v, "pii")) and (p["redacted"] or p["kept"] or p["dropped_pairs"])]
         if handled:

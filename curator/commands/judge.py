@@ -34,6 +34,26 @@ def retry_exhausted_option() -> Any:
                         "verdicts already stored are never asked again")
 
 
+# the flags of what judging costs, as `curate judge` and `curate run` take them: (default, bounds, help)
+COST_FLAGS: dict[str, tuple[Any, dict[str, Any], str]] = {
+    "--gpus": (None, {"min": 1}, "the GPUs the GenRM's server holds, for its measured GPU-seconds "
+               "(CURATE_JUDGE_GPUS; default: tensor parallel x data parallel)"),
+    "--rm-gpus": (None, {"min": 1}, "with ladder: the GPUs the reward model's server holds (CURATE_JUDGE_RM_GPUS; "
+                  "default 1)"),
+    "--estimate": (False, {}, "send no judging request: print the expected requests, tokens and GPU-hours per rung, "
+                   "low and high, from the pending pairs' token counts and the per-judge costs earlier runs "
+                   "measured (or the declared throughput where none ran yet)"),
+    "--budget-gpu-hours": (None, {"min": 0.000001}, "stop between batches or rounds once the next step would spend "
+                           "more GPU-hours than this, exit 3 (CURATE_JUDGE_BUDGET_GPU_HOURS); a rerun with a larger "
+                           "budget resumes"),
+}
+
+
+def cost_option(flag: str) -> Any:
+    default, bounds, said = COST_FLAGS[flag]
+    return typer.Option(default, flag, help=said, **bounds)
+
+
 def check_judge(endpoints: Optional[list[str]], launch: Optional[str], refuse: Any = None) -> Any:
     """Refuse an unusable judge in seconds, before any flow (or the Prefect API) starts, and what `refuse` refuses
     of what the check found. Returns what the check found (None when the run starts its own server)."""
@@ -111,6 +131,10 @@ def judge(
     retry_exhausted: bool = retry_exhausted_option(),
     rm_endpoint: Optional[list[str]] = typer.Option(None, "--rm-endpoint", help="with ladder: a reward model's vLLM "
                                                     "pooling server (repeatable), rung 0 of the ladder"),
+    gpus: Optional[int] = cost_option("--gpus"),
+    rm_gpus: Optional[int] = cost_option("--rm-gpus"),
+    estimate: bool = cost_option("--estimate"),
+    budget_gpu_hours: Optional[float] = cost_option("--budget-gpu-hours"),
     warehouse: Optional[Path] = warehouse_option(),
     as_json: bool = json_option(),
     runner: Runner = None,
@@ -134,10 +158,13 @@ def judge(
                   launch=launch, port=port, max_in_flight=max_in_flight, request_timeout=request_timeout,
                   target_agreement=target_agreement, risk=risk, policy_path=None if policy is None else str(policy),
                   warehouse=str(get_settings().warehouse), retry_exhausted=retry_exhausted,
-                  rm_endpoints=rm_endpoint or None)
+                  rm_endpoints=rm_endpoint or None, gpus=gpus, rm_gpus=rm_gpus, budget_gpu_hours=budget_gpu_hours)
     run = guarded(in_rounds, run)
     guarded(refusals.warehouse, run.settings)
     report = check_judge(endpoint, launch)
+    if estimate:
+        print_estimate(run, report, as_json)
+        return
     if shards:  # the coordinator merges the exchange first: never answered from the warehouse alone
         from flows.judge_shards import judge_sharded_here
 
@@ -158,6 +185,43 @@ def judge(
             summary = runner.flow(judge_flow, **run.flow_parameters(judge_flow))
     print_summary("judge", summary if as_json else with_rounds_apart(summary), as_json)
     judge_outcome(summary)
+    budget_outcome(summary)
+
+
+def print_estimate(run: Any, report: Any, as_json: bool) -> None:
+    """What `run` is expected to cost (`tasks.judge.estimate.estimate_run`), sending no judging request: as JSON
+    (`estimate`), or one line per rung."""
+    from tasks.judge.estimate import estimate_run
+    from tasks.judge.targets import judge_config_from
+    from warehouse.store import Warehouse
+
+    settings = run.settings
+    run = run.served_by(list(report.usable) if report is not None else [], judge_config_from(settings, report))
+    with Warehouse(settings.warehouse, read_only=True) as wh:
+        found = guarded(estimate_run, wh, run)
+    if as_json:
+        print_json({"estimate": found})
+        return
+    hours = found["gpu_hours"]
+    out.print(f"estimate for {found['strategy']}: {hours['low']:.6g} .. {hours['high']:.6g} GPU-hours, "
+              f"{found['requests']['low']:,} .. {found['requests']['high']:,} requests, "
+              f"{found['tokens']['low']:,} .. {found['tokens']['high']:,} tokens; nothing was sent", highlight=False,
+              soft_wrap=True)
+    for r in found["rungs"]:
+        out.print(f"  {r['judge']}: {r['how']}: {r['requests']['low']:,} .. {r['requests']['high']:,} requests, "
+                  f"{r['tokens']['low']:,} .. {r['tokens']['high']:,} tokens, {r['gpu_hours']['low']:.6g} .. "
+                  f"{r['gpu_hours']['high']:.6g} GPU-hours ({r['basis']})", highlight=False, soft_wrap=True)
+
+
+def budget_outcome(summary: dict[str, Any] | None) -> None:
+    """A run stopped at its GPU-hour budget says what it spent and what is left in one line, and exits 3."""
+    budget = (summary or {}).get("budget") or {}
+    if not budget.get("stopped"):
+        return
+    err.print(f"stopped at the GPU-hour budget: {budget['spent_gpu_hours']:.6g} of {budget['gpu_hours']:.6g} "
+              f"GPU-hours spent, {budget['left_gpu_hours']:.6g} left, the next step would exceed it; a rerun with a "
+              "larger --budget-gpu-hours resumes and pays nothing twice", soft_wrap=True, highlight=False, markup=False)
+    raise typer.Exit(3)
 
 
 def with_rounds_apart(summary: dict[str, Any]) -> dict[str, Any]:

@@ -11,10 +11,17 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from curator.commands.judge import check_judge, judge_outcome, retry_exhausted_option
+from curator.commands.judge import (
+    budget_outcome,
+    check_judge,
+    cost_option,
+    judge_outcome,
+    print_estimate,
+    retry_exhausted_option,
+)
 from curator.options import json_option, sources_file_option, warehouse_option
 from curator.output import out, print_json
-from curator.runner import Runner, apply_flags, guarded, runs_flows
+from curator.runner import Runner, apply_flags, fail, guarded, runs_flows
 from schemas.summaries import PipelineSummary
 from schemas.version import hub_repo
 from tasks.judge.strategies import usage as strategy_usage
@@ -48,10 +55,13 @@ def run(
     allow_other_weights: bool = typer.Option(False, "--allow-other-weights", help="publish to the Hub a version "
                                              "judged by other weights than the judge's published ones"),
     retry_exhausted: bool = retry_exhausted_option(),
+    estimate: bool = cost_option("--estimate"),
+    budget_gpu_hours: Optional[float] = cost_option("--budget-gpu-hours"),
     as_json: bool = json_option(),
     runner: Runner = None,
 ) -> None:
-    """The whole pipeline: ingest → judge → build version → publish."""
+    """The whole pipeline: ingest → judge → build version → publish. `--estimate` runs no stage: it estimates
+    the judge stage on the pairs pending now."""
     apply_flags(warehouse, judge_allow_other_model=allow_other_model, sources_file=sources_file)
     from common.settings import get_settings
     from curator import refusals
@@ -62,13 +72,18 @@ def run(
     parameters = {"sources": source, "endpoints": endpoint or None, "launch": launch, "strategy": strategy,
                   "dataset": dataset, "policy_path": str(policy) if policy else None, "publish_to": publish_to,
                   "skip": skip, "judge_shards": shards, "allow_other_weights": allow_other_weights,
-                  "retry_exhausted": retry_exhausted,
+                  "retry_exhausted": retry_exhausted, "budget_gpu_hours": budget_gpu_hours,
                   "warehouse": str(settings.warehouse),
                   "sources_file": str(settings.sources_file) if settings.sources_file is not None else None}
     # the run's arguments and files as the flow checks them, then the warehouse, the endpoints and the Hub
     run = guarded(PipelineRun.of, **parameters)
-    guarded(run.check_files)
+    judging = guarded(run.check_files)
     guarded(refusals.warehouse, settings, creates="ingest" not in run.skip)
+    if estimate:
+        if judging is None or shards:
+            fail("--estimate estimates the judge stage judged here: drop --skip judge and --shards")
+        print_estimate(judging, check_judge(endpoint, launch), as_json)
+        return
     publishing = "publish" not in run.skip and run.publish_to
     repo = hub_repo(run.publish_to) if publishing else None
     if publishing:
@@ -94,6 +109,7 @@ def run(
     else:
         print_pipeline(summary)
     judge_outcome(summary.get("judge"))
+    budget_outcome(summary.get("judge"))
 
 
 def print_pipeline(summary: PipelineSummary) -> None:

@@ -71,6 +71,8 @@ COLUMNS: dict[str, tuple[str, Callable[[object], str]]] = {
     "judge_runs": ("judge runs", count), "requests": ("requests", count),
     "tokens_per_kept_pair": ("tokens / kept pair", count), "gpu_hours": ("GPU-hours", _decimals(2)),
     "gpu_hours_per_1000_kept": ("GPU-hours / 1,000 kept", _decimals(2)), "calibration": ("calibration", _text),
+    "gpu_seconds": ("GPU-seconds (measured)", rate), "gpu_seconds_per_kept_pair": ("GPU-seconds / kept pair", rate),
+    "gpu_seconds_by_judge": ("GPU-seconds by judge", _text),
     "labelled_pairs": ("labelled", count), "ece": ("ECE", _decimals(3)), "brier": ("Brier", _decimals(3)),
     "kept_mean_p_correct": ("mean p_correct", _decimals(3)), "stage": ("stage", _text), "family": ("family", _text),
     "wins": ("wins", count), "win_rate": ("win rate", percent), "benchmark": ("benchmark", _text),
@@ -182,6 +184,10 @@ def main() -> None:
               else "n/a", help="The same figure over every judged pair the version was drawn from.")
     c6.metric("GPU-hours / 1,000 kept", f"{this_cost['gpu_hours_per_1000_kept'].iloc[0]:,.2f}" if len(this_cost) else "n/a",
               help="Estimated from tokens under the configured throughput (see the versions section).")
+    measured = this_cost["gpu_seconds"].iloc[0] if len(this_cost) and "gpu_seconds" in this_cost else None
+    st.metric("GPU-seconds (measured)", rate(measured) if measured is not None and pd.notna(measured) else "n/a",
+              help="The seconds the judges' requests were in flight on their servers, times the GPUs each holds, "
+                   "whole and per judge in the versions section (as on the card and in `curate status`).")
     if label:
         st.caption(f"Figures of **{label}**" + (" (SIMULATED verdicts)" if this_simulated else "")
                    + (f" (judged by other weights: `{this_weights}`)" if this_weights else "")
@@ -263,7 +269,8 @@ def main() -> None:
     st.caption(f"GPU-hours are estimated from tokens at {count(model.server_tokens_per_second)} tokens/s per "
                f"server of {model.gpus_per_server} GPUs (CURATE_COST_SERVER_TOKENS_PER_SECOND).")
     show(costs, ["dataset", "version", "kept", "judgments", "requests", "tokens_in", "tokens_out",
-                 "tokens_per_kept_pair", "gpu_hours", "gpu_hours_per_1000_kept"],
+                 "tokens_per_kept_pair", "gpu_hours", "gpu_hours_per_1000_kept", "gpu_seconds",
+                 "gpu_seconds_by_judge", "gpu_seconds_per_kept_pair"],
          "No version yet: `curate build-version NAME` fills this.")
 
     st.header("Calibration and bias, per version")

@@ -120,7 +120,8 @@ class JudgeRun:
            target_agreement: float | None = None, risk: float | None = None, policy_path: str | None = None,
            warehouse: str | None = None, exchange: str | None = None, deployment: str | None = None,
            stale_seconds: float | None = None, start_timeout: float = 3600.0,
-           retry_exhausted: bool = False, rm_endpoints: list[str] | None = None) -> JudgeRun:
+           retry_exhausted: bool = False, rm_endpoints: list[str] | None = None, gpus: int | None = None,
+           rm_gpus: int | None = None, budget_gpu_hours: float | None = None) -> JudgeRun:
         """The judge run asked for, its arguments checked in the order a person fixes them: the settings it
         overrides (each in its bounds), the strategy (the settings' default when None), the shard, the counts, and
         what judging in rounds needs (`check_rounds`). Filed under a fresh run id until a flow files it under its
@@ -128,13 +129,18 @@ class JudgeRun:
         (`served_by`). The policy of a run in rounds is read by `tasks.curate.policy.in_rounds`."""
         settings = settings_with(warehouse=warehouse, judge_max_in_flight=max_in_flight,
                                  judge_request_timeout=request_timeout, judge_exchange=exchange,
-                                 judge_deployment=deployment, judge_shard_stale_seconds=stale_seconds)
+                                 judge_deployment=deployment, judge_shard_stale_seconds=stale_seconds,
+                                 judge_gpus=gpus, judge_rm_gpus=rm_gpus, judge_budget_gpu_hours=budget_gpu_hours)
         parsed = parse_strategy(strategy or settings.judge_strategy, settings)
         if shard is not None:
             parse_shard(shard)
         _whole("shards", shards, 1)
         check_rounds(parsed, shard, target_agreement, risk, policy_path, shards)
         check_ladder(parsed, rm_endpoints, shards)
+        if rm_gpus is not None and not rm_endpoints:
+            raise InvalidInputError("--rm-gpus applies to a judge ladder's reward model: give --rm-endpoint URL too")
+        if budget_gpu_hours is not None and shards:
+            raise InvalidInputError("--budget-gpu-hours stops a run judged in this process: drop --shards")
         from tasks.judge.targets import judge_config_from
 
         return cls(settings, judge_config_from(settings), parsed, str(uuid.uuid4()), (), shard, limit,
@@ -173,7 +179,9 @@ class JudgeRun:
                  "exchange": s.judge_exchange, "deployment": s.judge_deployment,
                  "stale_seconds": s.judge_shard_stale_seconds, "start_timeout": self.start_timeout,
                  "retry_exhausted": self.retry_exhausted,
-                 "rm_endpoints": list(self.rm_targets) or None}
+                 "rm_endpoints": list(self.rm_targets) or None, "gpus": s.judge_gpus,
+                 "rm_gpus": s.judge_rm_gpus if self.rm_targets else None,
+                 "budget_gpu_hours": s.judge_budget_gpu_hours}
         return given
 
     def served_by(self, targets: list[str], config: JudgeConfig) -> JudgeRun:

@@ -68,6 +68,7 @@ def reward_model_run(run: JudgeRun) -> JudgeRun:
     budget = settings.model_copy(update={"judge_max_model_len": settings.judge_rm_max_model_len,
                                          "judge_max_tokens": 0,  # and its GPUs are its own server's
                                          "vllm_tensor_parallel_size": settings.judge_rm_gpus,
+                                         "judge_gpus": settings.judge_rm_gpus,
                                          "vllm_data_parallel_size": 1})
     return JudgeRun(budget, config, RewardScores(), f"{run.run_id}-reward-model", tuple(report.usable), run.shard,
                     run.limit, planned=True)
@@ -80,7 +81,11 @@ def judge_ladder(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Rounds) 
     rm_work = plan_work(wh.judging, rm.config.id, rm.strategy, rm.shard, rm.limit, rm.max_attempts)
     scored = judge_and_record(wh, rm_work, rm)
     # the GenRM's first round asks nothing: which pairs climb to it is decided once the reward model's scores are in
-    return ladder_summary(scored, len(rm_work.pending), judge_and_record(wh, replace(work, pending=[]), run, rounds))
+    # within a budget, the GenRM's rounds have what the reward model left of it
+    spent = float((scored.get("cost") or {}).get("gpu_seconds") or 0.0)
+    genrm = judge_and_record(wh, replace(work, pending=[]), run, rounds, spent_before=spent,
+                             stopped=bool((scored.get("budget") or {}).get("stopped")))
+    return ladder_summary(scored, len(rm_work.pending), genrm)
 
 
 def ladder_summary(rm: dict[str, Any], asked: int, genrm: dict[str, Any]) -> dict[str, Any]:

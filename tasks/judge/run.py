@@ -23,6 +23,7 @@ from schemas.summaries import JudgeSummary
 from tasks.judge.client import ClientOptions, ClientStats, Dispatcher, JudgeRequest, JudgeResult
 from tasks.judge.config import JudgeConfig
 from tasks.judge.context import JudgeRun
+from tasks.judge.estimate import Budget
 from tasks.judge.genrm import SideVerdict, build_messages
 from tasks.judge.kinds import GENRM, JudgeKind, kind_of
 from tasks.judge.kinds.protocol import kind_pair_messages
@@ -358,6 +359,9 @@ class Round:
     how: str
 
 
+BUDGET_SPENT = "the GPU-hour budget: the next step would spend more than is left (a rerun with a larger one resumes)"
+
+
 class RoundOutcome(NamedTuple):
     """What a round achieved once its verdicts were written (merged into its entry of the summary's `rounds`),
     and the next round; None, with why (`ended`), when the run is done."""
@@ -376,9 +380,10 @@ class Rounds(Protocol):
 
 
 def _judge_in_rounds(first: Round, rounds: Rounds, send: Callable[[Round], None], stats: ClientStats,
-                     ) -> tuple[list[dict[str, Any]], str | None]:
+                     stopped: Callable[[], bool] = lambda: False) -> tuple[list[dict[str, Any]], str | None]:
     """Send `first`, then each round `rounds` asks for, one after the other (`send` returns once the round's
-    verdicts are written). Returns each round's entry and why the rounds ended."""
+    verdicts are written), until `stopped()` (a budget spent). Returns each round's entry and why the rounds
+    ended."""
     entries: list[dict[str, Any]] = []
     current: Round | None = first
     ended = None
@@ -390,6 +395,8 @@ def _judge_in_rounds(first: Round, rounds: Rounds, send: Callable[[Round], None]
         entries.append({"round": len(entries), "requests": stats.requests - sent, "judged": stats.judged - judged,
                         "pairs_asked": len(current.pairs), **outcome.achieved, "how": current.how})
         current, ended = outcome.next, outcome.ended
+        if current is not None and stopped():
+            current, ended = None, BUDGET_SPENT
     return entries, ended
 
 
@@ -420,13 +427,14 @@ def _client_options(settings: Any, metrics: dict[str, str | None]) -> ClientOpti
 
 def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan, write: Callable[[pa.Table], None],
                 log: logging.Logger | logging.LoggerAdapter | None = None, rounds: Rounds | None = None,
-                wanted: Wanted | None = None) -> JudgeSummary:
+                wanted: Wanted | None = None, budget: Budget | None = None) -> JudgeSummary:
     """Judge `pairs` (those with work left) as `run` says, or exactly the judgments `wanted` names per pair (one
     round of a run in rounds, decided elsewhere: a shard's); every result batch goes through `write` as a
     judgments table. Returns the summary, with what the cache answered (`done`) and the cost. With `rounds` (a
     strategy that judges in rounds), `pairs` get the first round (`Strategy.initial()`) and `rounds` decides
     each later one; the summary then says what each round sent (`rounds`) and why there was no further one
-    (`rounds_ended`)."""
+    (`rounds_ended`). With `budget`, the pairs are sent in batches (CURATE_JUDGE_WRITE_BATCH pairs), and the run
+    stops before a batch or a round that would spend more than it (`budget` in the summary says so)."""
     from tasks.judge.cost import cost_model, cost_report, measured_gpu_seconds
     from tasks.judge.limits import endpoint_limits, slot_gate
     from tasks.judge.server_metrics import run_metrics, snapshot
@@ -453,13 +461,23 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
             before = snapshot(targets)
         if options is None:
             options = _budgeted(_client_options(settings, before or {}), settings.judge_input_budget)
-        began = time.perf_counter()
-        try:
-            _dispatch(some, endpoints=targets, config=config, strategy=strategy, options=options, states=known,
-                      sink=sink, plan=plan, stats=stats, max_attempts=run.max_attempts,
-                      on_progress=lambda n: progress.report(n, total, "judge"), gate=slot_gate(limits), wanted=wanted)
-        finally:
-            seconds += time.perf_counter() - began
+        size = (settings.judge_write_batch if budget is not None else len(some)) or 1
+        for start in range(0, len(some), size):
+            batch = some[start:start + size]
+            if budget is not None and not budget.allows(spent(), stats.requests, sum(
+                    len(wanted[p.pair_id]) if wanted is not None else len(strategy.initial()) for p in batch)):
+                return
+            began = time.perf_counter()
+            try:
+                _dispatch(batch, endpoints=targets, config=config, strategy=strategy, options=options, states=known,
+                          sink=sink, plan=plan, stats=stats, max_attempts=run.max_attempts,
+                          on_progress=lambda n: progress.report(n, total, "judge"), gate=slot_gate(limits),
+                          wanted=wanted)
+            finally:
+                seconds += time.perf_counter() - began
+
+    def spent() -> float:  # this run's measured GPU-seconds so far
+        return sum(stats.busy_seconds.values()) * settings.gpus_per_server
 
     if rounds is None:
         send(pairs, states, wanted)
@@ -467,7 +485,8 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
         initial = tuple(strategy.initial())
         first = Round(pairs, {p.pair_id: initial for p in pairs}, states,
                       f"{slots_said(initial)} of every pair without it")
-        entries, ended = _judge_in_rounds(first, rounds, lambda r: send(r.pairs, r.states, r.wanted), stats)
+        entries, ended = _judge_in_rounds(first, rounds, lambda r: send(r.pairs, r.states, r.wanted), stats,
+                                          stopped=lambda: budget is not None and budget.stopped)
     summary = _summary(len(pairs), plan, stats, seconds)
     summary["skipped_cached"] += done.skipped_cached
     summary["skipped_exhausted"] += done.exhausted
@@ -482,4 +501,6 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
                                                 settings.gpus_per_server))
     if rounds is not None:
         summary["rounds"], summary["rounds_ended"] = entries, ended
+    if budget is not None:
+        summary["budget"] = budget.said(spent())
     return summary

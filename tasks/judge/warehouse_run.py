@@ -44,15 +44,21 @@ def work_of(wh: Warehouse, run: JudgeRun) -> JudgeWork:
                      run.retry_exhausted)
 
 
-def judge_and_record(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Rounds | None = None) -> JudgeSummary:
+def judge_and_record(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Rounds | None = None,
+                     spent_before: float = 0.0, stopped: bool = False) -> JudgeSummary:
     """Judge the pending pairs (their texts read only now: a rerun with nothing left reads none) as `run`, in the
-    rounds `rounds` decides when its strategy judges in rounds; recorded in the warehouse whether it completes or
-    fails."""
+    rounds `rounds` decides when its strategy judges in rounds, within its GPU-hour budget where it has one
+    (`spent_before`: GPU-seconds an earlier rung of the same run spent of it, `stopped` when it stopped on it);
+    recorded in the warehouse whether it
+    completes or fails."""
+    from tasks.judge.estimate import budget_of
+
     config, targets = run.config, list(run.targets)
+    budget = budget_of(wh, run, work.pending or work.ids, spent_before, stopped)
     wh.judging.register_judge_config(config_record(config))
     with wh.runs.recorded_run("judge", run.run_id, **run.start_record()) as outcome:
         summary = run_judging(run, wh.judging.pair_texts(work.pending), work.states, work.done,
-                              wh.judging.write_judgments, rounds=rounds)
+                              wh.judging.write_judgments, rounds=rounds, budget=budget)
         summary.update(pairs=len(work.ids), judge_config_id=config.id, strategy=run.strategy.label, shard=run.shard,
                        endpoints=targets, run_id=run.run_id, served_models=wh.judging.served_models(run.run_id),
                        simulated=config.simulated, weights=config.weights, reopened_exhausted=work.reopened)

@@ -38,6 +38,8 @@ class PipelineRun(RunContext):
                                       "the judge's published ones")
     retry_exhausted: bool = Field(False, description="ask the judgments at the attempt limit again, with a fresh "
                                   "count of attempts")
+    budget_gpu_hours: float | None = Field(None, gt=0, description="judging stops between batches or rounds once "
+                                           "its next step would spend more GPU-hours than this (no version then)")
 
     @classmethod
     def of(cls, *, sources: list[str] | None = None, endpoints: list[str] | None = None, launch: str | None = None,
@@ -46,7 +48,7 @@ class PipelineRun(RunContext):
            limit: int | None = None, judge_shards: int = 0, judge_deployment: str | None = None,
            exchange: str | None = None, stale_seconds: float | None = None,
            allow_other_weights: bool = False, sources_file: str | None = None,
-           retry_exhausted: bool = False) -> PipelineRun:
+           retry_exhausted: bool = False, budget_gpu_hours: float | None = None) -> PipelineRun:
         """The run's arguments checked (the stages, the sources' names, built-in or declared in the sources file, a
         judge to ask, the strategy, the dataset's name, an hf:// target's repository); its files are
         `check_files`'s."""
@@ -73,7 +75,7 @@ class PipelineRun(RunContext):
                                "judge_shards": judge_shards, "judge_deployment": judge_deployment,
                                "exchange": exchange, "stale_seconds": stale_seconds,
                                "allow_other_weights": allow_other_weights, "retry_exhausted": retry_exhausted,
-                               "settings": settings},
+                               "budget_gpu_hours": budget_gpu_hours, "settings": settings},
                          "invalid pipeline run")
 
     def check_files(self) -> JudgeRun | None:
@@ -103,7 +105,7 @@ class PipelineRun(RunContext):
             {"endpoints": self.endpoints, "launch": self.launch}
         return in_rounds(JudgeRun.of(**sharded, strategy=self.strategy, warehouse=self.warehouse,
                                      policy_path=self.policy_path if self.judges_in_rounds else None,
-                                     retry_exhausted=self.retry_exhausted))
+                                     retry_exhausted=self.retry_exhausted, budget_gpu_hours=self.budget_gpu_hours))
 
     @property
     def judges_in_rounds(self) -> bool:

@@ -138,7 +138,20 @@ def _cost_section(cost: dict[str, Any] | None) -> str:
             f"{rate(cost['judge_seconds'])} request-seconds; {count(cost['tokens_per_kept_pair'])} tokens per kept pair. "
             f"Estimated {rate(cost['gpu_hours'])} GPU-hours, {rate(cost['gpu_hours_per_1000_kept'])} per 1,000 kept pairs, "
             f"assuming {count(cost['assumed_server_tokens_per_second'])} tokens/s per server of "
-            f"{cost['assumed_gpus_per_server']} GPUs (an estimate from a configured throughput, not a measurement).")
+            f"{cost['assumed_gpus_per_server']} GPUs (an estimate from a configured throughput, not a measurement)."
+            + _measured_gpu_seconds(cost))
+
+
+def _measured_gpu_seconds(cost: dict[str, Any]) -> str:
+    """The GPU-seconds the judge runs measured, whole and per judge, where they were measured."""
+    if cost.get("gpu_seconds") is None:
+        return ""
+    by_judge = cost.get("gpu_seconds_by_judge") or {}
+    each = f" ({', '.join(f'{kind} {rate(v)}' for kind, v in sorted(by_judge.items()))})" if by_judge else ""
+    per = cost.get("gpu_seconds_per_kept_pair")
+    return (f" Measured: {rate(cost['gpu_seconds'])} GPU-seconds{each}"
+            + (f", {rate(per)} per kept pair" if per is not None else "")
+            + " (the seconds a judge's requests were in flight on its server, times the GPUs it holds).")
 
 
 STANDIN = "GenRM stand-in (SIMULATED verdicts, testing/genrm_standin.py)"

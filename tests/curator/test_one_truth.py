@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
-from common.numbers import count, percent
+from common.numbers import count, percent, rate
 from curator.cli import app
 from warehouse.snapshot import refresh_snapshot
 
@@ -48,16 +48,21 @@ def test_a_versions_figures_agree_on_every_surface(dashboard_warehouse, tmp_path
     assert f"| agreement | {percent(pool['rate'])} | {percent(agreement['rate'])} |" in card
     assert f"| human ties (not counted) | {count(pool['human_ties'])} | {count(agreement['human_ties'])} |" in card
     assert f"| pairs judged / kept | {count(judged)} | {count(kept)} |" in card
+    spent = stats["cost"]["gpu_seconds"]  # GPU-seconds measured by the judge runs, the same on every surface
+    assert spent > 0 and f"Measured: {rate(spent)} GPU-seconds (genrm {rate(spent)})" in card
 
     # curate status, as JSON and as a table
     status = json.loads(runner.invoke(app, ["status", "--json", "--warehouse", str(warehouse)]).stdout)
     figures = next(v["figures"] for v in status["versions"] if v["name"] == "truth")
     assert figures["pairs_judged"] == judged and figures["pairs_kept"] == kept
     assert figures["human_agreement"] == stats["human_agreement"]
+    assert figures["gpu_seconds"] == {"whole": spent, "by_judge": stats["cost"]["gpu_seconds_by_judge"],
+                                      "per_kept_pair": stats["cost"]["gpu_seconds_per_kept_pair"]}
     table = runner.invoke(app, ["status", "--warehouse", str(warehouse)]).output
     row = next(line for line in table.splitlines() if line.startswith("truth "))
     assert re.search(rf"\b{count(judged)}\s+{count(kept)}\s+{re.escape(percent(agreement['rate']))} of "
                      rf"{count(agreement['comparable'])}\b", row), row
+    assert "GPU-seconds measured" in table and f"genrm {rate(spent)}" in table
     assert json.loads(runner.invoke(app, ["versions", "truth", "--json", "--warehouse", str(warehouse)]).stdout)[0][
         "figures"] == figures
 
@@ -76,6 +81,7 @@ def test_a_versions_figures_agree_on_every_surface(dashboard_warehouse, tmp_path
     assert metrics["Pairs judged"] == count(judged) and metrics["Pairs kept"] == count(kept)
     assert metrics["Judge-human agreement (SIMULATED)"] == percent(agreement["rate"])
     assert metrics["Agreement, judged pool"] == percent(pool["rate"])
+    assert metrics["GPU-seconds (measured)"] == rate(spent)
     versions = next(t.value for t in at.table if "pairs judged" in t.value.columns)
     mine = versions[(versions["dataset"] == "truth") & (versions["version"] == str(version))].iloc[0]
     assert (mine["pairs judged"], mine["pairs kept"], mine["agreement"]) == (count(judged), count(kept),

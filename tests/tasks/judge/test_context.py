@@ -79,7 +79,25 @@ def test_of_is_the_judge_flows_parameters_checked_once(tmp_path):
     ({"port": 70000}, "port must be a whole number 1 .. 65535"),
     ({"max_in_flight": 0}, "judge_max_in_flight = 0"),
     ({"start_timeout": 0}, "start_timeout must be a number of seconds > 0"),
+    ({"gpus": 0}, "judge_gpus = 0"),
+    ({"budget_gpu_hours": 0}, "judge_budget_gpu_hours = 0"),
+    ({"rm_gpus": 2}, "--rm-gpus applies to a judge ladder's reward model"),
+    ({"budget_gpu_hours": 1.0, "shards": 2}, "--budget-gpu-hours stops a run judged in this process"),
 ])
 def test_of_refuses_a_bad_parameter_in_one_line(given, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         JudgeRun.of(endpoints=[URL], **given)
+
+
+def test_the_gpus_and_the_budget_are_the_runs_settings_and_its_parameters(tmp_path):
+    warehouse = str(tmp_path / "w.duckdb")
+    run = JudgeRun.of(endpoints=[URL], strategy="ladder", rm_endpoints=[URL], target_agreement=0.9, gpus=4,
+                      rm_gpus=2, budget_gpu_hours=1.5, warehouse=warehouse)
+    assert run.settings.gpus_per_server == 4 and run.settings.judge_rm_gpus == 2
+    assert run.settings.judge_budget_gpu_hours == 1.5
+    given = run.parameters()
+    assert (given["gpus"], given["rm_gpus"], given["budget_gpu_hours"]) == (4, 2, 1.5)
+    assert JudgeRun.of(**given) == run
+    plain = JudgeRun.of(endpoints=[URL], warehouse=warehouse)
+    assert plain.settings.gpus_per_server == plain.settings.vllm_tensor_parallel_size * \
+        plain.settings.vllm_data_parallel_size and plain.parameters()["budget_gpu_hours"] is None

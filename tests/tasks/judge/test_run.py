@@ -375,3 +375,20 @@ def test_the_run_loop_sends_the_follow_ups_of_any_strategy_once():
         assert asked == expected
         rounds[len(asked) // 2] += 1
     assert rounds[1] and rounds[2]  # some pairs agreed at once, some were asked again
+
+
+def test_rounds_end_at_the_budget_once_a_round_stopped_on_it():
+    from tasks.judge.client import ClientStats
+    from tasks.judge.run import BUDGET_SPENT, Round, RoundOutcome, _judge_in_rounds
+
+    class TwoMore:
+        def after(self, done: int) -> RoundOutcome:
+            return RoundOutcome({"certified": 0}, Round([object()], {}, {}, "next") if done < 2 else None, "done")
+
+    sent = []
+    first = Round([object()], {}, {}, "first")
+    entries, ended = _judge_in_rounds(first, TwoMore(), sent.append, ClientStats(), stopped=lambda: bool(sent))
+    assert len(sent) == 1 and len(entries) == 1 and ended == BUDGET_SPENT  # no round after the stop
+    sent.clear()
+    entries, ended = _judge_in_rounds(first, TwoMore(), sent.append, ClientStats())
+    assert len(sent) == 3 and ended == "done"  # without a budget, every round

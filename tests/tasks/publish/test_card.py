@@ -200,3 +200,15 @@ def test_a_version_built_before_the_facts_travelled_keeps_its_card_text():
     assert "(HelpSteer3 |overall_preference| >= 2; arena votes that are neither ties nor both-bad). Each labelled " \
            "pair's probability comes from a model that never saw its label" in card
     assert "Human labels came from" not in card
+
+
+def test_the_cards_cost_gives_the_measured_gpu_seconds_whole_and_per_judge():
+    from tasks.publish.card import _cost_section
+
+    cost = {"requests": 10, "tokens_in": 100, "tokens_out": 50, "judge_seconds": 2.0, "tokens_per_kept_pair": 15.0,
+            "gpu_hours": 0.01, "gpu_hours_per_1000_kept": 1.0, "assumed_server_tokens_per_second": 2500,
+            "assumed_gpus_per_server": 8}
+    assert "Measured" not in _cost_section(cost)  # a version built before GPU-seconds were measured
+    said = _cost_section({**cost, "gpu_seconds": 12.5, "gpu_seconds_by_judge": {"genrm": 12.0, "reward_model": 0.5},
+                          "gpu_seconds_per_kept_pair": 1.25})
+    assert "Measured: 12.5 GPU-seconds (genrm 12.0, reward_model 0.5), 1.2 per kept pair" in said

@@ -1,0 +1,228 @@
+"""Before a run: the requests, tokens and GPU-hours each rung of it is expected to cost, with a range (`curate judge
+--estimate`). Pure arithmetic: the caller gives the pending pairs' token counts (the warehouse's, per part of each
+pair: `candidate_pairs.prompt_tokens`, `response_a_tokens`, `response_b_tokens`) and each judge's rate, measured by
+earlier runs (`measured_rate`: GPU-seconds per request and per token) or, where none ran yet, declared
+(`declared_rate`: the GPUs a server holds over its assumed throughput, CURATE_COST_SERVER_TOKENS_PER_SECOND).
+
+A rung asked of every pending pair costs what its requests cost; a rung asked only of the pairs that climb to it
+(a later round of `certify`/`ladder`, a follow-up of `adaptive`) ranges from no pair to every pending pair. The
+low end of a judge's cost is the lower of its per-request and per-token figures, the high end the higher; a
+GenRM request's generated tokens are its earlier runs' mean, or, declared, from none to CURATE_JUDGE_MAX_TOKENS.
+The budget (`--budget-gpu-hours`) reads the same rates for the first step of a run (`Budget`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+REQUEST_OVERHEAD_TOKENS = 64  # a GenRM request's own template tokens (as the ingest's counts add them)
+
+
+class PairTokens(NamedTuple):
+    """One pending pair's token counts by part (each with its messages' template tokens)."""
+
+    prompt: int
+    response_a: int
+    response_b: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """What one request of a judge costs: GPU-seconds per request and per token (prompt and generated), and the
+    tokens it generates per request (low, high); `basis` says where the figures come from."""
+
+    kind: str
+    per_request: float | None
+    per_token: float | None
+    tokens_out: tuple[float, float]
+    basis: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rung:
+    """One rung of a run: its judge, how it is said, its requests per pair, and whether every pending pair is
+    asked it (else only those that climb to it: from none to all)."""
+
+    kind: str
+    how: str
+    requests_per_pair: int
+    every_pair: bool
+
+
+def request_tokens_in(kind: str, pair: PairTokens) -> int:
+    """The prompt tokens of one request of `kind` for `pair`: a reward model's request scores each answer after
+    the history (the history twice); a GenRM's shows both answers once, with its template's tokens."""
+    if kind == "reward_model":
+        return 2 * pair.prompt + pair.response_a + pair.response_b
+    return REQUEST_OVERHEAD_TOKENS + pair.prompt + pair.response_a + pair.response_b
+
+
+def declared_rate(kind: str, server_tokens_per_second: float, gpus: int, max_tokens: int) -> Rate:
+    """A judge no run measured yet: its server's GPUs over the assumed throughput, per token; a GenRM request
+    generates from no token to `max_tokens`, a reward model's none."""
+    out = (0.0, 0.0) if kind == "reward_model" else (0.0, float(max_tokens))
+    return Rate(kind, None, gpus / server_tokens_per_second, out,
+                f"declared: {gpus} GPUs / {server_tokens_per_second:g} tokens/s assumed (no earlier run measured it)")
+
+
+def measured_rate(kind: str, runs: Iterable[dict[str, Any]]) -> Rate | None:
+    """The rate of `kind` from earlier runs' summaries (their `cost.by_judge.<kind>`: GPU-seconds and requests,
+    and the run's tokens); None when none measured a request of it."""
+    seconds = requests = tokens_in = tokens_out = 0.0
+    counted = 0
+    for summary in runs:
+        judge = ((summary.get("cost") or {}).get("by_judge") or {}).get(kind) or {}
+        if not judge.get("requests") or judge.get("gpu_seconds") is None:
+            continue
+        counted += 1
+        seconds += float(judge["gpu_seconds"])
+        requests += float(judge["requests"])
+        tokens_in += float(summary.get("tokens_in") or 0)
+        tokens_out += float(summary.get("tokens_out") or 0)
+    if not requests:
+        return None
+    tokens = tokens_in + tokens_out
+    out = tokens_out / requests
+    return Rate(kind, seconds / requests, seconds / tokens if tokens else None, (out, out),
+                f"measured: {seconds:.3f} GPU-seconds over {int(requests):,} requests of {counted} earlier "
+                f"run{'s' if counted != 1 else ''}")
+
+
+def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate) -> dict[str, Any]:
+    """One rung's requests, tokens and GPU-hours, each low and high."""
+    full = len(pairs) * rung.requests_per_pair
+    requests = (full if rung.every_pair else 0, full)
+    tokens_in_all = rung.requests_per_pair * sum(request_tokens_in(rung.kind, p) for p in pairs)
+    share = (1.0 if rung.every_pair else 0.0, 1.0)
+    tokens = tuple(round(share[i] * tokens_in_all + requests[i] * rate.tokens_out[i]) for i in (0, 1))
+    costs = [(rate.per_request * requests[0], rate.per_request * requests[1])] if rate.per_request is not None else []
+    if rate.per_token is not None:
+        costs.append((rate.per_token * tokens[0], rate.per_token * tokens[1]))
+    low, high = min(c[0] for c in costs), max(c[1] for c in costs)
+    return {"judge": rung.kind, "how": rung.how, "requests": {"low": requests[0], "high": requests[1]},
+            "tokens": {"low": tokens[0], "high": tokens[1]},
+            "gpu_hours": {"low": round(low / 3600.0, 9), "high": round(high / 3600.0, 9)}, "basis": rate.basis}
+
+
+def estimate(rungs: Sequence[Rung], pairs: dict[str, Sequence[PairTokens]], rates: dict[str, Rate]) -> dict[str, Any]:
+    """The run's estimate: each rung's (`rung_estimate`, on the pairs pending for its judge) and their sums."""
+    each = [rung_estimate(r, pairs[r.kind], rates[r.kind]) for r in rungs]
+
+    def total(key: str, end: str) -> float:
+        return sum(e[key][end] for e in each)
+
+    return {"pairs": {kind: len(p) for kind, p in pairs.items()}, "rungs": each,
+            "requests": {"low": int(total("requests", "low")), "high": int(total("requests", "high"))},
+            "tokens": {"low": int(total("tokens", "low")), "high": int(total("tokens", "high"))},
+            "gpu_hours": {"low": round(total("gpu_hours", "low"), 9), "high": round(total("gpu_hours", "high"), 9)}}
+
+
+def strategy_rungs(strategy: Any, genrm: str = "genrm") -> list[Rung]:
+    """The rungs of `strategy`: a ladder's reward model first, then each rung it asks of the GenRM (the first of a
+    run in rounds of every pair, except a ladder's, the later ones of the pairs that climb); a strategy judged
+    pair by pair: its first judgments of every pair, then its follow-ups of those that need them."""
+    from tasks.judge.kinds import REWARD_MODEL
+
+    ladder = strategy.ladder()
+    if ladder is None:
+        initial, every = strategy.initial(), strategy.all_slots()
+        rungs = [Rung(genrm, "first judgments of every pending pair", len(initial), True)]
+        extra = len(set(every) - set(initial))
+        if extra:
+            rungs.append(Rung(genrm, "follow-ups of the pairs that need them", extra, False))
+        return rungs
+    rungs: list[Rung] = []
+    climbs = False
+    for slots in ladder:
+        if list(slots) == list(REWARD_MODEL.slots()):
+            rungs.append(Rung(REWARD_MODEL.name, "the reward model scores every pending pair", 1, True))
+            climbs = True
+            continue
+        rungs.append(Rung(genrm, f"{len(slots)} judgment{'s' if len(slots) != 1 else ''} of "
+                          + ("the pairs that climb to it" if climbs else "every pending pair"), len(slots),
+                          not climbs))
+        climbs = True
+    return rungs
+
+
+class Budget:
+    """A run's GPU-hour budget: a step is taken only while what was spent plus what the step is expected to cost
+    stays within it (`allows`). `per_request`: a request's expected GPU-seconds before the run measured any (the
+    judge's rate, `measured_rate` or `declared_rate`); once requests were measured, their mean."""
+
+    def __init__(self, gpu_hours: float, per_request: float, spent_before: float = 0.0):
+        self.limit = gpu_hours * 3600.0
+        self.per_request = per_request
+        self.spent_before = spent_before  # GPU-seconds an earlier rung of the same run spent
+        self.stopped = False
+
+    def allows(self, spent: float, requests_done: int, requests_next: int) -> bool:
+        """Whether a step of `requests_next` requests fits, `spent` GPU-seconds over `requests_done` requests so
+        far in this rung. Once it does not, it never does again."""
+        rate = spent / requests_done if requests_done else self.per_request
+        if self.spent_before + spent + rate * requests_next > self.limit:
+            self.stopped = True
+        return not self.stopped
+
+    def said(self, spent: float) -> dict[str, Any]:
+        total = self.spent_before + spent
+        return {"gpu_hours": round(self.limit / 3600.0, 6), "spent_gpu_hours": round(total / 3600.0, 6),
+                "left_gpu_hours": round(max(self.limit - total, 0.0) / 3600.0, 6), "stopped": self.stopped}
+
+
+def first_request_seconds(rate: Rate, pairs: Sequence[PairTokens]) -> float:
+    """A request's expected GPU-seconds before a run measured any: the rate's per request, or per token times a
+    mean request's tokens (the generated ones at their high end)."""
+    if rate.per_request is not None:
+        return rate.per_request
+    if not pairs:
+        return 0.0
+    mean_in = sum(request_tokens_in(rate.kind, p) for p in pairs) / len(pairs)
+    return (rate.per_token or 0.0) * (mean_in + rate.tokens_out[1])
+
+
+# -- against the warehouse ------------------------------------------------------------------------------------
+
+def rate_of(wh: Any, kind: str, settings: Any, gpus: int) -> Rate:
+    """Judge `kind`'s rate: measured by the warehouse's earlier runs of it, else declared."""
+    return measured_rate(kind, wh.judging.run_summaries(kind)) or declared_rate(
+        kind, settings.cost_server_tokens_per_second, gpus, settings.judge_max_tokens)
+
+
+def pair_tokens(wh: Any, pair_ids: list[str]) -> list[PairTokens]:
+    return [PairTokens(*t) for t in wh.judging.pair_token_counts(pair_ids)]
+
+
+def budget_of(wh: Any, run: Any, pending: list[str], spent_before: float = 0.0,
+              stopped: bool = False) -> Budget | None:
+    """The budget of `run` (CURATE_JUDGE_BUDGET_GPU_HOURS, `--budget-gpu-hours`; None: none) on its `pending`
+    pairs, `spent_before` GPU-seconds spent by an earlier rung of the same run (`stopped`: which stopped on it)."""
+    hours = run.settings.judge_budget_gpu_hours
+    if hours is None:
+        return None
+    rate = rate_of(wh, run.config.kind, run.settings, run.settings.gpus_per_server)
+    budget = Budget(hours, first_request_seconds(rate, pair_tokens(wh, pending)), spent_before)
+    budget.stopped = stopped
+    return budget
+
+
+def estimate_run(wh: Any, run: Any) -> dict[str, Any]:
+    """The estimate of `run` (its endpoints checked, nothing sent): its strategy's rungs on the pairs pending for
+    each of its judges, at each judge's rate."""
+    from tasks.judge.warehouse_run import plan_work, work_of
+
+    settings = run.settings
+    genrm = run.config.kind
+    work = work_of(wh, run)
+    pairs = {genrm: pair_tokens(wh, work.pending)}
+    rates = {genrm: rate_of(wh, genrm, settings, settings.gpus_per_server)}
+    if run.rm_targets:
+        from tasks.judge.ladder import reward_model_run
+
+        rm = reward_model_run(run)
+        rm_work = plan_work(wh.judging, rm.config.id, rm.strategy, rm.shard, rm.limit, rm.max_attempts)
+        pairs[rm.config.kind] = pair_tokens(wh, rm_work.pending)
+        rates[rm.config.kind] = rate_of(wh, rm.config.kind, settings, settings.judge_rm_gpus)
+    rungs = [r for r in strategy_rungs(run.strategy, genrm) if r.kind in pairs]
+    return {"strategy": run.strategy.label, **estimate(rungs, pairs, rates)}

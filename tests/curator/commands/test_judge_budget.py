@@ -1,0 +1,122 @@
+"""`curate judge --estimate` and `--budget-gpu-hours` through the CLI against the stand-in (SIMULATED): the estimate
+sends no judging request; a run stopped at its budget exits 3 with one line, and a rerun with a larger budget
+completes without asking a stored judgment again."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testing.genrm_standin import StandinConfig, StandinProcess
+from tests.flows.conftest import ingest_clean_pairs
+from warehouse.store import Warehouse
+
+pytestmark = pytest.mark.prefect
+
+CURATE = str(Path(sys.executable).with_name("curate"))
+
+
+def test_an_estimate_sends_nothing_and_a_budget_stop_resumes_without_paying_twice(tmp_path):
+    warehouse = tmp_path / "w.duckdb"
+    pairs = ingest_clean_pairs(tmp_path, warehouse, 300, seed=43)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph"),
+           "CURATE_JUDGE_WRITE_BATCH": "8",  # the budget's step: 8 pairs
+           "CURATE_COST_SERVER_TOKENS_PER_SECOND": "1e9"}  # declared: the first step fits any budget here
+
+    def curate(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([CURATE, "judge", *args, "--json"], env=env, capture_output=True, text=True,
+                              timeout=900)
+
+    def last_json(done: subprocess.CompletedProcess) -> dict:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    with StandinProcess(StandinConfig(latency_mean=0.2, latency_sigma=0.05, capacity=64)) as genrm:
+        est = curate("--endpoint", genrm.url, "--strategy", "swap", "--gpus", "1", "--estimate")
+        assert est.returncode == 0, est.stderr[-3000:]
+        estimate = last_json(est)["estimate"]
+        assert genrm.stats()["requests"] == 0  # nothing was sent
+        assert estimate["requests"] == {"low": 2 * pairs, "high": 2 * pairs}
+        assert 0 < estimate["gpu_hours"]["low"] <= estimate["gpu_hours"]["high"]
+        assert estimate["rungs"][0]["basis"].startswith("declared")
+
+        # a batch of 8 pairs keeps the server busy at least 0.2 s (its latency): 0.2 GPU-seconds on one GPU, and
+        # the whole run at least 7.5; 2 GPU-seconds stop it after a few batches
+        stopped = curate("--endpoint", genrm.url, "--strategy", "swap", "--gpus", "1",
+                         "--budget-gpu-hours", str(2.0 / 3600))
+        assert stopped.returncode == 3, stopped.stderr[-3000:]
+        line = [t for t in stopped.stderr.splitlines() if "budget" in t]
+        assert len(line) == 1 and "spent" in line[0] and "left" in line[0]
+        first = last_json(stopped)
+        assert first["budget"]["stopped"] and first["budget"]["left_gpu_hours"] >= 0
+        sent = genrm.stats()["requests"]
+        with Warehouse(warehouse, read_only=True) as wh:
+            stored = wh.query("SELECT count(*) FROM judgments WHERE status = 'ok'")[0][0]
+        assert 0 < sent == stored < 2 * pairs  # judgments are stored as they land
+
+        again = curate("--endpoint", genrm.url, "--strategy", "swap", "--gpus", "1", "--budget-gpu-hours", "1")
+        assert again.returncode == 0, again.stderr[-3000:]
+        second = last_json(again)
+        assert not second["budget"]["stopped"] and second["skipped_cached"] == stored
+        assert genrm.stats()["requests"] == 2 * pairs  # no judgment asked twice
+
+        measured = last_json(curate("--endpoint", genrm.url, "--strategy", "swap", "--gpus", "1", "--estimate"))
+        assert measured["estimate"]["requests"]["high"] == 0 and genrm.stats()["requests"] == 2 * pairs
+
+
+def test_a_ladders_estimate_names_the_reward_models_rung_then_the_genrms_and_asks_neither(tmp_path):
+    from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+
+    warehouse = tmp_path / "w.duckdb"
+    pairs = ingest_clean_pairs(tmp_path, warehouse, 60, seed=44)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph")}
+    with StandinProcess(StandinConfig()) as genrm, RewardStandinProcess(RewardStandinConfig()) as rm:
+        done = subprocess.run([CURATE, "judge", "--strategy", "ladder", "--rm-endpoint", rm.url, "--endpoint",
+                               genrm.url, "--rm-gpus", "2", "--target-agreement", "0.9", "--estimate",
+                               "--json"], env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert genrm.stats()["requests"] == 0 and rm.stats()["requests"] == 0
+    estimate = json.loads(done.stdout.strip().splitlines()[-1])["estimate"]
+    rungs = estimate["rungs"]
+    assert rungs[0]["judge"] == "reward_model" and rungs[0]["requests"] == {"low": pairs, "high": pairs}
+    assert all(r["judge"] == "genrm" and r["requests"]["low"] == 0 for r in rungs[1:]) and len(rungs) >= 3
+    assert estimate["gpu_hours"]["low"] == pytest.approx(rungs[0]["gpu_hours"]["low"], abs=1e-9)
+    assert estimate["gpu_hours"]["high"] > estimate["gpu_hours"]["low"] > 0
+    assert all(r["basis"].startswith("declared") for r in rungs)
+
+
+def test_a_ladder_stopped_at_its_budget_on_the_reward_models_rung_resumes_without_paying_twice(tmp_path):
+    from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+
+    warehouse = tmp_path / "w.duckdb"
+    pairs = ingest_clean_pairs(tmp_path, warehouse, 200, seed=45)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph"),
+           "CURATE_JUDGE_WRITE_BATCH": "8", "CURATE_COST_SERVER_TOKENS_PER_SECOND": "1e9"}
+
+    def ladder(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([CURATE, "judge", "--strategy", "ladder", "--rm-endpoint", rm.url, "--endpoint",
+                               genrm.url, "--target-agreement", "0.9", "--rm-gpus", "1", *args, "--json"], env=env,
+                              capture_output=True, text=True, timeout=900)
+
+    # the reward model's batch of 8 pairs keeps its server busy at least 0.2 s: its whole rung at least 5
+    # GPU-seconds; 1 stops it within its rung, before the GenRM is asked anything
+    with (StandinProcess(StandinConfig()) as genrm,
+          RewardStandinProcess(RewardStandinConfig(latency_mean=0.2, latency_sigma=0.05)) as rm):
+        stopped = ladder("--budget-gpu-hours", str(1.0 / 3600))
+        assert stopped.returncode == 3, stopped.stderr[-3000:]
+        summary = json.loads(stopped.stdout.strip().splitlines()[-1])
+        assert summary["budget"]["stopped"] and genrm.stats()["requests"] == 0
+        scored = rm.stats()["requests"]
+        assert 0 < scored < pairs and summary["reward_model"]["judged"] == scored
+        again = ladder("--budget-gpu-hours", "10")
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert rm.stats()["requests"] == pairs  # each pair scored once over both runs
+        assert rm.stats()["scored"] == 2 * pairs

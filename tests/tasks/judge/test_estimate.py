@@ -1,0 +1,109 @@
+"""The estimate's arithmetic (tasks/judge/estimate.py): each rung's requests, tokens and GPU-hours, low and high,
+from the pending pairs' token counts and each judge's rate, measured or declared; and the budget's steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.judge.estimate import (
+    REQUEST_OVERHEAD_TOKENS,
+    Budget,
+    PairTokens,
+    Rung,
+    declared_rate,
+    estimate,
+    first_request_seconds,
+    measured_rate,
+    request_tokens_in,
+    rung_estimate,
+    strategy_rungs,
+)
+from tasks.judge.strategies import parse_strategy
+
+PAIRS = [PairTokens(100, 40, 60), PairTokens(200, 10, 30)]
+
+
+def test_a_request_counts_what_its_judge_reads():
+    assert request_tokens_in("reward_model", PAIRS[0]) == 2 * 100 + 40 + 60  # the history before each answer
+    assert request_tokens_in("genrm", PAIRS[0]) == REQUEST_OVERHEAD_TOKENS + 200
+
+
+def test_a_declared_rate_prices_tokens_on_the_servers_gpus():
+    rate = declared_rate("genrm", 2500.0, 8, 1000)
+    assert rate.per_request is None and rate.per_token == pytest.approx(8 / 2500)
+    assert rate.tokens_out == (0.0, 1000.0) and rate.basis.startswith("declared")
+    assert declared_rate("reward_model", 2500.0, 1, 1000).tokens_out == (0.0, 0.0)  # it generates nothing
+    got = rung_estimate(Rung("genrm", "first", 2, True), PAIRS, rate)
+    tokens_in = 2 * (REQUEST_OVERHEAD_TOKENS + 200 + REQUEST_OVERHEAD_TOKENS + 240)
+    assert got["requests"] == {"low": 4, "high": 4}
+    assert got["tokens"] == {"low": tokens_in, "high": tokens_in + 4 * 1000}
+    assert got["gpu_hours"]["low"] == pytest.approx(tokens_in * 8 / 2500 / 3600, rel=1e-6)
+    assert got["gpu_hours"]["high"] == pytest.approx((tokens_in + 4000) * 8 / 2500 / 3600, rel=1e-6)
+
+
+def test_a_measured_rate_is_earlier_runs_gpu_seconds_per_request_and_per_token():
+    runs = [{"tokens_in": 600, "tokens_out": 400, "cost": {"by_judge": {"genrm": {"gpu_seconds": 10.0,
+                                                                                 "requests": 4}}}},
+            {"tokens_in": 0, "tokens_out": 0, "cost": {"by_judge": {"reward_model": {"gpu_seconds": 1.0,
+                                                                                    "requests": 9}}}},
+            {"tokens_in": 300, "tokens_out": 100, "cost": {"by_judge": {"genrm": {"gpu_seconds": 4.0,
+                                                                                 "requests": 3}}}},
+            {"cost": {}}]  # a run recorded before measuring
+    rate = measured_rate("genrm", runs)
+    assert rate.per_request == pytest.approx(2.0) and rate.per_token == pytest.approx(14 / 1400)
+    assert rate.tokens_out == (pytest.approx(500 / 7),) * 2 and "2 earlier runs" in rate.basis
+    assert measured_rate("other", runs) is None
+    got = rung_estimate(Rung("genrm", "first", 1, True), PAIRS, rate)
+    # the low end the lower of the per-request and per-token figures, the high end the higher
+    tokens = got["tokens"]["low"]
+    assert got["gpu_hours"]["low"] == pytest.approx(min(2 * 2.0, tokens * 0.01) / 3600, abs=1e-9)
+    assert got["gpu_hours"]["high"] == pytest.approx(max(2 * 2.0, tokens * 0.01) / 3600, abs=1e-9)
+
+
+def test_a_rung_of_the_pairs_that_climb_ranges_from_none_to_all():
+    rate = measured_rate("genrm", [{"tokens_in": 10, "tokens_out": 0, "cost": {"by_judge": {"genrm": {
+        "gpu_seconds": 1.0, "requests": 1}}}}])
+    got = rung_estimate(Rung("genrm", "climb", 1, False), PAIRS, rate)
+    assert got["requests"] == {"low": 0, "high": 2} and got["tokens"]["low"] == 0
+    assert got["gpu_hours"]["low"] == 0 and got["gpu_hours"]["high"] > 0
+
+
+def test_a_ladder_is_the_reward_model_then_the_genrms_rungs():
+    rungs = strategy_rungs(parse_strategy("ladder:2", None))
+    assert [r.kind for r in rungs][0] == "reward_model" and rungs[0].every_pair
+    assert all(r.kind == "genrm" and not r.every_pair for r in rungs[1:]) and len(rungs) >= 3
+    certify = strategy_rungs(parse_strategy("certify:2", None))
+    assert certify[0].every_pair and not any(r.every_pair for r in certify[1:])
+    swap = strategy_rungs(parse_strategy("swap", None))
+    assert [(r.requests_per_pair, r.every_pair) for r in swap] == [(2, True)]
+
+
+def test_the_estimate_sums_its_rungs_each_on_its_judges_pending_pairs():
+    rates = {"reward_model": declared_rate("reward_model", 1000.0, 1, 0), "genrm": declared_rate("genrm", 1000.0, 8, 10)}
+    rungs = strategy_rungs(parse_strategy("ladder:1", None))
+    got = estimate(rungs, {"reward_model": PAIRS, "genrm": PAIRS[:1]}, rates)
+    assert got["pairs"] == {"reward_model": 2, "genrm": 1}
+    assert got["rungs"][0]["requests"] == {"low": 2, "high": 2}
+    assert got["requests"]["low"] == 2 and got["requests"]["high"] == 2 + sum(r.requests_per_pair for r in rungs[1:])
+    assert got["gpu_hours"]["low"] == pytest.approx(got["rungs"][0]["gpu_hours"]["low"])
+    assert got["gpu_hours"]["high"] == pytest.approx(sum(r["gpu_hours"]["high"] for r in got["rungs"]))
+
+
+def test_a_budget_takes_a_step_only_while_it_fits_and_never_again_after():
+    budget = Budget(1.0, per_request=100.0)  # 3,600 GPU-seconds
+    assert budget.allows(0.0, 0, 36)  # 36 x 100 = 3,600: just fits
+    assert not budget.allows(0.0, 0, 37)
+    assert not budget.allows(0.0, 0, 1) and budget.stopped  # stopped stays stopped
+    measured = Budget(1.0, per_request=100.0, spent_before=600.0)
+    assert measured.allows(1000.0, 100, 199)  # measured 10 a request: 600 + 1000 + 1990 <= 3600
+    assert not measured.allows(1000.0, 100, 201)
+    said = measured.said(1000.0)
+    assert said == {"gpu_hours": 1.0, "spent_gpu_hours": pytest.approx(1600 / 3600, abs=1e-6),
+                    "left_gpu_hours": pytest.approx(2000 / 3600, abs=1e-6), "stopped": True}
+
+
+def test_the_first_request_before_any_was_measured():
+    declared = declared_rate("genrm", 1000.0, 2, 100)
+    mean_in = (REQUEST_OVERHEAD_TOKENS * 2 + 200 + 240) / 2
+    assert first_request_seconds(declared, PAIRS) == pytest.approx(2 / 1000 * (mean_in + 100))
+
