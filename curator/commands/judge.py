@@ -191,7 +191,7 @@ def judge(
 def print_estimate(run: Any, report: Any, as_json: bool) -> None:
     """What `run` is expected to cost (`tasks.judge.estimate.estimate_run`), sending no judging request: as JSON
     (`estimate`), or one line per rung."""
-    from tasks.judge.estimate import estimate_run
+    from tasks.judge.estimate_run import estimate_run
     from tasks.judge.targets import judge_config_from
     from warehouse.store import Warehouse
 

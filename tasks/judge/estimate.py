@@ -205,24 +205,3 @@ def budget_of(wh: Any, run: Any, pending: list[str], spent_before: float = 0.0,
     budget = Budget(hours, first_request_seconds(rate, pair_tokens(wh, pending)), spent_before)
     budget.stopped = stopped
     return budget
-
-
-def estimate_run(wh: Any, run: Any) -> dict[str, Any]:
-    """The estimate of `run` (its endpoints checked, nothing sent): its strategy's rungs on the pairs pending for
-    each of its judges, at each judge's rate."""
-    from tasks.judge.warehouse_run import plan_work, work_of
-
-    settings = run.settings
-    genrm = run.config.kind
-    work = work_of(wh, run)
-    pairs = {genrm: pair_tokens(wh, work.pending)}
-    rates = {genrm: rate_of(wh, genrm, settings, settings.gpus_per_server)}
-    if run.rm_targets:
-        from tasks.judge.ladder import reward_model_run
-
-        rm = reward_model_run(run)
-        rm_work = plan_work(wh.judging, rm.config.id, rm.strategy, rm.shard, rm.limit, rm.max_attempts)
-        pairs[rm.config.kind] = pair_tokens(wh, rm_work.pending)
-        rates[rm.config.kind] = rate_of(wh, rm.config.kind, settings, settings.judge_rm_gpus)
-    rungs = [r for r in strategy_rungs(run.strategy, genrm) if r.kind in pairs]
-    return {"strategy": run.strategy.label, **estimate(rungs, pairs, rates)}
