@@ -7,6 +7,7 @@ its stored statistics, so the page says what its card and `curate status` say.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -36,6 +37,14 @@ def _pct(value: float) -> str:
 
 def _text(value: object) -> str:
     return "-" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+
+
+def _per_judge(value: object) -> str:
+    """A version's GPU-seconds by judge (stored as JSON: kind -> seconds) as "genrm 14.1, reward_model 3.2"."""
+    if value is None or (not isinstance(value, str | dict) and pd.isna(value)):
+        return "-"
+    data = json.loads(value) if isinstance(value, str) else value
+    return ", ".join(f"{kind} {seconds:,.1f}" for kind, seconds in sorted(data.items())) or "-"
 
 
 def _minute(value: object) -> str:
@@ -71,8 +80,9 @@ COLUMNS: dict[str, tuple[str, Callable[[object], str]]] = {
     "judge_runs": ("judge runs", count), "requests": ("requests", count),
     "tokens_per_kept_pair": ("tokens / kept pair", count), "gpu_hours": ("GPU-hours", _decimals(2)),
     "gpu_hours_per_1000_kept": ("GPU-hours / 1,000 kept", _decimals(2)), "calibration": ("calibration", _text),
-    "gpu_seconds": ("GPU-seconds (measured)", rate), "gpu_seconds_per_kept_pair": ("GPU-seconds / kept pair", rate),
-    "gpu_seconds_by_judge": ("GPU-seconds by judge", _text),
+    "gpu_seconds": ("GPU-seconds (measured)", rate),
+    "gpu_seconds_per_kept_pair": ("GPU-seconds / kept pair", _decimals(3)),
+    "gpu_seconds_by_judge": ("GPU-seconds by judge", _per_judge),
     "labelled_pairs": ("labelled", count), "ece": ("ECE", _decimals(3)), "brier": ("Brier", _decimals(3)),
     "kept_mean_p_correct": ("mean p_correct", _decimals(3)), "stage": ("stage", _text), "family": ("family", _text),
     "wins": ("wins", count), "win_rate": ("win rate", percent), "benchmark": ("benchmark", _text),

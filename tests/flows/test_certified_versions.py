@@ -155,13 +155,13 @@ def test_a_certified_version_states_its_guarantee_with_one_figure_everywhere(jud
     listed = CliRunner().invoke(app, ["versions", "sure", "--warehouse", str(judged), "--json"])
     figures = json.loads(listed.stdout)[-1]["figures"]["certification"]
     assert figures == {k: cert[k] for k in ("target_agreement", "risk", "labels", "estimated_agreement",
-                                            "kept_not_covered", "coverage")}
+                                            "not_covered", "kept_not_covered", "coverage")}
     status = CliRunner().invoke(app, ["status", "--warehouse", str(judged)])
     assert status.exit_code == 0, status.output
     table = status.stdout.split("certified versions", 1)[1]
     line = next(line for line in table.splitlines() if line.startswith("sure "))
     assert line.split() == ["sure", str(summary["version"]), "90.0%", "95%", percent(cert["estimated_agreement"]),
-                            percent(cert["coverage"]), "source", "0"]
+                            percent(cert["coverage"]), "source", "0", "0"]
 
 
 def test_a_stricter_target_keeps_fewer_pairs_and_a_reached_one_is_unchanged(judged, judged_once, tmp_path):
@@ -198,7 +198,7 @@ def test_a_build_stopped_after_its_attempt_is_counted_once_and_the_rerun_writes_
     recorded, nothing is written, and the rerun is the same attempt (1), not a second one, and writes the version."""
     from warehouse.versions import VersionStore
 
-    def interrupted(self, meta, rows):
+    def interrupted(self, *args, **kwargs):
         raise KeyboardInterrupt
 
     with monkeypatch.context() as mp:
