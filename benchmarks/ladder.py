@@ -215,7 +215,7 @@ def efficiency(at: dict, setting: int, compare: int, worlds: int, pairs: int) ->
             ratio = (sum(gpu_seconds(r, x) for r in mine["ladder"]) / kept["ladder"]) / (
                 sum(gpu_seconds(r, x) for r in mine["swap"]) / kept["swap"])
             cover = coverage["ladder"] / coverage["swap"]
-            verdict = "meets" if ratio <= 0.3 and cover >= 0.9 else "misses"
+            verdict = "PASS" if ratio <= 0.3 and cover >= 0.9 else "FAIL"
             print(f"    the bar at {x:g}x: GPU-seconds per kept pair {ratio:.3f}x swap's (<= 0.3), coverage "
                   f"{cover:.3f}x swap's (>= 0.9): {verdict}")
 
@@ -250,7 +250,8 @@ def main() -> None:
         low, high = interval(below, len(mine))
         exact = [r["exact"] for r in mine if r["certified"] and r["kept"]]
         print(f"  {SETTINGS[setting].name:<40} certified {certified:>3}/{len(mine)}, below {below:>2}/{len(mine)} "
-              f"= {below / len(mine):.3f} (95% CI {low:.3f}-{high:.3f}; delta {args.risk}); kept pairs' true "
+              f"= {below / len(mine):.3f} (95% CI {low:.3f}-{high:.3f}; delta {args.risk}: "
+              f"{'PASS' if below / len(mine) <= args.risk else 'FAIL'}); kept pairs' true "
               f"agreement: min {min(exact) if exact else float('nan'):.4f}, mean "
               f"{float(np.mean(exact)) if exact else float('nan'):.4f}")
 
