@@ -238,12 +238,15 @@ def main() -> None:
           f"(planning figure), the reward model's that / the cost ratio")
     at = {(r["setting"], r["strategy"], r["seed"]): r for r in results}
 
-    print("\n(a) efficiency at the same certified target, over the compared worlds where all three certified")
-    for setting in chosen:
+    if args.compare and args.worlds:
+        print("\n(a) efficiency at the same certified target, over the compared worlds where all three certified")
+    for setting in chosen if args.compare and args.worlds else []:
         efficiency(at, setting, args.compare, min(args.compare, args.worlds), args.pairs)
 
-    print("\n(b) validity of the ladder: worlds whose certified kept pairs truly agree below the target, of all worlds")
-    for setting in chosen:
+    if args.worlds:
+        print("\n(b) validity of the ladder: worlds whose certified kept pairs truly agree below the target, of all "
+              "worlds")
+    for setting in chosen if args.worlds else []:
         mine = [at[(setting, "ladder", w)] for w in range(args.worlds)]
         certified = sum(r["certified"] and r["kept"] > 0 for r in mine)
         below = sum(r["certified"] and r["kept"] > 0 and r["exact"] < args.target for r in mine)
