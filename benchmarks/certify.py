@@ -49,6 +49,7 @@ from tasks.curate.policy import make_policy
 from tasks.ingest.latent import latent_quality
 from tasks.ingest.source_facts import SourceFacts
 from tasks.ingest.sources import known_facts
+from tasks.judge.kinds import NO_ORDER
 from tasks.judge.strategies import parse_strategy
 from tasks.review.certification import certification_labels, certify_version
 from tasks.review.overrides import PoolReviews
@@ -119,6 +120,27 @@ def confidences(pool):
     return pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin, pool.v_scores_agree, pool.human_label)
 
 
+def _read(pool):
+    return pool, confidences(pool)
+
+
+def judge_in_rounds(world, ladder, policy, read) -> None:
+    """The rounds after the first (the rounds' cap, the first included): each asks the rungs the rounds' own rule
+    (`round_plan`) gives the pool as `read()` returns it (the pool and its confidences); a slot with no order (a
+    judge ladder's reward model, which scored every pair before the rounds) is never asked again."""
+    n = len(world.pairs)
+    for _ in range(2 * len(ladder) - 1):
+        pool, c = read()
+        labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
+        rungs = round_plan(pool, c, labels, policy, ladder, np.ones(n, bool)).rungs
+        if not (rungs >= 0).any():
+            break
+        for i in np.flatnonzero(rungs >= 0):
+            for order, sample in ladder[rungs[i]]:
+                if order != NO_ORDER:
+                    judge(world, int(i), order, sample)
+
+
 def judge_world(world, strategy: str, policy) -> None:
     """Judge every pair as the strategy would: `certify` in rounds (the rounds' own rule, on the labels the CLI
     reads), `adaptive` by its borderline rule, `swap` both orders."""
@@ -129,16 +151,7 @@ def judge_world(world, strategy: str, policy) -> None:
         for i in range(n):
             for order, sample in ladder[0]:
                 judge(world, i, order, sample)
-        for _ in range(2 * len(ladder) - 1):  # the rounds' cap, the first included
-            pool = pool_of(world, one_order_on_purpose=True)
-            c = confidences(pool)
-            labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
-            rungs = round_plan(pool, c, labels, policy, ladder, np.ones(n, bool)).rungs
-            if not (rungs >= 0).any():
-                break
-            for i in np.flatnonzero(rungs >= 0):
-                for order, sample in ladder[rungs[i]]:
-                    judge(world, i, order, sample)
+        judge_in_rounds(world, ladder, policy, lambda: _read(pool_of(world, one_order_on_purpose=True)))
         return
     for i in range(n):
         for order, sample in s.initial():
@@ -218,10 +231,25 @@ def write_rows(world, folder: Path) -> tuple[Path, list[str]]:
     return sources, [n for n, rows in files.items() if rows]
 
 
+def ingested(world, work: Path, target: float, risk: float) -> tuple[dict[str, str], Path, str]:
+    """The world's rows ingested through the CLI into a warehouse in `work`, and the policy file of the target:
+    (the environment to run `curate` in, the policy file, the warehouse)."""
+    from cli_runs import bench_env, curate
+
+    env = bench_env(work, "CURATE_JUDGE_STRATEGY", "CURATE_SOURCES_FILE")
+    sources, names = write_rows(world, work)
+    policy = work / "policy.toml"
+    policy.write_text("[policy]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in policy_of(target, risk).items()))
+    warehouse = str(work / "w.duckdb")
+    for name in names:
+        curate("ingest", "--source", name, "--sources-file", str(sources), "--warehouse", warehouse, env=env)
+    return env, policy, warehouse
+
+
 def cli_run(setting: int, seed: int, target: float, risk: float, pairs: int) -> dict:
     """One setting's world through the CLI: ingest, `judge --strategy certify` against the stand-in with the
     setting's biases, `build-version --target-agreement`."""
-    from cli_runs import bench_env, curate
+    from cli_runs import curate
 
     from testing.genrm_standin import StandinConfig, StandinProcess
     from warehouse.store import Warehouse
@@ -231,13 +259,7 @@ def cli_run(setting: int, seed: int, target: float, risk: float, pairs: int) -> 
                        labelled_share=s.labelled, other_share=s.other, natural=True)
     with tempfile.TemporaryDirectory(prefix="certify-cli-") as tmp:
         work = Path(tmp)
-        env = bench_env(work, "CURATE_JUDGE_STRATEGY", "CURATE_SOURCES_FILE")
-        sources, names = write_rows(world, work)
-        policy = work / "policy.toml"
-        policy.write_text("[policy]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in policy_of(target, risk).items()))
-        warehouse = str(work / "w.duckdb")
-        for name in names:
-            curate("ingest", "--source", name, "--sources-file", str(sources), "--warehouse", warehouse, env=env)
+        env, policy, warehouse = ingested(world, work, target, risk)
         config = StandinConfig(capacity=64, latency_mean=0.002, position_bias=s.position, length_bias=s.length)
         with StandinProcess(config) as server:
             judged = curate("judge", "--endpoint", server.url, "--strategy", "certify", "--policy", str(policy),
@@ -258,18 +280,28 @@ def cli_run(setting: int, seed: int, target: float, risk: float, pairs: int) -> 
             "ended": judged.get("rounds_ended")}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worlds", type=int, default=40, help="worlds per setting and strategy")
+def world_parser(doc: str, worlds: int, worlds_help: str, target: float, cli_pairs: int) -> argparse.ArgumentParser:
+    """A world benchmark's command line (this one's and `benchmarks/ladder.py`'s)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worlds", type=int, default=worlds, help=worlds_help)
     parser.add_argument("--pairs", type=int, default=2000)
-    parser.add_argument("--target", type=float, default=0.95)
+    parser.add_argument("--target", type=float, default=target)
     parser.add_argument("--risk", type=float, default=0.05)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cli-runs", type=int, default=1, help="CLI runs per setting (0: none)")
-    parser.add_argument("--cli-pairs", type=int, default=2000)
+    parser.add_argument("--cli-pairs", type=int, default=cli_pairs)
     parser.add_argument("--settings", type=str, default=None, help="comma-separated setting numbers (default all)")
-    args = parser.parse_args()
-    chosen = list(range(len(SETTINGS))) if args.settings is None else [int(x) for x in args.settings.split(",")]
+    return parser
+
+
+def chosen_settings(args: argparse.Namespace, settings: int) -> list[int]:
+    """The settings `--settings` names, of `settings` in all (default: every one)."""
+    return list(range(settings)) if args.settings is None else [int(x) for x in args.settings.split(",")]
+
+
+def main() -> None:
+    args = world_parser(__doc__, 40, "worlds per setting and strategy", 0.95, 2000).parse_args()
+    chosen = chosen_settings(args, len(SETTINGS))
     started = time.perf_counter()
     jobs = [(seed, setting, strategy, args.target, args.risk, args.pairs)
             for setting in chosen for seed in range(args.worlds) for strategy in STRATEGIES]

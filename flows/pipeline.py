@@ -45,6 +45,11 @@ def curate_pipeline(**parameters: Any) -> PipelineSummary:
     if "judge" not in run.skip and not run.judge_shards and not (run.launch or settings.judge_launch):
         # Fail fast: an unusable judge is found before any stage runs, not after the ingest.
         report = check_judge(list(run.endpoints or settings.judge_endpoints), settings)
+        if judging is not None and judging.rm_targets:  # a judge ladder's reward model, before the ingest too
+            from tasks.judge.ladder import reward_model_run
+            from tasks.judge.targets import judge_config_from
+
+            reward_model_run(judging.served_by(report.usable, judge_config_from(settings, report)))
         if "publish" not in run.skip:
             refuse_judging_other_weights(report.weights, settings.judge_model, run.publish_to, run.allow_other_weights)
     with pipeline_lock(settings.warehouse, settings.pipeline_lock_wait, current_run_id()):

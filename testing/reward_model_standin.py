@@ -228,7 +228,8 @@ def create_app(config: RewardStandinConfig | None = None) -> Starlette:
         Route("/classify", server.classify, methods=["POST"]),
         Route("/v1/classify", server.classify, methods=["POST"]),
         Route("/pooling", server.pooling, methods=["POST"]),
-        Route("/v1/chat/completions", server.no_generation, methods=["POST"]),
+        # a pooling server has no generation routes: vLLM registers them only for a generative model
+        Route("/v1/chat/completions", server.no_generation, methods=["GET", "POST"]),
         *server_routes(server),
     ])
     app.state.standin = server

@@ -35,6 +35,8 @@ def run(
     source: Optional[list[str]] = typer.Option(None, "--source", "-s", help="NAME (built-in or declared) or NAME=FILE, "
                                                                          "repeatable"),
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="judge base URL, repeatable"),
+    rm_endpoint: Optional[list[str]] = typer.Option(None, "--rm-endpoint", help="with ladder: a reward model's vLLM "
+                                                    "pooling server (repeatable), rung 0 of the ladder"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this host to judge"),
     strategy: Optional[str] = typer.Option(None, "--strategy", help=f"{strategy_usage(sep=' | ')}, K >= 1 "
                                                                     "(default: CURATE_JUDGE_STRATEGY)"),
@@ -69,7 +71,8 @@ def run(
 
     settings = get_settings()
     launch = "vllm" if launch_vllm else None
-    parameters = {"sources": source, "endpoints": endpoint or None, "launch": launch, "strategy": strategy,
+    parameters = {"sources": source, "endpoints": endpoint or None, "rm_endpoints": rm_endpoint or None,
+                  "launch": launch, "strategy": strategy,
                   "dataset": dataset, "policy_path": str(policy) if policy else None, "publish_to": publish_to,
                   "skip": skip, "judge_shards": shards, "allow_other_weights": allow_other_weights,
                   "retry_exhausted": retry_exhausted, "budget_gpu_hours": budget_gpu_hours,

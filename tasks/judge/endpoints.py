@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 
 from common.errors import UserError
 from common.settings import Settings
-from tasks.judge.kinds import GENRM, JudgeKind
-from tasks.judge.preflight import TemplateProbe, context_problem
+from tasks.judge.kinds import GENRM, REWARD_MODEL, JudgeKind
+from tasks.judge.preflight import TemplateProbe, api_problem, context_problem
 from tasks.judge.weights import served_weights, weights_words
 
 SIMULATED_MARK = "SIMULATED"
@@ -103,12 +103,13 @@ def probe(url: str, timeout: float, api_key: str = "EMPTY") -> Probe:
 def check_endpoints(urls: list[str], model: str, *, allow_other_model: bool = False, timeout: float = 5.0,
                     api_key: str = "EMPTY", max_model_len: int | None = None, max_tokens: int | None = None,
                     probe_templates: bool = True, kind: JudgeKind | None = None) -> EndpointReport:
-    """Probe every endpoint at once; judge with those that answer. Refuses when none answers, when one
-    serves another model (unless `allow_other_model`), when real and SIMULATED servers are mixed, or servers of
-    different weights (the report names the weights where they are not the judge's published ones), when one's
-    context cannot hold `max_model_len` (the prompt budget + `max_tokens`), when one's chat template drops an
-    answer, or when the endpoints render the probe differently. `kind`: the judge kind they serve (the GenRM unless
-    said), whose probe renders what it needs."""
+    """Probe every endpoint at once; judge with those that answer. Refuses when none answers, when one does not
+    serve the kind's API (`_serves_api`: a generative model given as the reward model, a pooling model given as the
+    GenRM), when one serves another model (unless `allow_other_model`), when real and SIMULATED servers are mixed,
+    or servers of different weights (the report names the weights where they are not the judge's published ones),
+    when one's context cannot hold `max_model_len` (the prompt budget + `max_tokens`), when one's chat template
+    drops an answer, or when the endpoints render the probe differently. `kind`: the judge kind they serve (the
+    GenRM unless said), whose probes ask what it needs."""
     if not urls:
         raise NoEndpointError("no judge endpoint")
     with ThreadPoolExecutor(max_workers=min(16, len(urls))) as pool:
@@ -119,6 +120,8 @@ def check_endpoints(urls: list[str], model: str, *, allow_other_model: bool = Fa
         raise EndpointCheckError(
             "no judge endpoint answers: " + "; ".join(f"{p.url}: {p.error}" for p in down),
             hint="is the server up, and is the URL its OpenAI base (ending in /v1)? nothing was judged")
+    if probe_templates:
+        _serves_api(answered, kind or GENRM, timeout)
     for p in answered:
         if model not in p.served and not p.simulated and not allow_other_model:
             raise EndpointCheckError(
@@ -147,6 +150,23 @@ def check_endpoints(urls: list[str], model: str, *, allow_other_model: bool = Fa
     report = EndpointReport([p.url for p in answered], down, {p.url: p.served for p in answered}, simulated,
                             contexts=contexts, weights=next(iter(weights.values())))
     return _with_templates(report, answered, model, timeout, kind or GENRM) if probe_templates else report
+
+
+def _serves_api(answered: list[Probe], kind: JudgeKind, timeout: float) -> None:
+    """Refuses a server that does not serve `kind`'s API (a generative model given as the reward model, a pooling
+    model given as the GenRM), asked before anything else is (`preflight.api_problem`)."""
+    with ThreadPoolExecutor(max_workers=min(16, len(answered))) as pool:
+        wrong = [(p.url, why) for p, why in zip(answered, pool.map(lambda p: api_problem(p.url, kind.path, timeout),
+                                                                    answered)) if why]
+    if wrong:
+        url, why = wrong[0]
+        raise EndpointCheckError(
+            f"{url} does not serve {kind.said}'s API ({why}): "
+            + {GENRM.name: "it generates nothing (a pooling model), so it cannot be the GenRM",
+               REWARD_MODEL.name: "it is not a pooling model, so it cannot be the reward model"}.get(
+                   kind.name, f"it cannot be {kind.said}"),
+            hint="give --endpoint the GenRM (vLLM's chat API) and --rm-endpoint a reward model served with "
+                 "--runner pooling; nothing was judged")
 
 
 def _model_of(p: Probe, model: str) -> str:

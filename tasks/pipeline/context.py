@@ -23,6 +23,8 @@ class PipelineRun(RunContext):
     sources: list[str] = Field(default_factory=list, description="NAME (a built-in or declared source) or NAME=FILE, "
                                "one per source")
     endpoints: list[str] | None = None
+    rm_endpoints: list[str] | None = Field(None, description="with strategy ladder[:K]: a reward model's vLLM pooling "
+                                           "servers, rung 0 of the judge ladder")
     launch: str | None = None
     strategy: str | None = None
     dataset: str = Field("preferences", description="the dataset the version belongs to")
@@ -48,7 +50,8 @@ class PipelineRun(RunContext):
            limit: int | None = None, judge_shards: int = 0, judge_deployment: str | None = None,
            exchange: str | None = None, stale_seconds: float | None = None,
            allow_other_weights: bool = False, sources_file: str | None = None,
-           retry_exhausted: bool = False, budget_gpu_hours: float | None = None) -> PipelineRun:
+           retry_exhausted: bool = False, budget_gpu_hours: float | None = None,
+           rm_endpoints: list[str] | None = None) -> PipelineRun:
         """The run's arguments checked (the stages, the sources' names, built-in or declared in the sources file, a
         judge to ask, the strategy, the dataset's name, an hf:// target's repository); its files are
         `check_files`'s."""
@@ -69,7 +72,8 @@ class PipelineRun(RunContext):
         if "ingest" not in (skip or []):
             for spec in sources or []:
                 get_source(parse_source(spec)[0], kind="pairs", settings=settings)  # built-in or declared
-        return validated(cls, {"sources": list(sources or []), "endpoints": endpoints, "launch": launch,
+        return validated(cls, {"sources": list(sources or []), "endpoints": endpoints, "rm_endpoints": rm_endpoints,
+                               "launch": launch,
                                "strategy": strategy, "dataset": dataset, "policy_path": policy_path,
                                "publish_to": publish_to, "skip": frozenset(skip or []), "limit": limit,
                                "judge_shards": judge_shards, "judge_deployment": judge_deployment,
@@ -97,7 +101,8 @@ class PipelineRun(RunContext):
     def judge_run(self) -> JudgeRun:
         """The judge stage's run (`JudgeRun.of`, its policy read when it judges in rounds): on the gpu pool in
         `judge_shards` shards, or here on the endpoints; a strategy in rounds escalates toward this run's policy's
-        target. The judge flow is given its fields (`JudgeRun.flow_parameters`)."""
+        target; a judge ladder (`rm_endpoints`) scores every pair with the reward model first. The judge flow is given
+        its fields (`JudgeRun.flow_parameters`)."""
         from tasks.curate.policy import in_rounds
 
         sharded = {"shards": self.judge_shards, "deployment": self.judge_deployment, "exchange": self.exchange,
@@ -105,7 +110,8 @@ class PipelineRun(RunContext):
             {"endpoints": self.endpoints, "launch": self.launch}
         return in_rounds(JudgeRun.of(**sharded, strategy=self.strategy, warehouse=self.warehouse,
                                      policy_path=self.policy_path if self.judges_in_rounds else None,
-                                     retry_exhausted=self.retry_exhausted, budget_gpu_hours=self.budget_gpu_hours))
+                                     retry_exhausted=self.retry_exhausted, budget_gpu_hours=self.budget_gpu_hours,
+                                     rm_endpoints=self.rm_endpoints))
 
     @property
     def judges_in_rounds(self) -> bool:

@@ -78,3 +78,25 @@ def test_stages_can_be_skipped_and_unknown_ones_are_refused(warehouse_path):
         curate_pipeline(skip=["judging"], warehouse=str(warehouse_path))
     result = curate_pipeline(skip=["ingest", "judge", "version", "publish"], warehouse=str(warehouse_path))
     assert result == {"ingest": {}, "judge": None, "version": None, "publish": None, "failed": []}
+
+
+def test_the_judge_stage_runs_the_judge_ladder_with_a_reward_model(tmp_path, warehouse_path):
+    """`rm_endpoints` with `strategy: ladder`: the reward model scores every pair first, the GenRM only the pairs
+    its scores leave unsure, each judge's measured GPU-seconds in the judge stage's summary (SIMULATED stand-ins)."""
+    from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+
+    data = tmp_path / "hs.jsonl"
+    write_synth(data, "helpsteer3", 600, seed=43, pair_bytes=500, bad_rate=0.0)
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[policy]\ntarget_agreement = 0.9\n")
+    with (StandinProcess(StandinConfig(latency_mean=0.002)) as genrm,
+          RewardStandinProcess(RewardStandinConfig(latency_mean=0.0)) as rm):
+        s = curate_pipeline(sources=[f"helpsteer3={data}"], endpoints=[genrm.url], rm_endpoints=[rm.url],
+                            strategy="ladder", policy_path=str(policy), dataset="laddered", skip=["publish"],
+                            warehouse=str(warehouse_path))
+        genrm_requests, scored = genrm.stats()["requests"], rm.stats()["scored"]
+    judged = s["judge"]
+    pairs = s["ingest"]["helpsteer3"]["new_pairs"]
+    assert judged["rounds"][0]["judge"] == "reward_model" and judged["reward_model"]["judged"] == pairs
+    assert scored == 2 * pairs and genrm_requests == judged["cost"]["by_judge"]["genrm"]["requests"] < 2 * pairs
+    assert set(judged["cost"]["by_judge"]) == {"genrm", "reward_model"}

@@ -179,3 +179,22 @@ def test_review_runs_are_checked_before_label_studio_is_asked(warehouse_path):
         ReviewPushRun.of("set", annotators_per_task=0)
     assert ReviewSyncRun.of(limit=0).limit == 0  # a sync that only pulls
     assert not warehouse_path.exists()
+
+
+def test_a_pipeline_run_takes_a_judge_ladder_and_refuses_a_reward_model_without_one(tmp_path, warehouse_path):
+    """`rm_endpoints` reaches the judge stage's run as `curate judge --rm-endpoint` does, and is refused, as there,
+    with any strategy but the ladder, and the ladder without one, before any stage."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[policy]\ntarget_agreement = 0.9\n")
+    given = {"sources": [], "skip": ["ingest"], "endpoints": ["http://127.0.0.1:9/v1"], "policy_path": str(policy),
+             "warehouse": str(warehouse_path)}
+    run = PipelineRun.of(**given, strategy="ladder", rm_endpoints=["http://127.0.0.1:10/v1"])
+    assert run.judge_run().rm_targets == ("http://127.0.0.1:10/v1",)
+    with pytest.raises(InvalidInputError, match="--rm-endpoint applies to --strategy ladder"):
+        PipelineRun.of(**given, strategy="swap", rm_endpoints=["http://127.0.0.1:10/v1"]).check_files()
+    with pytest.raises(InvalidInputError, match="ladder scores every pair with a reward model first"):
+        PipelineRun.of(**given, strategy="ladder").check_files()
+    cli = runner.invoke(app, ["run", "--skip", "ingest", "--strategy", "swap", "--endpoint", "http://127.0.0.1:9/v1",
+                              "--rm-endpoint", "http://127.0.0.1:10/v1", "--warehouse", str(warehouse_path)])
+    assert cli.exit_code == 2 and "--rm-endpoint applies to --strategy ladder" in _one_line(cli.output)
+    assert not warehouse_path.exists()

@@ -83,3 +83,20 @@ def test_a_ladder_judged_warehouse_makes_a_certified_version(tmp_path):
         genrm_judged = {p for (p,) in wh.query("SELECT DISTINCT pair_id FROM judgments WHERE \"order\" <> 'none'")}
     # rows certified on the reward model's margin alone, and rows the GenRM judged too
     assert set(Counter(p in genrm_judged for p in kept)) == {True, False}
+
+
+def test_swapped_endpoints_are_refused_before_any_request(tmp_path):
+    """The GenRM's stand-in given as the reward model and the reward model's as the GenRM: `curate judge` exits 2
+    with one line naming the endpoint that does not serve its judge's API, and neither server is asked anything."""
+    warehouse = tmp_path / "w.duckdb"
+    ingest_clean_pairs(tmp_path, warehouse, 40, seed=43)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph")}
+    with StandinProcess(StandinConfig()) as genrm, RewardStandinProcess(RewardStandinConfig()) as rm:
+        for rm_url, genrm_url, wrong in ((genrm.url, genrm.url, genrm.url), (rm.url, rm.url, rm.url)):
+            done = subprocess.run([CURATE, "judge", "--strategy", "ladder", "--rm-endpoint", rm_url, "--endpoint",
+                                   genrm_url, "--target-agreement", "0.9"], env=env, capture_output=True, text=True,
+                                  timeout=600)
+            assert done.returncode == 2, done.stderr[-2000:]
+            assert f"{wrong} does not serve" in done.stderr and "HTTP 404" in done.stderr
+        assert genrm.stats()["requests"] == 0 and rm.stats()["requests"] == 0 == rm.stats()["scored"]

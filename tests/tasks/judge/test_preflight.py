@@ -112,3 +112,28 @@ def test_context_problem_and_server_root():
     assert context_problem("u", None, 40000, 16384) is None and context_problem("u", 40000, 40000, 16384) is None
     assert "23616 for the prompt + 16384" in context_problem("u", 32768, 40000, 16384)
     assert server_root("http://h:5000/v1/") == "http://h:5000" and server_root("http://h:5000") == "http://h:5000"
+
+
+def test_a_generative_model_given_as_the_reward_model_and_a_pooling_model_given_as_the_genrm_are_refused():
+    """Over real HTTP, against both stand-ins: each kind's preflight asks whether the server serves its API (the
+    GenRM's chat completions, the reward model's classification) before any request, and refuses the other's."""
+    from tasks.judge.endpoints import check_endpoints
+    from tasks.judge.kinds import GENRM, REWARD_MODEL
+    from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+
+    with StandinProcess(StandinConfig()) as genrm, RewardStandinProcess(RewardStandinConfig()) as rm:
+        with pytest.raises(EndpointCheckError) as as_rm:
+            check_endpoints([genrm.url], "m", kind=REWARD_MODEL, timeout=5)
+        with pytest.raises(EndpointCheckError) as as_genrm:
+            check_endpoints([rm.url], MODEL, kind=GENRM, timeout=5)
+        assert genrm.stats()["requests"] == 0 and rm.stats()["requests"] == 0 == rm.stats()["scored"]
+        # each passes its own kind's preflight
+        assert check_endpoints([genrm.url], MODEL, kind=GENRM, timeout=5).template.startswith("tpl-")
+        assert check_endpoints([rm.url], "m", kind=REWARD_MODEL, timeout=5).template.startswith("tpl-")
+        assert genrm.stats()["requests"] == 0 and rm.stats()["scored"] == 0
+    said = str(as_rm.value)
+    assert f"{genrm.url} does not serve the reward model's API (GET /classify answered HTTP 404)" in said
+    assert "cannot be the reward model" in said and "--rm-endpoint" in as_rm.value.hint
+    said = str(as_genrm.value)
+    assert f"{rm.url} does not serve the GenRM's API (GET /v1/chat/completions answered HTTP 404)" in said
+    assert "cannot be the GenRM" in said and "nothing was judged" in as_genrm.value.hint
