@@ -117,21 +117,21 @@ class VersionStore(Part):
 
     def version_inputs(self, config_id: str) -> str:
         """A fingerprint of everything a version is built from (pairs, near duplicates, contamination, the
-        configuration's verdicts): equal fingerprints and policy mean equal content, without reading a row."""
-        row = self.con.execute(
-            """
-            SELECT (SELECT count(*) FROM candidate_pairs) || '/' || (SELECT count(*) FROM near_duplicates) || '/' ||
-                   (SELECT count(*) FROM contamination) || '/' ||
-                   (SELECT count(*) || ':' || coalesce(max(finished_at)::VARCHAR, '') FROM judgments
-                    WHERE judge_config_id = ? AND status = 'ok')
-            """,
-            [config_id],
-        ).fetchall()
+        configuration's verdicts, and a ladder's reward-model verdicts): equal fingerprints and policy mean equal
+        content, without reading a row."""
+        verdicts = ("(SELECT count(*) || ':' || coalesce(max(finished_at)::VARCHAR, '') FROM judgments "
+                    "WHERE judge_config_id = ? AND status = 'ok')")
+        configs = [config_id]
         rm_config = self._db.judging.ladder_of(config_id)
         if rm_config is not None:  # a ladder's reward-model verdicts change its versions too
-            row = [(f"{row[0][0]}/{self.version_inputs(rm_config).split('/', 1)[1]}",)]
+            configs.append(rm_config)
+        (row,) = self.con.execute(
+            "SELECT (SELECT count(*) FROM candidate_pairs) || '/' || (SELECT count(*) FROM near_duplicates) || '/' "
+            "|| (SELECT count(*) FROM contamination) || '/' || " + " || '/' || ".join([verdicts] * len(configs)),
+            configs,
+        ).fetchall()
         # reviews change versions too (warehouse.reviews), and so do the findings a version redacts or drops by
-        return f"{config_id}/{row[0][0]}{self._db.reviews.review_inputs()}{self._db.pii.fingerprint()}"
+        return f"{config_id}/{row[0]}{self._db.reviews.review_inputs()}{self._db.pii.fingerprint()}"
 
     def latest_version(self, name: str) -> dict[str, Any] | None:
         cur = self.con.execute(

@@ -422,11 +422,8 @@ class Dispatcher:
 
     def _result_from_body(self, request: JudgeRequest, endpoint: _Endpoint, body: Any, latency: float) -> JudgeResult:
         reading = self.kind.read(body, (request.order, request.sample))
-        return JudgeResult(request, reading.status, verdict=reading.verdict, side=reading.side,
-                           failure_reason=reading.failure_reason, error=reading.error, raw_text=reading.raw_text,
-                           reasoning=reading.reasoning, finish_reason=reading.finish_reason,
-                           tokens_in=reading.tokens_in, tokens_out=reading.tokens_out, latency_s=latency,
-                           endpoint=endpoint.url, served_model=reading.served_model)
+        # a Reading holds a JudgeResult's reply fields under the same names
+        return JudgeResult(request, **reading._asdict(), latency_s=latency, endpoint=endpoint.url)
 
     def _failed_request(self, request: JudgeRequest, endpoint: _Endpoint, err: Exception, latency: float) -> None:
         retry, reason = _transient(err)
