@@ -52,6 +52,23 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A command run in-process (typer's CliRunner) turns its flags into CURATE_* variables of this process
+    (curator.runner.apply_flags): what one test, or a module fixture set up for it, leaves there is gone before the
+    next test, wherever the scheduler puts it."""
+    from common.settings import get_settings
+
+    before = {k: v for k, v in os.environ.items() if k.startswith("CURATE_")}
+    try:
+        return (yield)
+    finally:
+        for key in [k for k in os.environ if k.startswith("CURATE_") and k not in before]:
+            del os.environ[key]
+        os.environ.update(before)
+        get_settings.cache_clear()
+
+
 @pytest.fixture
 def settings() -> Settings:
     return Settings()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from common.errors import UserError
 from common.settings import Settings
-from tasks.judge.kinds import GENRM, REWARD_MODEL, JudgeKind
+from tasks.judge.kinds import GENRM, KINDS, REWARD_MODEL, JudgeKind
 from tasks.judge.preflight import TemplateProbe, api_problem, context_problem
 from tasks.judge.weights import served_weights, weights_words
 
@@ -156,8 +156,9 @@ def _serves_api(answered: list[Probe], kind: JudgeKind, timeout: float) -> None:
     """Refuses a server that does not serve `kind`'s API (a generative model given as the reward model, a pooling
     model given as the GenRM), asked before anything else is (`preflight.api_problem`)."""
     with ThreadPoolExecutor(max_workers=min(16, len(answered))) as pool:
-        wrong = [(p.url, why) for p, why in zip(answered, pool.map(lambda p: api_problem(p.url, kind.path, timeout),
-                                                                    answered)) if why]
+        others = [k.path for k in KINDS.values() if k.path != kind.path]
+        wrong = [(p.url, why) for p, why in zip(answered, pool.map(
+            lambda p: api_problem(p.url, kind.path, others, timeout), answered)) if why]
     if wrong:
         url, why = wrong[0]
         raise EndpointCheckError(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,18 +91,22 @@ def probe_template(url: str, model: str, timeout: float, chat_template: str | No
     return TemplateProbe(url, True, int(body.get("count", len(tokens))), fingerprint(tokens), missing)
 
 
-def api_problem(url: str, path: str, timeout: float) -> str | None:
+def api_problem(url: str, path: str, other_paths: Sequence[str], timeout: float) -> str | None:
     """Why a server does not serve a judge kind's API (`path`, the endpoint its judgments are asked on), asked with
     no judgment: `GET` on a route that takes only `POST` answers 405 where the server has the route and 404 where
     it has none (vLLM registers the chat routes only for a generative model, the classification and pooling routes
-    only for a pooling one, `--runner pooling`). None: it has the route, or did not say (a server that registers
-    every route answers 405 to both; the kind's template probe and the model check still apply)."""
+    only for a pooling one, `--runner pooling`). Refused only on both signs: 404 on `path` and 405 on one of
+    `other_paths` (the other kinds' routes), so a server that answers 404 to every GET it has no handler for (a
+    proxy, a hand-written server) is not taken for the other kind. None: it has the route, or did not say; the
+    kind's template probe and the model check still apply."""
     try:
         with httpx2.Client(timeout=timeout) as client:
-            status = client.get(f"{server_root(url)}{path}").status_code
+            if client.get(f"{server_root(url)}{path}").status_code != 404:
+                return None
+            other = next((p for p in other_paths if client.get(f"{server_root(url)}{p}").status_code == 405), None)
     except httpx2.HTTPError:
         return None  # it answered /v1/models; what it cannot answer here its judgments will say
-    return f"GET {path} answered HTTP 404" if status == 404 else None
+    return f"GET {path} answered HTTP 404, GET {other} answered 405" if other else None
 
 
 def context_problem(url: str, served: int | None, max_model_len: int, max_tokens: int) -> str | None:

@@ -132,8 +132,10 @@ def test_a_generative_model_given_as_the_reward_model_and_a_pooling_model_given_
         assert check_endpoints([rm.url], "m", kind=REWARD_MODEL, timeout=5).template.startswith("tpl-")
         assert genrm.stats()["requests"] == 0 and rm.stats()["scored"] == 0
     said = str(as_rm.value)
-    assert f"{genrm.url} does not serve the reward model's API (GET /classify answered HTTP 404)" in said
+    assert (f"{genrm.url} does not serve the reward model's API (GET /classify answered HTTP 404, "
+            "GET /v1/chat/completions answered 405)") in said
     assert "cannot be the reward model" in said and "--rm-endpoint" in as_rm.value.hint
     said = str(as_genrm.value)
-    assert f"{rm.url} does not serve the GenRM's API (GET /v1/chat/completions answered HTTP 404)" in said
+    assert (f"{rm.url} does not serve the GenRM's API (GET /v1/chat/completions answered HTTP 404, "
+            "GET /classify answered 405)") in said
     assert "cannot be the GenRM" in said and "nothing was judged" in as_genrm.value.hint
