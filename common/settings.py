@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     # declared sources (docs/sources.md#declared-sources): a file named here must exist; the default may be absent
     sources_file: Path | None = Field(None, description="the TOML file that declares sources without code (unset: "
                                       "sources.toml beside the warehouse, when there is one)")
+    # docs/personal-data.md#a-detector-model: names and street addresses need a model; none runs by default
+    pii_detector: str | None = Field(None, description="the detector model for names and street addresses: presidio, "
+                                     "gliner[:MODEL] or MODULE:FUNCTION (unset: they are not scanned)")
 
     # -- the judge (docs/genrm-protocol.md): what changes a verdict, then where and how requests go --
     judge_model: str = JUDGE_MODEL

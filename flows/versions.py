@@ -73,8 +73,8 @@ def build_version(
             raise EmptyVersionError("no judged pairs yet: run `curate judge` first")
         rescanned = scan_unscanned_pairs(wh)
         if rescanned:
-            log.info("scanned %d pairs for personal data and secrets (landed before the scan, or under older "
-                     "rules)", rescanned)
+            log.info("scanned %d pairs for personal data and secrets (landed before the scan, or under other "
+                     "rules or another detector model)", rescanned)
         unchanged = unchanged_version(wh.versions, name, config_id, policy)
         if unchanged is not None:
             log.info(unchanged["note"])

@@ -11,7 +11,20 @@ from warehouse.connection import Part
 
 # The version of the scan's rules (`tasks.ingest.pii`, which reads it from here as `RULES`): a pair scanned under
 # another is scanned again by the backfill, not re-ingested. Raise it whenever a rule changes what is found.
-PII_RULES = "1"
+PII_RULES = "2"
+
+
+def scan_rules(detector: str | None) -> str:
+    """The rules a pair is scanned under (`pii_scans.rules`): `PII_RULES`, and the detector model's name after a
+    `+` where one runs (`tasks.ingest.pii_detector`)."""
+    return f"{PII_RULES}+{detector}" if detector else PII_RULES
+
+
+def current_scan_rules() -> str:
+    """The rules the settings scan under now (their `pii_detector`)."""
+    from common.settings import get_settings
+
+    return scan_rules(get_settings().pii_detector)
 
 
 class PiiStore(Part):
@@ -70,22 +83,37 @@ class PiiStore(Part):
 
     def fingerprint(self) -> str:
         """What a version's redaction and drops are made of, for `version_inputs`: the findings stored, and the
-        pairs still to scan under the current rules (`PII_RULES`); empty when nothing was found and nothing is
-        left to scan (a warehouse without findings fingerprints as before the scan existed)."""
+        pairs still to scan under the current rules (`current_scan_rules`), and the detector models that scanned;
+        empty when nothing was found, nothing is left to scan and no model ran (a warehouse without findings
+        fingerprints as before the scan existed)."""
         if not self._migrated():
             return ""  # a warehouse opened read-only before migration 026: nothing scanned, nothing found
-        found, unscanned = self.con.execute(
+        found, unscanned, models = self.con.execute(
             "SELECT (SELECT count(*) FROM pii_findings), (SELECT count(*) FROM candidate_pairs p "
-            "LEFT JOIN pii_scans s USING (pair_id) WHERE s.rules IS NULL OR s.rules <> ?)", [PII_RULES]).fetchall()[0]
-        return (f"/pii:{found}" if found else "") + (f"/pii-unscanned:{unscanned}" if unscanned else "")
+            "LEFT JOIN pii_scans s USING (pair_id) WHERE s.rules IS NULL OR s.rules <> ?), "
+            "(SELECT string_agg(DISTINCT rules, ',' ORDER BY rules) FROM pii_scans WHERE rules LIKE '%+%')",
+            [current_scan_rules()]).fetchall()[0]
+        return ((f"/pii:{found}" if found else "") + (f"/pii-unscanned:{unscanned}" if unscanned else "")
+                + (f"/pii-model:{models}" if models else ""))
+
+    def model_scanned_of(self, pair_ids: pa.Array | pa.ChunkedArray) -> dict[str, int]:
+        """Of these pairs, how many a detector model scanned, by the detector (the part of their rules after +)."""
+        with self._registered("wanted_pairs", pa.table({"pair_id": pair_ids})):
+            return dict(self.con.execute(
+                "SELECT split_part(rules, '+', 2) AS model, count(*) FROM pii_scans JOIN wanted_pairs USING (pair_id) "
+                "WHERE rules LIKE '%+%' GROUP BY model ORDER BY model").fetchall())
 
     def totals(self) -> dict:
-        """For `curate status`: pairs scanned and not, and each kind's findings and the pairs holding them."""
+        """For `curate status`: pairs scanned and not, each kind's findings and the pairs holding them, and the
+        pairs each detector model scanned."""
         if not self._migrated():
             pairs = self.con.execute("SELECT count(*) FROM candidate_pairs").fetchall()[0][0]
-            return {"pairs_scanned": 0, "pairs_not_scanned": pairs, "kinds": {}}
+            return {"pairs_scanned": 0, "pairs_not_scanned": pairs, "kinds": {}, "models": {}}
         scanned, pairs = self.con.execute(
             "SELECT (SELECT count(*) FROM pii_scans), (SELECT count(*) FROM candidate_pairs)").fetchall()[0]
         kinds = {kind: {"findings": n, "pairs": p} for kind, n, p in self.con.execute(
             "SELECT kind, count(*), count(DISTINCT pair_id) FROM pii_findings GROUP BY kind ORDER BY kind").fetchall()}
-        return {"pairs_scanned": scanned, "pairs_not_scanned": max(0, pairs - scanned), "kinds": kinds}
+        models = dict(self.con.execute("SELECT split_part(rules, '+', 2) AS model, count(*) FROM pii_scans "
+                                       "WHERE rules LIKE '%+%' GROUP BY model ORDER BY model").fetchall())
+        return {"pairs_scanned": scanned, "pairs_not_scanned": max(0, pairs - scanned), "kinds": kinds,
+                "models": models}

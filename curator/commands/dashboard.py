@@ -92,8 +92,9 @@ def status(
         print_table(out, ["kind", "findings", "pairs holding it"],
                     [(kind, count(k["findings"]), count(k["pairs"])) for kind, k in personal["kinds"].items()],
                     title=f"personal data and secrets found ({count(personal['pairs_scanned'])} pairs scanned, "
-                          f"{count(personal['pairs_not_scanned'])} not yet; names and street addresses are not "
-                          "scanned)")
+                          f"{count(personal['pairs_not_scanned'])} not yet; names and street addresses: "
+                          + (", ".join(f"scanned by {m} in {count(n)} pairs" for m, n in personal["models"].items())
+                             or "not scanned") + ")")
     if reviews:
         from tasks.review.agreement import agreement_text
 

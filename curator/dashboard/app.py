@@ -315,7 +315,8 @@ def main() -> None:
     if personal is not None and len(personal):
         st.subheader(f"Personal data and secrets ({label}): found in the judged pool, and in the version")
         st.caption("redact: replaced by a typed placeholder in the version's texts; drop: the pair left out; keep: "
-                   "left as found. Names and street addresses are not scanned.")
+                   "left as found. Names and street addresses are scanned only where a detector model is "
+                   "configured: the kinds name and address are rows here when one was.")
         show(personal, ["kind", "action", "pairs", "findings", "version_pairs", "version_findings"], "")
 
     certification.render(snap, dataset, version, label)

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tasks.ingest.pii import KINDS
+from tasks.ingest.pii import KINDS, MODEL_KINDS
 from tasks.ingest.pii_facts import redacted_pair
 from warehouse.pii import PiiStore
 from warehouse.versions import NO_REDACTION, REDACTED_SCHEMA
@@ -55,27 +55,32 @@ def redacted_texts(store: PiiStore, pair_ids: pa.ChunkedArray | pa.Array, action
 
 
 def pii_stats(findings: pa.Table, pair_ids: np.ndarray, kept: np.ndarray, actions: Mapping[str, str],
-              scanned: int) -> dict[str, Any]:
+              scanned: int, models: Mapping[str, int] | None = None) -> dict[str, Any]:
     """What was found in the judged pool's pairs and what the version did, per kind: `pairs` and `findings` in
     the pool, the `action`, and `version_pairs` / `version_findings`: of those, what is in the version's rows
     (replaced by placeholders under redact, as found under keep; none under drop). `redacted`, `kept` and
-    `dropped_pairs` total them; `scanned`: the pool's pairs the scan has read; `not_scanned`: what it never
-    looks for."""
+    `dropped_pairs` total them; `scanned`: the pool's pairs the scan has read; `models`: of those, how many each
+    detector model read (names and street addresses are counted only where one did); `not_scanned`: what was
+    never looked for (None when a model read every scanned pair)."""
+    models = dict(models or {})
+    every = (*KINDS, *MODEL_KINDS) if models else KINDS
     in_version = set(pair_ids[kept].astype(str).tolist())
     kinds: dict[str, dict[str, Any]] = {}
     rows = zip(findings.column("pair_id").to_pylist(), findings.column("kind").to_pylist(), strict=True)
-    pairs: dict[str, set[str]] = {k: set() for k in KINDS}
-    counts: dict[str, int] = dict.fromkeys(KINDS, 0)
-    version_counts: dict[str, int] = dict.fromkeys(KINDS, 0)
+    pairs: dict[str, set[str]] = {k: set() for k in every}
+    counts: dict[str, int] = dict.fromkeys(every, 0)
+    version_counts: dict[str, int] = dict.fromkeys(every, 0)
     for pair_id, kind in rows:
         pairs[kind].add(pair_id)
         counts[kind] += 1
         version_counts[kind] += pair_id in in_version
-    for kind in KINDS:
+    for kind in every:
         kinds[kind] = {"action": actions[kind], "pairs": len(pairs[kind]), "findings": counts[kind],
                        "version_pairs": len(pairs[kind] & in_version), "version_findings": version_counts[kind]}
-    dropped = set().union(*(pairs[k] for k in KINDS if actions[k] == "drop")) - in_version
-    return {"scanned_pairs": scanned, "not_scanned": NOT_SCANNED, "kinds": kinds,
+    dropped = set().union(*(pairs[k] for k in every if actions[k] == "drop")) - in_version
+    every_read = bool(models) and sum(models.values()) >= scanned
+    return {"scanned_pairs": scanned, "models": models, "not_scanned": None if every_read else NOT_SCANNED,
+            "kinds": kinds,
             "redacted": sum(v["version_findings"] for v in kinds.values() if v["action"] == "redact"),
             "kept": sum(v["version_findings"] for v in kinds.values() if v["action"] == "keep"),
             "dropped_pairs": len(dropped)}

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serial
 from common.errors import InvalidInputError, UserError, validated
 from common.files import UnreadableTextError, read_small_toml
 from tasks.curate.exports import DEFAULT_EXPORTS, EXPORTS, check_export_names
-from tasks.ingest.pii import KINDS as PII_KINDS
+from tasks.ingest.pii import ALL_KINDS as PII_KINDS
 
 if TYPE_CHECKING:
     from tasks.judge.context import JudgeRun

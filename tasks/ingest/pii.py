@@ -13,7 +13,11 @@ that proposes a candidate and a check that must accept it:
 - iban: a country code, two check digits and the account, passing the mod 97 checksum.
 - ip: an IPv4 or IPv6 address that is global (private, loopback, link-local, documentation ranges are not).
 - ssn: a US social security number written ddd-dd-dddd obeying the SSA's rules (no 000/666/9xx area, no 00
-  group, no 0000 serial). Other national ids are not scanned.
+  group, no 0000 serial).
+- national_id: the national id numbers whose written form and checksum tell them from other numbers, each
+  checked by `python-stdnum`: Brazil's CPF (ddd.ddd.ddd-dd), Spain's DNI and NIE (check letter; only after a
+  word naming it, DNI, NIE, NIF or documento, within 40 characters before), Italy's codice
+  fiscale (check character), India's Aadhaar (dddd dddd dddd, Verhoeff) and France's NIR (15 digits, key).
 - secret: cloud keys (AKIA/ASIA), GitHub (ghp_, github_pat_), Slack (xoxb-/xoxp-), Google (AIza), OpenAI-style
   (sk-), GitLab (glpat-) tokens, PEM private key blocks, JWTs (three base64url parts, the first decoding to
   JSON with "alg") and passwords in URLs (scheme://user:pass@host: only the password is the finding).
@@ -22,7 +26,8 @@ that proposes a candidate and a check that must accept it:
 anything a kind could start from (two digits close together, an `@`, two colons, a secret's prefix, `://`), and
 only those are scanned; most prose holds none of them.
 
-Names and street addresses are not scanned.
+Names and street addresses (`MODEL_KINDS`) are found only by a detector model, where one is configured
+(`tasks.ingest.pii_detector`).
 """
 
 from __future__ import annotations
@@ -37,12 +42,21 @@ import orjson
 import phonenumbers
 import pyarrow as pa
 import pyarrow.compute as pc
+from stdnum.br import cpf
+from stdnum.es import dni, nie
+from stdnum.fr import nir
+from stdnum.in_ import aadhaar
+from stdnum.it import codicefiscale
 
 from warehouse.pii import PII_RULES as RULES  # noqa: F401  (re-exported: findings under other rules are scanned again)
 
-KINDS: tuple[str, ...] = ("email", "phone", "card", "iban", "ip", "ssn", "secret")
+KINDS: tuple[str, ...] = ("email", "phone", "card", "iban", "ip", "ssn", "national_id", "secret")
+# found only by a detector model where one is configured (`tasks.ingest.pii_detector`)
+MODEL_KINDS: tuple[str, ...] = ("name", "address")
+ALL_KINDS: tuple[str, ...] = KINDS + MODEL_KINDS
 PLACEHOLDERS: dict[str, str] = {"email": "<EMAIL>", "phone": "<PHONE>", "card": "<CARD>", "iban": "<IBAN>",
-                                "ip": "<IP>", "ssn": "<SSN>", "secret": "<SECRET>"}
+                                "ip": "<IP>", "ssn": "<SSN>", "national_id": "<NATIONAL_ID>", "secret": "<SECRET>",
+                                "name": "<NAME>", "address": "<ADDRESS>"}
 PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR")
 # Card numbers the card networks and payment processors document as test numbers.
 TEST_CARDS: frozenset[str] = frozenset({
@@ -66,6 +80,21 @@ _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
 _IPV6 = re.compile(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:])")
 _SSN = re.compile(r"(?<![\d-])(\d{3})-(\d{2})-(\d{4})(?![\d-])")
+_CHECK_LETTER = "[A-HJ-NP-TV-Z]"  # the letters a DNI or NIE ends in (never I, O, U, Ñ)
+# (written form, the library's check): a form a number takes only as that id, so the checksum decides
+_NATIONAL_IDS: tuple[tuple[re.Pattern[str], object], ...] = (
+    (re.compile(r"(?<![\d.-])\d{3}\.\d{3}\.\d{3}-\d{2}(?![\d.-]|\.\d)"), cpf.is_valid),
+    (re.compile(r"(?<![A-Za-z0-9])[A-Z]{6}\d{2}[ABCDEHLMPRST]\d{2}[A-Z]\d{3}[A-Z](?![A-Za-z0-9])"),
+     codicefiscale.is_valid),
+    (re.compile(r"(?<![\d-])(?<!\d )[2-9]\d{3} \d{4} \d{4}(?! ?\d)"), aadhaar.is_valid),
+    (re.compile(r"(?<![\d-])(?<!\d )[12] ?\d{2} ?(?:0[1-9]|1[0-2]) ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?! ?\d)"),
+     nir.is_valid),
+)
+# A DNI or NIE: its check letter alone (1 in 23) would take a product reference (12345678-K) for an id, so one
+# counts only after a word naming it, within _NAMED_WITHIN characters before it.
+_SPANISH_ID = re.compile(rf"(?<![A-Za-z0-9-])(?:\d{{8}}|[XYZ]-?\d{{7}})-?{_CHECK_LETTER}(?![A-Za-z0-9-])")
+_SPANISH_ID_NAMED = re.compile(r"\b(?:DNI|NIE|NIF|D\.N\.I\.|documento)\b", re.I)
+_NAMED_WITHIN = 40
 _SECRETS = re.compile("|".join([
     r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])",
     r"(?<![A-Za-z0-9_])ghp_[A-Za-z0-9]{36}(?![A-Za-z0-9])",
@@ -160,6 +189,14 @@ def _candidates(text: str) -> list[Finding]:
         area, group, serial = m.groups()
         if area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000":
             found.append(Finding("ssn", m.start(), m.end()))
+    for pattern, valid in _NATIONAL_IDS:
+        for m in pattern.finditer(text):
+            if valid(m.group()):
+                found.append(Finding("national_id", m.start(), m.end()))
+    for m in _SPANISH_ID.finditer(text):
+        if _SPANISH_ID_NAMED.search(text, max(0, m.start() - _NAMED_WITHIN), m.start()) and (
+                dni.is_valid(m.group()) or nie.is_valid(m.group())):
+            found.append(Finding("national_id", m.start(), m.end()))
     for m in _IPV4.finditer(text):
         if _global_ip(m.group()):
             found.append(Finding("ip", m.start(), m.end()))
@@ -193,7 +230,9 @@ def _phones(text: str) -> list[Finding]:
 
 
 # A span claimed by an earlier kind here wins an overlap: a secret over anything, a card over a phone.
-_PRIORITY = {kind: i for i, kind in enumerate(("secret", "email", "iban", "card", "ssn", "ip", "phone"))}
+# A national id's checksum (1 in 97 for a NIR) is stronger evidence than a card's Luhn (1 in 10).
+_PRIORITY = {kind: i for i, kind in enumerate(("secret", "email", "iban", "national_id", "card", "ssn", "ip",
+                                                "phone"))}
 
 
 def scan(text: str) -> list[Finding]:

@@ -189,7 +189,8 @@ def _counts_section(stats: dict[str, Any], rows: int) -> str:
 
 
 PII_SCANNED = ("e-mail addresses, phone numbers, payment card numbers, IBANs, public IP addresses, US social "
-               "security numbers and secrets (cloud keys, provider tokens, private keys, JWTs, passwords in URLs)")
+               "security numbers, national id numbers with checksums (CPF, DNI/NIE, codice fiscale, Aadhaar, NIR) "
+               "and secrets (cloud keys, provider tokens, private keys, JWTs, passwords in URLs)")
 
 
 def pii_markdown(pii: dict[str, Any] | None) -> str:
@@ -211,8 +212,18 @@ def pii_markdown(pii: dict[str, Any] | None) -> str:
             f"{count(pii['scanned_pairs'])} pairs of the judged pool were scanned.\n\n" + "\n".join(lines)
             + f"\n\nIn this version: {count(pii['redacted'])} findings replaced by placeholders, "
             f"{count(pii['kept'])} left as found; {count(pii['dropped_pairs'])} pairs holding a kind the policy "
-            f"drops are not in it. **{pii['not_scanned'].capitalize()} are not scanned**: finding them needs a "
-            "language model, and none was run.")
+            "drops are not in it. " + _model_sentence(pii))
+
+
+def _model_sentence(pii: dict[str, Any]) -> str:
+    """What the card says of names and street addresses: scanned by which detector model, or not scanned."""
+    models = ", ".join(f"`{m}` ({count(n)} pairs)" for m, n in (pii.get("models") or {}).items())
+    if not pii.get("not_scanned"):
+        return f"Names and street addresses were scanned by the detector model {models}."
+    said = f"**{pii['not_scanned'].capitalize()} are not scanned**"
+    if models:
+        return f"{said} in every pair: the detector model {models} read only some of the pool's pairs."
+    return f"{said}: finding them needs a language model, and none was run."
 
 
 def agreement_markdown(agreement: dict[str, Any] | None) -> str:

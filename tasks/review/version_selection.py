@@ -49,7 +49,8 @@ def version_selection(wh: Warehouse, config_id: str, policy: FilterPolicy) -> tu
                                 dropping(findings, pool.pair_id, actions))
     table = version_table(pool, decided, p_correct, kept, policy, decided_by_reviewers(overriding), score)
     stats = version_stats(pool, confidences, table, kept, dropped, calibration, facts)
-    stats["pii"] = pii_stats(findings, pool.pair_id, kept, actions, wh.pii.scanned_of(ids))
+    stats["pii"] = pii_stats(findings, pool.pair_id, kept, actions, wh.pii.scanned_of(ids),
+                             wh.pii.model_scanned_of(ids))
     if certification is not None:
         stats["certification"] = {**certification, **kept_counts(certified, kept),
                                   **kept_coverage(pool, certified, covered, kept)}

@@ -29,6 +29,8 @@ PLANTED = {EMAIL: "<EMAIL>", PHONE: "<PHONE>", SK_KEY: "<SECRET>", AWS_KEY: "<SE
 WORDS = ("how do I configure the deployment so that the service starts after the database is ready and the logs go "
          "to the right place").split()
 ROWS, WITH_PII = 80, 20  # the first 20 prompts hold one planted value each, 5 of each
+NAME, NAMED_EVERY = "Jane Roe", 10  # a name only a detector model finds, in every tenth answer
+DETECTOR = "tests.tasks.ingest.test_pii_detector:toy_names"
 
 
 def _rows(path: Path) -> None:
@@ -45,7 +47,8 @@ def _rows(path: Path) -> None:
             planted = contexts[i % 4] if i < WITH_PII else sentence(5)
             f.write(json.dumps({"question": f"{sentence(12)} {planted} (case {i})",
                                 "answer_1": f"{sentence(30)} {'a' * (i % 7)}",
-                                "answer_2": f"{sentence(25)} the short answer {i}",
+                                "answer_2": f"{sentence(25)} the short answer {i}"
+                                            + (f" (signed, {NAME})" if i % NAMED_EVERY == 0 else ""),
                                 "winner": rng.choice(["1", "2"])}) + "\n")
 
 
@@ -157,3 +160,33 @@ def test_pairs_landed_before_the_scan_are_scanned_by_the_backfill_their_ids_unch
     with Warehouse(copy, read_only=True) as wh:
         assert wh.query("SELECT pair_id FROM candidate_pairs ORDER BY pair_id") == ids
         assert wh.query("SELECT count(*) FROM pii_findings")[0][0] == 20
+
+
+def test_a_configured_detector_model_scans_every_pair_again_and_its_names_are_redacted(judged, tmp_path,
+                                                                                       monkeypatch) -> None:
+    """`CURATE_PII_DETECTOR` names a detector model (here a function standing in for one): the next build scans
+    every pair again under rules naming it, and its names are redacted, counted and said on the card."""
+    import shutil
+
+    from common.settings import get_settings
+
+    copy = tmp_path / "named.duckdb"
+    shutil.copy(judged, copy)
+    before = _json(_cli("build-version", "named", "--min-abs-margin", "0", "--json", "--warehouse", str(copy)))
+    assert before["stats"]["pii"]["not_scanned"] == "names and street addresses"
+    assert "name" not in before["stats"]["pii"]["kinds"]
+    monkeypatch.setenv("CURATE_PII_DETECTOR", DETECTOR)
+    get_settings.cache_clear()
+    built = _json(_cli("build-version", "named", "--min-abs-margin", "0", "--json", "--warehouse", str(copy)))
+    pii = built["stats"]["pii"]
+    assert built["new_version"] and pii["models"] == {DETECTOR: ROWS} and pii["not_scanned"] is None
+    assert pii["kinds"]["name"]["findings"] == ROWS // NAMED_EVERY and pii["kinds"]["name"]["action"] == "redact"
+    assert pii["redacted"] == 20 + pii["kinds"]["name"]["version_findings"]
+    _cli("publish", "named", "--to", str(tmp_path / "out"), "--warehouse", str(copy))
+    (folder,) = (tmp_path / "out" / "named").iterdir()
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert f"Names and street addresses were scanned by the detector model `{DETECTOR}` ({ROWS} pairs)" in card
+    dpo = "".join(str(pq.read_table(f).to_pylist()) for f in folder.glob("data/dpo/*.parquet"))
+    assert NAME not in dpo and dpo.count("<NAME>") == pii["kinds"]["name"]["version_findings"] > 0
+    status = _json(_cli("status", "--json", "--warehouse", str(copy)))
+    assert status["personal_data"]["models"] == {DETECTOR: ROWS}

@@ -26,6 +26,12 @@ JWT = (base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").dec
     ("server at 8.8.8.8 down", "ip"),
     ("v6 2a00:1450:4001::8a reachable", "ip"),
     ("ssn 123-45-6789 here", "ssn"),
+    ("cpf 390.533.447-05 here", "national_id"),
+    ("my DNI is 12345678Z", "national_id"),
+    ("NIE: X-1234567-L", "national_id"),
+    ("codice fiscale RSSMRA85T10A562S", "national_id"),
+    ("aadhaar 2345 6789 0124 on file", "national_id"),
+    ("numéro de sécurité sociale 2 95 10 99 126 111 93", "national_id"),
     ("key AKIAIOSFODNN7EXAMPL3 set", "secret"),
     ("token ghp_" + "a" * 36 + " set", "secret"),
     ("sk-proj-" + "Ab1" * 10 + " here", "secret"),
@@ -41,6 +47,10 @@ def test_each_kind_is_found(text: str, kind: str) -> None:
     "version 1.6.88 released", "order 9858210591 shipped", "on 2024-03-05", "write to someone@example.com",
     "test card 4242 4242 4242 4242", "host 192.168.1.20 and 10.0.0.1", "set the sk-short flag",
     "commit 3f786850e387550fdab836ed7e6dc881de23001b", "ssn 000-12-3456", "DE00 0000 0000 0000 0000 00",
+    "cpf 390.533.447-06 (check digits wrong)", "invoice 390.533.447 of 12", "aadhaar 2345 6789 0125",
+    "ref 12345678-Z shipped",  # a DNI's form and letter, but nothing names it a DNI
+    "DNI 12345678A",  # named, but its check letter is wrong
+    "codice RSSMRA85T10A562X", "nir 2 95 10 99 126 111 94",
 ])
 def test_look_alikes_are_not_findings(text: str) -> None:
     assert scan(text) == []
