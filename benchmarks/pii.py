@@ -288,14 +288,14 @@ def main() -> None:
                     if args.v:
                         print("FP", f.kind, repr(texts[part][f.start:f.end]))
     print(f"{args.pairs} pairs, seed {args.seed}")
-    print(f"{'kind':8} {'planted':>8} {'found':>6} {'false':>6} {'precision':>10} {'recall':>7}")
+    print(f"{'kind':11} {'planted':>8} {'found':>6} {'false':>6} {'precision':>10} {'recall':>7}")
     for kind in KINDS:
         planted_n = tp[kind] + fn[kind]
         precision = tp[kind] / (tp[kind] + fp[kind]) if tp[kind] + fp[kind] else float("nan")
         recall = tp[kind] / planted_n if planted_n else float("nan")
-        print(f"{kind:8} {planted_n:8d} {tp[kind]:6d} {fp[kind]:6d} {precision:10.3f} {recall:7.3f}")
+        print(f"{kind:11} {planted_n:8d} {tp[kind]:6d} {fp[kind]:6d} {precision:10.3f} {recall:7.3f}")
     found, false, planted_n = _phone_regex_scores(corpus, scans)
-    print(f"{'phone re':8} {planted_n:8d} {found:6d} {false:6d} {found / max(1, found + false):10.3f} "
+    print(f"{'phone re':11} {planted_n:8d} {found:6d} {false:6d} {found / max(1, found + false):10.3f} "
           f"{found / max(1, planted_n):7.3f}   (a plain regex, for comparison; not used)")
     per_k = 1000 / args.pairs
     print(f"scan: {scan_seconds * per_k:.3f} s per 1,000 pairs; baseline (normalize + sha256 of the same texts): "
