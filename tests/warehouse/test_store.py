@@ -127,7 +127,7 @@ def test_an_ingest_checkpoints_per_row_group_and_at_the_end(warehouse_path, monk
             assert not wal.exists() or wal.stat().st_size == 0  # the row group is full: checkpointed
             write(wh, ["p5"])
             assert wal.stat().st_size > 0
-            wh.ingest._pair_bytes_budget = 1  # as if the pairs since the last checkpoint filled a third of memory_limit
+            wh.ingest._pair_bytes_budget = 1  # as if the pairs since the last checkpoint filled memory_limit
             write(wh, ["p6"])
             assert not wal.exists() or wal.stat().st_size == 0
             write(wh, ["p7"])
