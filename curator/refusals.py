@@ -26,6 +26,15 @@ def benchmark(name: str, text: str | None, settings: Settings) -> None:
     scoring_plan(name, text, settings)
 
 
+def pii_detector(settings: Settings) -> None:
+    """The detector model the settings name for names and street addresses loads (`CURATE_PII_DETECTOR`): a
+    library that is absent or a function not found is refused here, not at the first batch."""
+    if settings.pii_detector:
+        from tasks.ingest.pii_detector import load_detector
+
+        load_detector(settings.pii_detector)
+
+
 def endpoint_given(urls: list[str] | None, launch: str | None, settings: Settings) -> None:
     """A judge to ask (`tasks.judge.endpoints.require_endpoint`)."""
     from tasks.judge.endpoints import require_endpoint

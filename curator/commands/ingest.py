@@ -21,7 +21,7 @@ eval_set = typer.Typer(no_args_is_help=True, help="Evaluation sets whose prompts
 def _preflight(source: str, path: Optional[Path], kind: str, batch_size: Optional[int] = None,
                limit: Optional[int] = None) -> None:
     """Refuse what can be refused before a flow run starts, arguments first, then files: the source's name, its
-    file (there, readable, and of this source), the warehouse."""
+    file (there, readable, and of this source), the warehouse, the personal-data scan's detector model."""
     from common.settings import get_settings
     from curator import refusals
     from tasks.ingest.sources import get_source
@@ -31,6 +31,7 @@ def _preflight(source: str, path: Optional[Path], kind: str, batch_size: Optiona
         found = get_source(source, kind=kind)
         refusals.input_file(found, path, batch_size or settings.batch_size, limit, settings.row_byte_limit)
         refusals.warehouse(settings, creates=True)  # migrates, or names the process holding the lock
+        refusals.pii_detector(settings)  # the scan's detector model, when one is named
 
     guarded(check)
 

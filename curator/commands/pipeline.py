@@ -82,6 +82,7 @@ def run(
     run = guarded(PipelineRun.of, **parameters)
     judging = guarded(run.check_files)
     guarded(refusals.warehouse, settings, creates="ingest" not in run.skip)
+    guarded(refusals.pii_detector, settings)
     if estimate:
         if judging is None or shards:
             fail("--estimate estimates the judge stage judged here: drop --skip judge and --shards")

@@ -37,6 +37,7 @@ def build_version(
     run = guarded(VersionRun.of, name, policy_path=policy, policy_overrides=overrides, judge_config_id=judge_config)
     guarded(refusals.warehouse, run.settings)
     guarded(refusals.judged, run.settings, run.judge_config_id, run.policy)
+    guarded(refusals.pii_detector, run.settings)
     from curator.noop import version_noop
 
     summary = runner.noop(version_noop, run)

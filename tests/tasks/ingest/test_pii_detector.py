@@ -72,3 +72,24 @@ def test_the_scan_stores_the_model_s_spans_beside_the_rules_and_names_it_in_its_
     assert rows == [("p1", "history", "name", 5), ("p1", "history", "email", 20), ("p1", "response_a", "address", 8)]
     plain_scans, plain = scan_tables(["p1"], [history], ["ship to 221B Baker Street"], ["ok"], detector=None)
     assert plain_scans.column("rules").to_pylist() == [RULES] and plain.column("kind").to_pylist() == ["email"]
+
+
+def test_an_ingest_naming_a_detector_that_cannot_load_is_refused_before_any_run(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from common.settings import get_settings
+    from curator.cli import app
+    from tasks.ingest.synth import write_synth
+
+    write_synth(tmp_path / "hs.jsonl", "helpsteer3", 5, seed=1)
+    monkeypatch.setenv("CURATE_PII_DETECTOR", "no_such_module_here:find")
+    get_settings.cache_clear()
+    done = CliRunner().invoke(app, ["ingest", "--source", "helpsteer3", "--path", str(tmp_path / "hs.jsonl"),
+                                    "--warehouse", str(tmp_path / "w.duckdb")])
+    assert done.exit_code == 2, done.output
+    assert "CURATE_PII_DETECTOR=no_such_module_here:find cannot be loaded" in done.output
+    from warehouse.store import Warehouse
+
+    if (tmp_path / "w.duckdb").exists():  # the refusal may come after the warehouse is made: no run in it
+        with Warehouse(tmp_path / "w.duckdb", read_only=True) as wh:
+            assert wh.query("SELECT count(*) FROM ingest_runs")[0][0] == 0
