@@ -80,7 +80,7 @@ _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
 _IPV6 = re.compile(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:])")
 _SSN = re.compile(r"(?<![\d-])(\d{3})-(\d{2})-(\d{4})(?![\d-])")
-_CHECK_LETTER = "[A-HJ-NP-TV-Z]"  # the letters a DNI or NIE ends in (never I, O, U, Ñ)
+_DNI_LETTERS = "[A-HJ-NP-TV-Z]"  # the letters a DNI or NIE ends in (never I, O, U, Ñ)
 # (written form, the library's check): a form a number takes only as that id, so the checksum decides
 _NATIONAL_IDS: tuple[tuple[re.Pattern[str], object], ...] = (
     (re.compile(r"(?<![\d.-])\d{3}\.\d{3}\.\d{3}-\d{2}(?![\d.-]|\.\d)"), cpf.is_valid),
@@ -92,7 +92,7 @@ _NATIONAL_IDS: tuple[tuple[re.Pattern[str], object], ...] = (
 )
 # A DNI or NIE: its check letter alone (1 in 23) would take a product reference (12345678-K) for an id, so one
 # counts only after a word naming it, within _NAMED_WITHIN characters before it.
-_SPANISH_ID = re.compile(rf"(?<![A-Za-z0-9-])(?:\d{{8}}|[XYZ]-?\d{{7}})-?{_CHECK_LETTER}(?![A-Za-z0-9-])")
+_SPANISH_ID = re.compile(rf"(?<![A-Za-z0-9-])(?:\d{{8}}|[XYZ]-?\d{{7}})-?{_DNI_LETTERS}(?![A-Za-z0-9-])")
 _SPANISH_ID_NAMED = re.compile(r"\b(?:DNI|NIE|NIF|D\.N\.I\.|documento)\b", re.I)
 _NAMED_WITHIN = 40
 _SECRETS = re.compile("|".join([
