@@ -203,14 +203,17 @@ def print_estimate(run: Any, report: Any, as_json: bool) -> None:
         print_json({"estimate": found})
         return
     hours = found["gpu_hours"]
-    out.print(f"estimate for {found['strategy']}: {hours['low']:.6g} .. {hours['high']:.6g} GPU-hours, "
+    expected = f" (expected {hours['expected']:.6g})" if hours.get("expected") is not None else ""
+    out.print(f"estimate for {found['strategy']}: {hours['low']:.6g} .. {hours['high']:.6g} GPU-hours{expected}, "
               f"{found['requests']['low']:,} .. {found['requests']['high']:,} requests, "
               f"{found['tokens']['low']:,} .. {found['tokens']['high']:,} tokens; nothing was sent", highlight=False,
               soft_wrap=True)
     for r in found["rungs"]:
         out.print(f"  {r['judge']}: {r['how']}: {r['requests']['low']:,} .. {r['requests']['high']:,} requests, "
                   f"{r['tokens']['low']:,} .. {r['tokens']['high']:,} tokens, {r['gpu_hours']['low']:.6g} .. "
-                  f"{r['gpu_hours']['high']:.6g} GPU-hours ({r['basis']})", highlight=False, soft_wrap=True)
+                  f"{r['gpu_hours']['high']:.6g} GPU-hours"
+                  + (f" (expected {r['gpu_hours']['expected']:.6g})" if r["gpu_hours"]["expected"] is not None else "")
+                  + f" ({r['basis']})", highlight=False, soft_wrap=True)
 
 
 def budget_outcome(summary: dict[str, Any] | None) -> None:

@@ -132,6 +132,10 @@ class ClientStats:
     concurrency: dict[str, dict] = field(default_factory=dict)  # endpoint -> how its concurrency was found
     # endpoint -> seconds at least one of the run's requests was in flight on it (what its GPUs spent on the run)
     busy_seconds: Counter = field(default_factory=Counter)
+    # the run's busy seconds (every endpoint's) as each request ended: the middle of a run, past its ramp-up and
+    # before its drain, gives what one more request costs (`tasks.judge.cost.steady_seconds_per_request`)
+    busy_at_completion: list[float] = field(default_factory=list)
+    dispatches: int = 0  # dispatcher runs that sent a request: each ramps up and drains once
 
 
 class ReplyTooLarge(Exception):
@@ -301,14 +305,22 @@ class Dispatcher:
 
     # -- one request ----------------------------------------------------------------------------
     async def _send(self, request: JudgeRequest, endpoint: _Endpoint) -> None:
+        sent_before = request.requests
         try:
             async with self.gate(endpoint.url) if self.gate else nullcontext():
                 await self._request(request, endpoint)
         finally:
             endpoint.in_flight -= 1
+            now = time.monotonic()
             if endpoint.in_flight == 0:
-                self.stats.busy_seconds[endpoint.url] += time.monotonic() - endpoint.busy_since
+                self.stats.busy_seconds[endpoint.url] += now - endpoint.busy_since
+            if request.requests > sent_before:  # it reached the server (one over the token budget never does)
+                self.stats.busy_at_completion.append(self._busy_now(now))
             self._wake.set()
+
+    def _busy_now(self, now: float) -> float:
+        """The run's busy seconds so far, the stretches still open included."""
+        return sum(self.stats.busy_seconds.values()) + sum(now - e.busy_since for e in self.endpoints if e.in_flight)
 
     async def _prompt_tokens(self, request: JudgeRequest, endpoint: _Endpoint) -> int | None:
         """The request's prompt tokens: the server's count where it has /tokenize, else the estimate (None
@@ -518,11 +530,13 @@ class Dispatcher:
 
     async def run(self, requests: Iterable[JudgeRequest]) -> ClientStats:
         started = time.monotonic()
+        sent_before = self.stats.requests
         watchers = [asyncio.create_task(self._watch_metrics(e)) for e in self.endpoints
                     if e.concurrency.mode == "metrics"]
         try:
             return await self._run(requests)
         finally:
+            self.stats.dispatches += self.stats.requests > sent_before
             for w in watchers:
                 w.cancel()
             await asyncio.gather(*watchers, return_exceptions=True)

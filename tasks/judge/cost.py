@@ -12,6 +12,7 @@ used, so a dashboard reader can redo it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,16 +58,35 @@ def cost_report(*, requests: int, tokens_in: int, tokens_out: int, judge_seconds
     }
 
 
-def measured_gpu_seconds(kind: str, requests: int, busy_seconds: dict[str, float], gpus: int) -> dict[str, Any]:
+STEADY_MIN_REQUESTS = 16  # fewer, and a run's middle half is too short to say what a request costs
+
+
+def steady_seconds_per_request(busy_at_completion: Sequence[float]) -> float | None:
+    """The busy seconds one more request costs: the slope of the run's busy seconds over its requests' middle half
+    (each request's end), where the ramp-up to the server's batch and the drain after the last send are behind and
+    ahead. None under STEADY_MIN_REQUESTS requests."""
+    n = len(busy_at_completion)
+    if n < STEADY_MIN_REQUESTS:
+        return None
+    first, last = n // 4, (3 * n) // 4
+    return max(busy_at_completion[last] - busy_at_completion[first], 0.0) / (last - first)
+
+
+def measured_gpu_seconds(kind: str, requests: int, busy_seconds: dict[str, float], gpus: int,
+                         busy_at_completion: Sequence[float] = (), dispatches: int = 0) -> dict[str, Any]:
     """The run's measured GPU time, whole and for its judge `kind`: each endpoint's busy seconds (at least one of
-    the run's requests in flight on it) times the GPUs its server holds."""
+    the run's requests in flight on it) times the GPUs its server holds; with the requests' ends, the steady
+    GPU-seconds a request (`steady_seconds_per_request`) and the dispatches that each ramped up and drained, which
+    a later run's estimate reads (`tasks.judge.estimate.measured_rate`)."""
     busy = sum(busy_seconds.values())
     spent = round(busy * gpus, 3)
+    steady = steady_seconds_per_request(busy_at_completion)
     return {"gpu_seconds": spent,
             "gpu_seconds_basis": "measured: seconds at least one of the run's requests was in flight on an endpoint, "
                                  "times the GPUs its server holds",
             "by_judge": {kind: {"gpu_seconds": spent, "requests": requests, "busy_seconds": round(busy, 3),
-                                "gpus_per_server": gpus}}}
+                                "gpus_per_server": gpus, "dispatches": dispatches,
+                                "steady_gpu_seconds_per_request": None if steady is None else round(steady * gpus, 6)}}}
 
 
 def kept_gpu_seconds(spent: dict[str, float], kept: int) -> dict[str, Any]:

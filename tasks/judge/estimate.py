@@ -30,13 +30,17 @@ class PairTokens(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Rate:
     """What one request of a judge costs: GPU-seconds per request and per token (prompt and generated), and the
-    tokens it generates per request (low, high); `basis` says where the figures come from."""
+    tokens it generates per request (low, high); `basis` says where the figures come from. Measured runs that
+    timed their requests add `steady` (the GPU-seconds one more request costs, past a run's ramp-up and before its
+    drain) and `per_dispatch` (what a dispatch's ramp-up and drain cost beyond that)."""
 
     kind: str
     per_request: float | None
     per_token: float | None
     tokens_out: tuple[float, float]
     basis: str
+    steady: float | None = None
+    per_dispatch: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +72,13 @@ def declared_rate(kind: str, server_tokens_per_second: float, gpus: int, max_tok
 
 def measured_rate(kind: str, runs: Iterable[dict[str, Any]]) -> Rate | None:
     """The rate of `kind` from earlier runs' summaries (their `cost.by_judge.<kind>`: GPU-seconds and requests,
-    and the run's tokens); None when none measured a request of it."""
+    and the run's tokens); None when none measured a request of it. Where every such run timed its requests
+    (`steady_gpu_seconds_per_request`, `dispatches`), the rate also has their steady cost a request, weighted by
+    requests, and the rest of what they spent a dispatch: a run's ramp-up and drain, which a longer run spreads
+    over more requests."""
     seconds = requests = tokens_in = tokens_out = 0.0
+    steady_seconds = overhead = dispatches = 0.0
+    timed = True
     counted = 0
     for summary in runs:
         judge = ((summary.get("cost") or {}).get("by_judge") or {}).get(kind) or {}
@@ -80,17 +89,31 @@ def measured_rate(kind: str, runs: Iterable[dict[str, Any]]) -> Rate | None:
         requests += float(judge["requests"])
         tokens_in += float(summary.get("tokens_in") or 0)
         tokens_out += float(summary.get("tokens_out") or 0)
+        steady = judge.get("steady_gpu_seconds_per_request")
+        if steady is None or not judge.get("dispatches"):
+            timed = False
+            continue
+        steady_seconds += float(steady) * float(judge["requests"])
+        overhead += max(float(judge["gpu_seconds"]) - float(steady) * float(judge["requests"]), 0.0)
+        dispatches += float(judge["dispatches"])
     if not requests:
         return None
     tokens = tokens_in + tokens_out
     out = tokens_out / requests
-    return Rate(kind, seconds / requests, seconds / tokens if tokens else None, (out, out),
-                f"measured: {seconds:.3f} GPU-seconds over {int(requests):,} requests of {counted} earlier "
-                f"run{'s' if counted != 1 else ''}")
+    basis = (f"measured: {seconds:.3f} GPU-seconds over {int(requests):,} requests of {counted} earlier "
+             f"run{'s' if counted != 1 else ''}")
+    if timed:
+        basis += (f"; {steady_seconds / requests:.4f} GPU-seconds a request once running, "
+                  f"{overhead / dispatches:.3f} a dispatch's ramp-up and drain")
+    return Rate(kind, seconds / requests, seconds / tokens if tokens else None, (out, out), basis,
+                steady=steady_seconds / requests if timed else None,
+                per_dispatch=overhead / dispatches if timed else 0.0)
 
 
-def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate) -> dict[str, Any]:
-    """One rung's requests, tokens and GPU-hours, each low and high."""
+def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate, batch: int | None = None) -> dict[str, Any]:
+    """One rung's requests, tokens and GPU-hours, each low and high; with a steady rate (`Rate.steady`), also the
+    GPU-hours expected of a rung asked of every pair: its requests at the steady cost plus each dispatch's ramp-up
+    and drain (one dispatch, or one a `batch` of pairs when the run sends in batches)."""
     full = len(pairs) * rung.requests_per_pair
     requests = (full if rung.every_pair else 0, full)
     tokens_in_all = rung.requests_per_pair * sum(request_tokens_in(rung.kind, p) for p in pairs)
@@ -99,23 +122,35 @@ def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate) -> dict[s
     costs = [(rate.per_request * requests[0], rate.per_request * requests[1])] if rate.per_request is not None else []
     if rate.per_token is not None:
         costs.append((rate.per_token * tokens[0], rate.per_token * tokens[1]))
+    expected = None
+    if rate.steady is not None and pairs:
+        dispatches = -(-len(pairs) // batch) if batch else 1
+        timed = [rate.steady * n + (rate.per_dispatch * dispatches if n else 0.0) for n in requests]
+        costs.append((timed[0], timed[1]))
+        expected = round(timed[1] / 3600.0, 9) if rung.every_pair else None
     low, high = min(c[0] for c in costs), max(c[1] for c in costs)
     return {"judge": rung.kind, "how": rung.how, "requests": {"low": requests[0], "high": requests[1]},
             "tokens": {"low": tokens[0], "high": tokens[1]},
-            "gpu_hours": {"low": round(low / 3600.0, 9), "high": round(high / 3600.0, 9)}, "basis": rate.basis}
+            "gpu_hours": {"low": round(low / 3600.0, 9), "expected": expected, "high": round(high / 3600.0, 9)},
+            "basis": rate.basis}
 
 
-def estimate(rungs: Sequence[Rung], pairs: dict[str, Sequence[PairTokens]], rates: dict[str, Rate]) -> dict[str, Any]:
-    """The run's estimate: each rung's (`rung_estimate`, on the pairs pending for its judge) and their sums."""
-    each = [rung_estimate(r, pairs[r.kind], rates[r.kind]) for r in rungs]
+def estimate(rungs: Sequence[Rung], pairs: dict[str, Sequence[PairTokens]], rates: dict[str, Rate],
+             batch: int | None = None) -> dict[str, Any]:
+    """The run's estimate: each rung's (`rung_estimate`, on the pairs pending for its judge) and their sums; the
+    expected GPU-hours only where every rung has one (a rung only some pairs climb to ranges instead)."""
+    each = [rung_estimate(r, pairs[r.kind], rates[r.kind], batch) for r in rungs]
 
     def total(key: str, end: str) -> float:
         return sum(e[key][end] for e in each)
 
+    expected = [e["gpu_hours"]["expected"] for e in each]
     return {"pairs": {kind: len(p) for kind, p in pairs.items()}, "rungs": each,
             "requests": {"low": int(total("requests", "low")), "high": int(total("requests", "high"))},
             "tokens": {"low": int(total("tokens", "low")), "high": int(total("tokens", "high"))},
-            "gpu_hours": {"low": round(total("gpu_hours", "low"), 9), "high": round(total("gpu_hours", "high"), 9)}}
+            "gpu_hours": {"low": round(total("gpu_hours", "low"), 9),
+                          "expected": round(sum(expected), 9) if each and None not in expected else None,
+                          "high": round(total("gpu_hours", "high"), 9)}}
 
 
 def strategy_rungs(strategy: Any, genrm: str = "genrm") -> list[Rung]:

@@ -25,4 +25,6 @@ def estimate_run(wh: Any, run: Any) -> dict[str, Any]:
         pairs[rm.config.kind] = pair_tokens(wh, rm_work.pending)
         rates[rm.config.kind] = rate_of(wh, rm.config.kind, settings, settings.judge_rm_gpus)
     rungs = [r for r in strategy_rungs(run.strategy, genrm) if r.kind in pairs]
-    return {"strategy": run.strategy.label, **estimate(rungs, pairs, rates)}
+    # a run within a budget sends its pairs in batches, each of which ramps up and drains
+    batch = settings.judge_write_batch if settings.judge_budget_gpu_hours is not None else None
+    return {"strategy": run.strategy.label, **estimate(rungs, pairs, rates, batch)}

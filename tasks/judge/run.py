@@ -498,7 +498,8 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
                                   tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
                                   model=cost_model(settings), measured=measured)
     summary["cost"].update(measured_gpu_seconds(config.kind, summary["requests"], summary["busy_seconds"],
-                                                settings.gpus_per_server))
+                                                settings.gpus_per_server, stats.busy_at_completion,
+                                                stats.dispatches))
     if rounds is not None:
         summary["rounds"], summary["rounds_ended"] = entries, ended
     if budget is not None:

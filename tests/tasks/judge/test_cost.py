@@ -1,5 +1,7 @@
 """What judging cost: the counts, and GPU-hours estimated under the assumed throughput."""
 
+import pytest
+
 from common.settings import Settings
 from tasks.judge.cost import CostModel, cost_model, cost_report
 
@@ -23,3 +25,30 @@ def test_the_report_uses_the_replies_counts_unless_the_servers_measured_them():
     assert (m["tokens_in"], m["tokens_out"], m["tokens_measured_by"]) == (2000, 2000, "server /metrics")
     assert m["measured_server_tokens_per_second"] == 1000.0 and m["tokens_per_kept_pair"] is None
     assert "estimated" in m["gpu_hours_basis"]
+
+
+def test_a_requests_steady_cost_is_the_middle_halfs_slope_past_the_ramp_up_and_before_the_drain():
+    from tasks.judge.cost import STEADY_MIN_REQUESTS, steady_seconds_per_request
+
+    # the busy seconds as each of 40 requests ended: a slow first tenth (the batch filling), then 0.05 s a
+    # request, then a drain whose last requests end far apart
+    ramp = [0.5 * (i + 1) for i in range(4)]
+    steady = [ramp[-1] + 0.05 * (i + 1) for i in range(32)]
+    drain = [steady[-1] + 1.0 * (i + 1) for i in range(4)]
+    trace = ramp + steady + drain
+    assert steady_seconds_per_request(trace) == pytest.approx(0.05)
+    whole = trace[-1] / len(trace)
+    assert whole > 3 * 0.05  # what the whole run spent a request: the ramp-up and drain spread over too few
+    assert steady_seconds_per_request(trace[:STEADY_MIN_REQUESTS - 1]) is None
+
+
+def test_the_measured_gpu_seconds_carry_the_steady_cost_and_the_dispatches_for_a_later_estimate():
+    from tasks.judge.cost import measured_gpu_seconds
+
+    trace = [0.1 * (i + 1) for i in range(20)]
+    got = measured_gpu_seconds("genrm", 20, {"http://a": 2.0}, 8, trace, dispatches=1)
+    judge = got["by_judge"]["genrm"]
+    assert got["gpu_seconds"] == 16.0 and judge["dispatches"] == 1
+    assert judge["steady_gpu_seconds_per_request"] == pytest.approx(0.8)  # 0.1 busy seconds on 8 GPUs
+    assert measured_gpu_seconds("genrm", 3, {"http://a": 1.0}, 8)["by_judge"]["genrm"][
+        "steady_gpu_seconds_per_request"] is None

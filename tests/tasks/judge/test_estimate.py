@@ -107,3 +107,45 @@ def test_the_first_request_before_any_was_measured():
     mean_in = (REQUEST_OVERHEAD_TOKENS * 2 + 200 + 240) / 2
     assert first_request_seconds(declared, PAIRS) == pytest.approx(2 / 1000 * (mean_in + 100))
 
+
+
+def _timed(gpu_seconds: float, requests: int, steady: float, dispatches: int) -> dict:
+    return {"tokens_in": 100 * requests, "tokens_out": 0, "cost": {"by_judge": {"genrm": {
+        "gpu_seconds": gpu_seconds, "requests": requests, "steady_gpu_seconds_per_request": steady,
+        "dispatches": dispatches}}}}
+
+
+def test_runs_that_timed_their_requests_give_a_steady_cost_and_a_dispatchs_ramp_up_and_drain():
+    # 200 requests: 0.05 GPU-seconds each once running, 6 more for the one dispatch's ramp-up and drain
+    rate = measured_rate("genrm", [_timed(16.0, 200, 0.05, 1), _timed(13.0, 100, 0.05, 2)])
+    assert rate.steady == pytest.approx(0.05)
+    assert rate.per_dispatch == pytest.approx((6.0 + 8.0) / 3)
+    assert rate.per_request == pytest.approx(29.0 / 300)  # the whole runs' mean stays beside it
+    assert "a dispatch's ramp-up and drain" in rate.basis
+    # a longer run spreads one ramp-up and drain over more requests: it is expected to cost less a request
+    pairs = [PairTokens(10, 10, 10)] * 800
+    got = rung_estimate(Rung("genrm", "first", 2, True), pairs, rate)
+    expected = (0.05 * 1600 + rate.per_dispatch) / 3600
+    assert got["gpu_hours"]["expected"] == pytest.approx(expected, abs=1e-9)
+    assert got["gpu_hours"]["low"] <= got["gpu_hours"]["expected"] <= got["gpu_hours"]["high"]
+    # sent in batches (a run within a budget), each batch ramps up and drains
+    batched = rung_estimate(Rung("genrm", "first", 2, True), pairs, rate, batch=64)
+    assert batched["gpu_hours"]["expected"] == pytest.approx((0.05 * 1600 + 13 * rate.per_dispatch) / 3600,
+                                                             abs=1e-9)
+
+
+def test_a_run_without_timed_requests_gives_no_steady_figure_and_no_expected_cost():
+    rate = measured_rate("genrm", [_timed(16.0, 200, 0.05, 1), {"tokens_in": 5, "tokens_out": 0, "cost": {
+        "by_judge": {"genrm": {"gpu_seconds": 1.0, "requests": 10}}}}])  # recorded before requests were timed
+    assert rate.steady is None and rate.per_dispatch == 0.0
+    got = estimate([Rung("genrm", "first", 1, True)], {"genrm": PAIRS}, {"genrm": rate})
+    assert got["gpu_hours"]["expected"] is None and got["rungs"][0]["gpu_hours"]["expected"] is None
+
+
+def test_the_expected_cost_is_the_runs_only_when_no_rung_waits_on_which_pairs_climb():
+    rate = measured_rate("genrm", [_timed(16.0, 200, 0.05, 1)])
+    every = estimate([Rung("genrm", "first", 2, True)], {"genrm": PAIRS}, {"genrm": rate})
+    assert every["gpu_hours"]["expected"] == pytest.approx(every["rungs"][0]["gpu_hours"]["expected"])
+    climbing = estimate(strategy_rungs(parse_strategy("certify:2", None)), {"genrm": PAIRS}, {"genrm": rate})
+    assert climbing["gpu_hours"]["expected"] is None
+    assert climbing["rungs"][0]["gpu_hours"]["expected"] is not None

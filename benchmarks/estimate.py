@@ -1,0 +1,72 @@
+"""`curate judge --estimate` against what the run then measured, through the CLI as a user runs it (SIMULATED: the GenRM
+stand-in's latency and capacity, not a real server's).
+
+A warehouse of synthetic HelpSteer3 pairs; `curate judge --limit FIRST` judges the first pairs (what the estimate then
+reads as the judge's measured rate); `curate judge --estimate` estimates the pairs left; `curate judge` judges them.
+Printed: the estimate's GPU-hours (low, expected, high) beside the run's measured ones, the expected figure's ratio
+to the measured, and, as the baseline in the same process, the earlier runs' mean GPU-seconds a request times the
+requests (what the estimate read before it timed its requests' steady cost).
+
+    python benchmarks/estimate.py [--pairs 1000] [--first 200] [--strategy swap] [--latency 0.05] [--capacity 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from cli_runs import bench_env, curate
+
+from tasks.ingest.synth import write_synth
+from testing.genrm_standin import StandinConfig, StandinProcess
+
+
+def one_run(pairs: int, first: int, strategy: str, latency: float, capacity: int, gpus: int, seed: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="estimate-bench-") as tmp:
+        work = Path(tmp)
+        env = bench_env(work, "CURATE_JUDGE_STRATEGY", "CURATE_SOURCES_FILE", "CURATE_JUDGE_BUDGET_GPU_HOURS")
+        data, warehouse = work / "hs.jsonl", str(work / "w.duckdb")
+        write_synth(data, "helpsteer3", pairs, seed=seed, bad_rate=0.0, exact_dup_rate=0.0, near_dup_rate=0.0)
+        curate("ingest", "--source", "helpsteer3", "--path", str(data), "--warehouse", warehouse, env=env)
+        judge = ("judge", "--strategy", strategy, "--gpus", str(gpus), "--warehouse", warehouse)
+        with StandinProcess(StandinConfig(latency_mean=latency, capacity=capacity, seed=seed)) as server:
+            earlier = curate(*judge, "--endpoint", server.url, "--limit", str(first), env=env)
+            estimate = curate(*judge, "--endpoint", server.url, "--estimate", env=env)["estimate"]
+            run = curate(*judge, "--endpoint", server.url, env=env)
+    spent = earlier["cost"]["by_judge"]["genrm"]
+    baseline = spent["gpu_seconds"] / spent["requests"] * estimate["requests"]["high"] / 3600.0
+    return {"estimate": estimate["gpu_hours"], "requests": estimate["requests"], "baseline": baseline,
+            "measured": run["cost"]["gpu_seconds"] / 3600.0, "measured_requests": run["requests"],
+            "earlier": spent, "basis": estimate["rungs"][0]["basis"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=1000)
+    ap.add_argument("--first", type=int, default=200, help="pairs judged before the estimate")
+    ap.add_argument("--strategy", default="swap")
+    ap.add_argument("--latency", type=float, default=0.05, help="the stand-in's mean seconds a request")
+    ap.add_argument("--capacity", type=int, default=64, help="the stand-in's batch")
+    ap.add_argument("--gpus", type=int, default=8)
+    ap.add_argument("--seeds", type=int, default=3)
+    args = ap.parse_args()
+    print(f"SIMULATED stand-in (latency {args.latency} s, capacity {args.capacity}); {args.pairs} pairs, "
+          f"{args.first} judged first, --strategy {args.strategy}, {args.gpus} GPUs declared")
+    worst = 0.0
+    for seed in range(args.seeds):
+        r = one_run(args.pairs, args.first, args.strategy, args.latency, args.capacity, args.gpus, seed)
+        est, measured = r["estimate"], r["measured"]
+        ratio = est["expected"] / measured if est["expected"] is not None and measured else float("nan")
+        worst = max(worst, abs(ratio - 1.0))
+        print(f"seed {seed}: estimate {est['low']:.5f} .. {est['high']:.5f} GPU-hours, expected {est['expected']}; "
+              f"measured {measured:.5f} ({r['measured_requests']:,} requests, {r['requests']['high']:,} estimated); "
+              f"expected / measured {ratio:.3f}; baseline (earlier mean a request) / measured "
+              f"{r['baseline'] / measured:.3f}; within the range: {est['low'] <= measured <= est['high']}")
+        print(f"         {r['basis']}")
+    print(f"worst |expected / measured - 1| over {args.seeds} seeds: {worst:.3f} (target: at most 0.25): "
+          f"{'PASS' if worst <= 0.25 else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    main()
