@@ -43,6 +43,7 @@ from tasks.judge.exchange import (
 )
 from tasks.judge.exchange import plan_id as make_plan_id
 from tasks.judge.exchange_checks import KEY_ENV
+from tasks.judge.ladder import SCORED, ladder_summary, score_rung
 from tasks.judge.merge import merge_exchange_into, nothing_merged
 from tasks.judge.run import States, Wanted, as_states, split_pending
 from tasks.judge.shards import pair_bucket, pairs_of_shard
@@ -121,13 +122,14 @@ def _first_plan(warehouse: str, exchange: str, shards: int, run: JudgeRun) -> di
         wh.judging.register_judge_config(config_record(run.config))
         work = work_of(wh, run)
         initial = tuple(run.strategy.initial())
-        wanted = {p: initial for p in work.pending} if run.strategy.judges_in_rounds else None
-        pid, files = _write_plan(wh, ex, run, shards, work.pending, work.states, wanted,
-                                 reopened=work.reopened > 0)
+        # a ladder's GenRM is asked nothing up front: the reward model's scores decide which pairs climb to it
+        pending = [] if run.rm_targets else work.pending
+        wanted = {p: initial for p in pending} if run.strategy.judges_in_rounds else None
+        pid, files = _write_plan(wh, ex, run, shards, pending, work.states, wanted, reopened=work.reopened > 0)
     return {"plan_id": pid, "judge_config_id": run.config.id, "strategy": run.strategy.label, "pairs": len(work.ids),
-            "pending": len(work.pending), "skipped_cached": work.done.skipped_cached,
+            "pending": len(pending), "skipped_cached": work.done.skipped_cached,
             "skipped_exhausted": work.done.exhausted, "reopened_exhausted": work.reopened, "work": files,
-            "how": f"{slots_said(initial)} of every pair without it"}
+            "how": SCORED if run.rm_targets else f"{slots_said(initial)} of every pair without it"}
 
 
 @task(cache_policy=NO_CACHE)
@@ -140,6 +142,16 @@ def plan_shards(warehouse: str, exchange: str, shards: int, strategy: str | None
     run = JudgeRun.with_config(settings, config=judge_config_from(settings), run_id=current_run_id(),
                                strategy=strategy, limit=limit, retry_exhausted=retry_exhausted)
     return _first_plan(warehouse, exchange, shards, run)
+
+
+@task(cache_policy=NO_CACHE)
+def score_rung_here(warehouse: str, run: JudgeRun) -> tuple[dict[str, Any], int]:
+    """A sharded ladder's rung 0, judged by the coordinator itself on the reward model's endpoints (its requests
+    are one prefill each, no decoding): every pair the reward model has not scored yet, before the GenRM's rounds
+    go to the shards. Returns the reward model's summary and the pairs it was asked about."""
+    with Warehouse(warehouse) as wh:
+        wh.judging.register_judge_config(config_record(run.config))
+        return score_rung(wh, run)
 
 
 @task(cache_policy=NO_CACHE)
@@ -308,6 +320,7 @@ def _in_shards(run: JudgeRun, shards: int, ex: Exchange, warehouse: str, dispatc
     log = get_run_logger()
     root = str(ex.url)
     before = merge_exchange(warehouse, root)  # a lost worker's finished part counts before planning
+    scored = score_rung_here(warehouse, run) if run.rm_targets else None
     plan = plan_first_round(warehouse, root, shards, run)
     summary: ShardedJudgeSummary = {**{k: v for k, v in plan.items() if k not in ("work", "how")},
                                     "merged_before": before, "shards": []}
@@ -352,9 +365,12 @@ def _in_shards(run: JudgeRun, shards: int, ex: Exchange, warehouse: str, dispatc
     summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
                                   tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
                                   model=cost_model(settings))
+    summary["cost"].update(_measured(every, warehouse))
     summary["shards"] = _said(every)
     if in_rounds:
         summary["rounds"], summary["rounds_ended"] = entries, ended
+    if scored is not None:  # the reward model's rung as round 0, its counts and GPU-seconds in the run's
+        summary = ladder_summary(scored[0], scored[1], summary)
         for r in entries:
             log.info("judge round %d: %d pairs asked in %d shards, %d requests, %d judged; %d pairs certified after "
                      "it (%s)", r["round"], r["pairs_asked"], len(r["shards"]), r["requests"], r["judged"],
@@ -393,7 +409,8 @@ def _coordinator(shards: int, parameters: dict[str, Any]) -> JudgeRun:
 
 @flow(name="judge-sharded", log_prints=False)
 @takes_parameters_of(JudgeRun.of, "strategy", "deployment", "exchange", "warehouse", "limit", "stale_seconds",
-                     "start_timeout", "target_agreement", "risk", "policy_path", "retry_exhausted", subject="shards")
+                     "start_timeout", "target_agreement", "risk", "policy_path", "retry_exhausted", "rm_endpoints",
+                     "rm_gpus", subject="shards")
 def judge_sharded(shards: int, **parameters: Any) -> ShardedJudgeSummary:
     """Judge the pending pairs in `shards` shards, one run of the judge deployment per shard; a strategy in
     rounds (`certify`) judges each round so, toward `target_agreement` at `risk` (over the policy file's).
@@ -411,7 +428,7 @@ def judge_sharded(shards: int, **parameters: Any) -> ShardedJudgeSummary:
 @flow(name="judge-sharded-here", log_prints=False)
 @takes_parameters_of(JudgeRun.of, "endpoints", "strategy", "launch", "port", "exchange", "warehouse", "limit",
                      "max_in_flight", "request_timeout", "target_agreement", "risk", "policy_path", "retry_exhausted",
-                     subject="shards")
+                     "rm_endpoints", "rm_gpus", subject="shards")
 def judge_sharded_here(shards: int, **parameters: Any) -> ShardedJudgeSummary:
     """`curate judge --shards N`: the pending pairs planned in `shards` signed shards through the exchange, as
     for GPU workers, each judged here by the worker's flow on the given endpoints (or a server launched here),
@@ -426,6 +443,20 @@ def judge_sharded_here(shards: int, **parameters: Any) -> ShardedJudgeSummary:
         return _in_shards(run, shards, Exchange(settings.judge_exchange), str(settings.warehouse),
                           _here(shards, list(run.targets), settings.judge_max_in_flight,
                                 settings.judge_request_timeout), settings)
+
+
+def _measured(runs: list[ShardRun], warehouse: str) -> dict[str, Any]:
+    """The GPU-seconds the worker runs measured (their records' `cost.by_judge`), whole and per judge kind."""
+    ids = sorted({r.flow_run_id for r in runs})
+    by_judge: dict[str, dict[str, float]] = {}
+    with Warehouse(warehouse, read_only=True) as wh:
+        summaries = wh.runs.judge_run_summaries(ids)
+    for s in summaries.values():
+        for kind, judge in ((s.get("cost") or {}).get("by_judge") or {}).items():
+            mine = by_judge.setdefault(kind, {"gpu_seconds": 0.0, "requests": 0})
+            mine["gpu_seconds"] = round(mine["gpu_seconds"] + float(judge.get("gpu_seconds") or 0.0), 3)
+            mine["requests"] += int(judge.get("requests") or 0)
+    return {"gpu_seconds": round(sum(j["gpu_seconds"] for j in by_judge.values()), 3), "by_judge": by_judge}
 
 
 def _totals(runs: list[ShardRun], warehouse: str) -> dict[str, Any]:

@@ -54,8 +54,12 @@ class LadderRound(JudgeRound):
     judge: str  # the kind that judged it: `reward_model` (round 0), then `genrm`
 
 
-class ShardedJudgeRound(JudgeRound):
-    """One round of a run in rounds judged in shards (`certify` with `--shards N`)."""
+class _LadderJudge(TypedDict, total=False):
+    judge: str  # a ladder's: `reward_model` (round 0, scored by the coordinator), then `genrm`
+
+
+class ShardedJudgeRound(JudgeRound, _LadderJudge):
+    """One round of a run in rounds judged in shards (`certify` or `ladder` with `--shards N`)."""
 
     plan_id: str  # the round's plan in the exchange, named by what it asks
     shards: list[dict[str, str]]  # shard, plan_id, flow_run_id, state, message
@@ -150,6 +154,7 @@ class ShardedJudgeSummary(TypedDict, total=False):
     served_models: list[str]
     cost: dict[str, Any]
     rounds: list[ShardedJudgeRound]  # a run in rounds (`certify`): each round, in order
+    reward_model: dict[str, Any]  # a judge ladder's: the reward model's rung, scored by the coordinator
     rounds_ended: str | None  # why no further round was sent (as a run in one process says, or every shard failed)
 
 

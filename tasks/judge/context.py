@@ -39,8 +39,9 @@ def check_rounds(strategy: Strategy, shard: str | None, target_agreement: float 
                                 "one shard (drop --shard; --shards N judges each round in N shards)")
 
 
-def check_ladder(strategy: Strategy, rm_endpoints: list[str] | None, shards: int | None) -> None:
-    """A judge ladder names its reward model's endpoints, and only a ladder does; it judges in one process."""
+def check_ladder(strategy: Strategy, rm_endpoints: list[str] | None) -> None:
+    """A judge ladder names its reward model's endpoints, and only a ladder does (sharded, its coordinator scores
+    rung 0 on them and the shards judge the GenRM's rounds)."""
     from tasks.judge.strategies import Ladder
 
     is_ladder = isinstance(strategy, Ladder)
@@ -49,8 +50,6 @@ def check_ladder(strategy: Strategy, rm_endpoints: list[str] | None, shards: int
                                 "pooling server, or `curate judge-standin --kind reward-model`)")
     if rm_endpoints and not is_ladder:
         raise InvalidInputError("--rm-endpoint applies to --strategy ladder[:K], the judge ladder")
-    if is_ladder and shards:
-        raise InvalidInputError("ladder judges in one process for now: drop --shards")
 
 
 def _whole(name: str, value: Any, least: int, most: int | None = None) -> None:
@@ -136,7 +135,7 @@ class JudgeRun:
             parse_shard(shard)
         _whole("shards", shards, 1)
         check_rounds(parsed, shard, target_agreement, risk, policy_path, shards)
-        check_ladder(parsed, rm_endpoints, shards)
+        check_ladder(parsed, rm_endpoints)
         if rm_gpus is not None and not rm_endpoints:
             raise InvalidInputError("--rm-gpus applies to a judge ladder's reward model: give --rm-endpoint URL too")
         if budget_gpu_hours is not None and shards:

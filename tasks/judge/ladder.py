@@ -74,18 +74,25 @@ def reward_model_run(run: JudgeRun) -> JudgeRun:
                     run.limit, planned=True)
 
 
-def judge_ladder(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Rounds) -> JudgeSummary:
-    """Rung 0 on the reward model (every pair of the run it has not scored yet), then the GenRM's rounds."""
+def score_rung(wh: Warehouse, run: JudgeRun) -> tuple[dict[str, Any], int]:
+    """Rung 0 of `run` (the GenRM's, its configuration registered): its configuration linked to the reward model's,
+    then the reward model's scores of every pair of the run it has not scored yet. Returns the reward model's
+    summary and the pairs it was asked about. A sharded ladder's coordinator runs it too, before its GenRM rounds."""
     rm = reward_model_run(run)
     wh.judging.link_ladder(run.config.id, rm.config.id)
     rm_work = plan_work(wh.judging, rm.config.id, rm.strategy, rm.shard, rm.limit, rm.max_attempts)
-    scored = judge_and_record(wh, rm_work, rm)
+    return judge_and_record(wh, rm_work, rm), len(rm_work.pending)
+
+
+def judge_ladder(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Rounds) -> JudgeSummary:
+    """Rung 0 on the reward model (every pair of the run it has not scored yet), then the GenRM's rounds."""
+    scored, asked = score_rung(wh, run)
     # the GenRM's first round asks nothing: which pairs climb to it is decided once the reward model's scores are in
     # within a budget, the GenRM's rounds have what the reward model left of it
     spent = float((scored.get("cost") or {}).get("gpu_seconds") or 0.0)
     genrm = judge_and_record(wh, replace(work, pending=[]), run, rounds, spent_before=spent,
                              stopped=bool((scored.get("budget") or {}).get("stopped")))
-    return ladder_summary(scored, len(rm_work.pending), genrm)
+    return ladder_summary(scored, asked, genrm)
 
 
 def ladder_summary(rm: dict[str, Any], asked: int, genrm: dict[str, Any]) -> dict[str, Any]:

@@ -232,3 +232,40 @@ def test_a_shard_failing_in_the_last_round_is_reported_and_the_rerun_finishes(cl
     assert rerun["rounds_ended"] == NOTHING_MORE and rerun["requests"] == total - first > 0
     assert all(x["state"] == "COMPLETED" for r in rerun["rounds"] for x in r["shards"])
     assert total == _paid(at)
+
+
+def test_a_sharded_ladder_scores_rung_0_here_and_asks_the_genrm_what_one_process_asks(clean, tmp_path):
+    """`--strategy ladder --shards N`: the coordinator scores every pair with the reward model, the GenRM's
+    rounds go to the shards; round by round the same decisions and the same certified pairs as in one process."""
+    from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+
+    n = clean[1]
+    one_at, sharded_at = _copy(clean, tmp_path / "one.duckdb"), _copy(clean, tmp_path / "sharded.duckdb")
+    exchange = str(tmp_path / "exchange")
+    ladder = {"strategy": "ladder", "target_agreement": TARGET}
+    with StandinProcess(StandinConfig(**STANDIN)) as genrm, RewardStandinProcess(RewardStandinConfig()) as rm:
+        one = judge(endpoints=[genrm.url], rm_endpoints=[rm.url], warehouse=str(one_at), **ladder)
+        genrm.reset_stats()
+        rm_before = rm.stats()["requests"]
+        s = judge_sharded_here(3, endpoints=[genrm.url], rm_endpoints=[rm.url], exchange=exchange,
+                               warehouse=str(sharded_at), **ladder)
+        asked_genrm, scored = genrm.stats()["requests"], rm.stats()["requests"] - rm_before
+        again = judge_sharded_here(3, endpoints=[genrm.url], rm_endpoints=[rm.url], exchange=exchange,
+                                   warehouse=str(sharded_at), **ladder)
+        # nothing asked twice
+        assert genrm.stats()["requests"] == asked_genrm and rm.stats()["requests"] - rm_before == scored
+    assert_summary(s, ShardedJudgeSummary)
+    assert scored == n and s["reward_model"]["judged"] == n
+    rounds = s["rounds"]
+    assert rounds[0]["judge"] == "reward_model" and rounds[0]["pairs_asked"] == n and rounds[0]["shards"] == []
+    assert all(r["judge"] == "genrm" for r in rounds[1:]) and len(rounds) >= 2
+    keys = (*ROUND_KEYS, "judge")
+    assert [{k: r[k] for k in keys} for r in rounds] == [{k: r[k] for k in keys} for r in one["rounds"]]
+    assert 0 < asked_genrm == one["cost"]["by_judge"]["genrm"]["requests"] < n
+    # GPU-seconds per judge: the reward model's measured here, the GenRM's by the shards' runs
+    by_judge = s["cost"]["by_judge"]
+    assert by_judge["reward_model"]["requests"] == n and by_judge["genrm"]["requests"] == asked_genrm
+    assert all(j["gpu_seconds"] > 0 for j in by_judge.values())
+    assert _verdicts(sharded_at) == _verdicts(one_at)
+    assert _certified(sharded_at) == _certified(one_at)
+    assert again["requests"] == 0
