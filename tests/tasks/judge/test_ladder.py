@@ -100,3 +100,38 @@ def test_swapped_endpoints_are_refused_before_any_request(tmp_path):
             assert done.returncode == 2, done.stderr[-2000:]
             assert f"{wrong} does not serve" in done.stderr and "HTTP 404" in done.stderr
         assert genrm.stats()["requests"] == 0 and rm.stats()["requests"] == 0 == rm.stats()["scored"]
+
+
+def test_a_ladder_killed_in_either_rung_resumes_and_pays_for_nothing_twice(tmp_path):
+    """SIGKILL `curate judge --strategy ladder` while the reward model scores, then its rerun while the GenRM's
+    rounds run; the third run finishes. Each judgment is paid for once, but what was in flight or not yet written
+    (a write batch) when a process died."""
+    from tests.flows.conftest import killed_part_way
+
+    warehouse = tmp_path / "w.duckdb"
+    pairs = ingest_clean_pairs(tmp_path, warehouse, 600, seed=47)
+    batch = 16
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph"),
+           "CURATE_JUDGE_WRITE_BATCH": str(batch)}
+    capacity = 16
+    with (StandinProcess(StandinConfig(latency_mean=0.02, capacity=capacity, position_bias=0.3)) as genrm,
+          RewardStandinProcess(RewardStandinConfig(latency_mean=0.02, capacity=capacity)) as rm):
+        argv = [CURATE, "judge", "--strategy", "ladder", "--rm-endpoint", rm.url, "--endpoint", genrm.url,
+                "--target-agreement", "0.9", "--max-in-flight", str(capacity), "--json"]
+        killed_part_way(argv, env, rm, pairs // 3)
+        assert pairs // 3 <= rm.stats()["requests"] < pairs and genrm.stats()["requests"] == 0
+        killed_part_way(argv, env, genrm, 40)
+        assert rm.stats()["requests"] <= pairs + 2 * (batch + capacity)
+        assert genrm.stats()["requests"] >= 40
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        s = json.loads(done.stdout.strip().splitlines()[-1])
+        asked = {"rm": rm.stats()["requests"], "genrm": genrm.stats()["requests"]}
+    with Warehouse(warehouse, read_only=True) as wh:
+        kinds = dict(wh.query("SELECT kind, count(*) FROM judgments JOIN judge_configs USING (judge_config_id) "
+                              "WHERE status = 'ok' GROUP BY kind"))
+    assert kinds["reward_model"] == pairs and s["rounds_ended"]
+    # paid once each, but for the two kills' in-flight and unwritten requests
+    assert asked["rm"] <= pairs + 2 * (batch + capacity)
+    assert asked["genrm"] <= kinds["genrm"] + 2 * (batch + capacity)
