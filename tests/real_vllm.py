@@ -41,6 +41,11 @@ BUILD_TIMEOUT_S = 900
 STARTUP_TIMEOUT_S = 600
 
 # vLLM's CPU backend takes its KV cache size from here (GiB); 1 holds 256 requests of 4,096 tokens.
+# The session's servers run the tiny models eagerly: vLLM's CPU build otherwise compiles the model with inductor at
+# each start (54 s to ready against 23 s eager for the tiny GenRM on 2 cores, its compile cache cold), and what these
+# tests check (the API, token counts, errors, /metrics) does not depend on it. `--launch-vllm` starts the product's
+# own command line, which compiles.
+EAGER = "--enforce-eager"
 SERVER_ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "1",
     "HF_HUB_OFFLINE": "1",
@@ -88,6 +93,7 @@ def vllm_command(python: str, model_dir: Path, port: int, spec: VllmServerSpec) 
         "--seed", "1",
         "--chat-template", str(model_dir / TEMPLATE_FILES[spec.template]),
         "--trust-request-chat-template",
+        EAGER,
     ]
     if spec.reasoning_parser:
         argv += ["--reasoning-parser", spec.reasoning_parser]
@@ -199,7 +205,7 @@ def rm_command(python: str, model_dir: Path, port: int) -> list[str]:
     return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
             "--served-model-name", RM_SERVED_NAME, "--host", "127.0.0.1", "--port", str(port),
             "--runner", "pooling", "--max-model-len", "4096", "--dtype", "bfloat16", "--seed", "1",
-            "--chat-template", str(model_dir / "chat_template.jinja")]
+            "--chat-template", str(model_dir / "chat_template.jinja"), EAGER]
 
 
 @pytest.fixture(scope="session")
