@@ -4,10 +4,14 @@ stand-in's latency and capacity, not a real server's).
 A warehouse of synthetic HelpSteer3 pairs; `curate judge --limit FIRST` judges the first pairs (what the estimate then
 reads as the judge's measured rate); `curate judge --estimate` estimates the pairs left; `curate judge` judges them.
 Printed: the estimate's GPU-hours (low, expected, high) beside the run's measured ones, the expected figure's ratio
-to the measured, and, as the baseline in the same process, the earlier runs' mean GPU-seconds a request times the
-requests (what the estimate read before it timed its requests' steady cost).
+to the measured, and, as the baseline in the same process, the earlier run's mean GPU-seconds a request times the
+requests (what the estimate read before it timed its requests' steady cost; for a strategy in rounds, times the
+most requests the run could send). `--strategy certify` or `ladder` judge toward a 90% target (a ladder with the
+reward-model stand-in beside the GenRM's): a run with rungs only some pairs climb to has no expected figure, which
+counts as a miss.
 
-    python benchmarks/estimate.py [--pairs 1000] [--first 200] [--strategy swap] [--latency 0.05] [--capacity 64]
+    python benchmarks/estimate.py [--pairs 1000] [--first 200] [--strategy swap|certify|ladder] [--latency 0.05]
+                                  [--capacity 64] [--seeds 3]
 """
 
 from __future__ import annotations
@@ -23,22 +27,31 @@ from testing.genrm_standin import StandinConfig, StandinProcess
 
 
 def one_run(pairs: int, first: int, strategy: str, latency: float, capacity: int, gpus: int, seed: int) -> dict:
+    from contextlib import nullcontext
+
+    from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+
+    ladder = strategy.startswith("ladder")
     with tempfile.TemporaryDirectory(prefix="estimate-bench-") as tmp:
         work = Path(tmp)
         env = bench_env(work, "CURATE_JUDGE_STRATEGY", "CURATE_SOURCES_FILE", "CURATE_JUDGE_BUDGET_GPU_HOURS")
         data, warehouse = work / "hs.jsonl", str(work / "w.duckdb")
         write_synth(data, "helpsteer3", pairs, seed=seed, bad_rate=0.0, exact_dup_rate=0.0, near_dup_rate=0.0)
         curate("ingest", "--source", "helpsteer3", "--path", str(data), "--warehouse", warehouse, env=env)
-        judge = ("judge", "--strategy", strategy, "--gpus", str(gpus), "--warehouse", warehouse)
-        with StandinProcess(StandinConfig(latency_mean=latency, capacity=capacity, seed=seed)) as server:
-            earlier = curate(*judge, "--endpoint", server.url, "--limit", str(first), env=env)
-            estimate = curate(*judge, "--endpoint", server.url, "--estimate", env=env)["estimate"]
-            run = curate(*judge, "--endpoint", server.url, env=env)
-    spent = earlier["cost"]["by_judge"]["genrm"]
-    baseline = spent["gpu_seconds"] / spent["requests"] * estimate["requests"]["high"] / 3600.0
+        judge = ["judge", "--strategy", strategy, "--gpus", str(gpus), "--warehouse", warehouse]
+        if strategy.startswith(("certify", "ladder")):
+            judge += ["--target-agreement", "0.9"]
+        with (StandinProcess(StandinConfig(latency_mean=latency, capacity=capacity, seed=seed)) as server,
+              RewardStandinProcess(RewardStandinConfig(seed=seed)) if ladder else nullcontext() as rm):
+            judge += ["--endpoint", server.url, *(["--rm-endpoint", rm.url] if ladder else [])]
+            earlier = curate(*judge, "--limit", str(first), env=env)
+            estimate = curate(*judge, "--estimate", env=env)["estimate"]
+            run = curate(*judge, env=env)
+    spent = earlier["cost"]
+    baseline = spent["gpu_seconds"] / earlier["requests"] * estimate["requests"]["high"] / 3600.0
     return {"estimate": estimate["gpu_hours"], "requests": estimate["requests"], "baseline": baseline,
             "measured": run["cost"]["gpu_seconds"] / 3600.0, "measured_requests": run["requests"],
-            "earlier": spent, "basis": estimate["rungs"][0]["basis"]}
+            "basis": estimate["rungs"][0]["basis"]}
 
 
 def main() -> None:
@@ -58,7 +71,7 @@ def main() -> None:
         r = one_run(args.pairs, args.first, args.strategy, args.latency, args.capacity, args.gpus, seed)
         est, measured = r["estimate"], r["measured"]
         ratio = est["expected"] / measured if est["expected"] is not None and measured else float("nan")
-        worst = max(worst, abs(ratio - 1.0))
+        worst = max(worst, abs(ratio - 1.0)) if ratio == ratio else float("inf")  # no expected figure: a miss
         print(f"seed {seed}: estimate {est['low']:.5f} .. {est['high']:.5f} GPU-hours, expected {est['expected']}; "
               f"measured {measured:.5f} ({r['measured_requests']:,} requests, {r['requests']['high']:,} estimated); "
               f"expected / measured {ratio:.3f}; baseline (earlier mean a request) / measured "
