@@ -32,6 +32,7 @@ from tasks.curate.policy import in_rounds
 from tasks.judge.config import config_record
 from tasks.judge.context import JudgeRun
 from tasks.judge.cost import cost_model, cost_report
+from tasks.judge.estimate import Budget, budget_of
 from tasks.judge.exchange import (
     Exchange,
     HeartbeatWatch,
@@ -127,7 +128,7 @@ def _first_plan(warehouse: str, exchange: str, shards: int, run: JudgeRun) -> di
         wanted = {p: initial for p in pending} if run.strategy.judges_in_rounds else None
         pid, files = _write_plan(wh, ex, run, shards, pending, work.states, wanted, reopened=work.reopened > 0)
     return {"plan_id": pid, "judge_config_id": run.config.id, "strategy": run.strategy.label, "pairs": len(work.ids),
-            "pending": len(pending), "skipped_cached": work.done.skipped_cached,
+            "pending": len(pending), "requests_planned": len(pending) * len(initial), "skipped_cached": work.done.skipped_cached,
             "skipped_exhausted": work.done.exhausted, "reopened_exhausted": work.reopened, "work": files,
             "how": SCORED if run.rm_targets else f"{slots_said(initial)} of every pair without it"}
 
@@ -206,6 +207,7 @@ def decide_round(warehouse: str, exchange: str, shards: int, run: JudgeRun, done
         pid, files = _write_plan(wh, ex, run, shards, pending, states, wanted,
                                  {p.pair_id: p for p in nxt.pairs} if nxt is not None and not carried else None)
         decided.update(ended=None, next={"plan_id": pid, "work": files, "pairs_asked": len(pending),
+                                         "requests_planned": sum(len(v) for v in wanted.values()),
                                          "how": "; ".join(how)})
     return decided
 
@@ -322,8 +324,9 @@ def _in_shards(run: JudgeRun, shards: int, ex: Exchange, warehouse: str, dispatc
     before = merge_exchange(warehouse, root)  # a lost worker's finished part counts before planning
     scored = score_rung_here(warehouse, run) if run.rm_targets else None
     plan = plan_first_round(warehouse, root, shards, run)
-    summary: ShardedJudgeSummary = {**{k: v for k, v in plan.items() if k not in ("work", "how")},
+    summary: ShardedJudgeSummary = {**{k: v for k, v in plan.items() if k not in ("work", "how", "requests_planned")},
                                     "merged_before": before, "shards": []}
+    budget = shards_budget(warehouse, run, scored)
     in_rounds = run.strategy.judges_in_rounds
     if not plan["work"] and not in_rounds:
         log.info("judge: nothing pending (%d pairs, %d judgments cached)", plan["pairs"], plan["skipped_cached"])
@@ -337,6 +340,10 @@ def _in_shards(run: JudgeRun, shards: int, ex: Exchange, warehouse: str, dispatc
     runs: list[ShardRun] = []
     ended = None
     while current is not None:
+        if budget is not None and current["work"] and not budget.allows(
+                *_spent(every, warehouse, run.config.kind), current["requests_planned"]):
+            ended = "stopped at the GPU-hour budget"
+            break
         runs = dispatch(current) if current["work"] else []
         if runs:
             merged = _merged_sum(merged, merge_exchange(warehouse, root))
@@ -371,6 +378,8 @@ def _in_shards(run: JudgeRun, shards: int, ex: Exchange, warehouse: str, dispatc
         summary["rounds"], summary["rounds_ended"] = entries, ended
     if scored is not None:  # the reward model's rung as round 0, its counts and GPU-seconds in the run's
         summary = ladder_summary(scored[0], scored[1], summary)
+    if budget is not None:
+        summary["budget"] = budget.said(_spent(every, warehouse, run.config.kind)[0])
         for r in entries:
             log.info("judge round %d: %d pairs asked in %d shards, %d requests, %d judged; %d pairs certified after "
                      "it (%s)", r["round"], r["pairs_asked"], len(r["shards"]), r["requests"], r["judged"],
@@ -410,7 +419,7 @@ def _coordinator(shards: int, parameters: dict[str, Any]) -> JudgeRun:
 @flow(name="judge-sharded", log_prints=False)
 @takes_parameters_of(JudgeRun.of, "strategy", "deployment", "exchange", "warehouse", "limit", "stale_seconds",
                      "start_timeout", "target_agreement", "risk", "policy_path", "retry_exhausted", "rm_endpoints",
-                     "rm_gpus", subject="shards")
+                     "rm_gpus", "gpus", "budget_gpu_hours", subject="shards")
 def judge_sharded(shards: int, **parameters: Any) -> ShardedJudgeSummary:
     """Judge the pending pairs in `shards` shards, one run of the judge deployment per shard; a strategy in
     rounds (`certify`) judges each round so, toward `target_agreement` at `risk` (over the policy file's).
@@ -428,7 +437,7 @@ def judge_sharded(shards: int, **parameters: Any) -> ShardedJudgeSummary:
 @flow(name="judge-sharded-here", log_prints=False)
 @takes_parameters_of(JudgeRun.of, "endpoints", "strategy", "launch", "port", "exchange", "warehouse", "limit",
                      "max_in_flight", "request_timeout", "target_agreement", "risk", "policy_path", "retry_exhausted",
-                     "rm_endpoints", "rm_gpus", subject="shards")
+                     "rm_endpoints", "rm_gpus", "gpus", "budget_gpu_hours", subject="shards")
 def judge_sharded_here(shards: int, **parameters: Any) -> ShardedJudgeSummary:
     """`curate judge --shards N`: the pending pairs planned in `shards` signed shards through the exchange, as
     for GPU workers, each judged here by the worker's flow on the given endpoints (or a server launched here),
@@ -443,6 +452,25 @@ def judge_sharded_here(shards: int, **parameters: Any) -> ShardedJudgeSummary:
         return _in_shards(run, shards, Exchange(settings.judge_exchange), str(settings.warehouse),
                           _here(shards, list(run.targets), settings.judge_max_in_flight,
                                 settings.judge_request_timeout), settings)
+
+
+def shards_budget(warehouse: str, run: JudgeRun, scored: tuple[dict[str, Any], int] | None) -> Budget | None:
+    """The run's GPU-hour budget (None: none), checked by the coordinator before each plan goes to the shards: what
+    the shards' runs measured so far (and a ladder's reward model, `scored`), plus the plan's requests at the
+    GenRM's rate (this run's so far, else its earlier runs' or the declared one), within it."""
+    if run.settings.judge_budget_gpu_hours is None:
+        return None
+    rm = scored[0] if scored is not None else {}
+    with Warehouse(warehouse, read_only=True) as wh:
+        return budget_of(wh, run, wh.judging.curation_pair_ids(),
+                         float((rm.get("cost") or {}).get("gpu_seconds") or 0.0),
+                         bool((rm.get("budget") or {}).get("stopped")))
+
+
+def _spent(runs: list[ShardRun], warehouse: str, kind: str) -> tuple[float, int]:
+    """(GPU-seconds, requests) the shards' runs of judge `kind` measured so far."""
+    judge = _measured(runs, warehouse)["by_judge"].get(kind) or {}
+    return float(judge.get("gpu_seconds") or 0.0), int(judge.get("requests") or 0)
 
 
 def _measured(runs: list[ShardRun], warehouse: str) -> dict[str, Any]:

@@ -155,6 +155,7 @@ class ShardedJudgeSummary(TypedDict, total=False):
     cost: dict[str, Any]
     rounds: list[ShardedJudgeRound]  # a run in rounds (`certify`): each round, in order
     reward_model: dict[str, Any]  # a judge ladder's: the reward model's rung, scored by the coordinator
+    budget: dict[str, Any]  # with --budget-gpu-hours: gpu_hours, spent_gpu_hours, left_gpu_hours, stopped
     rounds_ended: str | None  # why no further round was sent (as a run in one process says, or every shard failed)
 
 

@@ -172,6 +172,7 @@ def judge(
             summary = runner.flow(judge_sharded_here, **run.flow_parameters(judge_sharded_here))
         print_summary("judge", summary if as_json else with_rounds_apart(summary), as_json)
         judge_outcome(summary)
+        budget_outcome(summary)
         return
     summary = None
     if report is not None and not retry_exhausted and not rm_endpoint:  # the endpoints answer: anything to judge?

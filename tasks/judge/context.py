@@ -138,8 +138,6 @@ class JudgeRun:
         check_ladder(parsed, rm_endpoints)
         if rm_gpus is not None and not rm_endpoints:
             raise InvalidInputError("--rm-gpus applies to a judge ladder's reward model: give --rm-endpoint URL too")
-        if budget_gpu_hours is not None and shards:
-            raise InvalidInputError("--budget-gpu-hours stops a run judged in this process: drop --shards")
         from tasks.judge.targets import judge_config_from
 
         return cls(settings, judge_config_from(settings), parsed, str(uuid.uuid4()), (), shard, limit,

@@ -269,3 +269,32 @@ def test_a_sharded_ladder_scores_rung_0_here_and_asks_the_genrm_what_one_process
     assert _verdicts(sharded_at) == _verdicts(one_at)
     assert _certified(sharded_at) == _certified(one_at)
     assert again["requests"] == 0
+
+
+def test_a_sharded_run_stops_at_its_budget_between_rounds_and_a_rerun_pays_for_nothing_twice(clean, tmp_path,
+                                                                                              monkeypatch):
+    """`--budget-gpu-hours H --shards N`: the coordinator checks, before each round goes to the shards, what the
+    shards' runs measured so far plus the round's requests at the run's rate. Round 0 (1,200 requests at 50 ms on
+    8 GPUs: several GPU-seconds) fits a declared rate that prices it near nothing; nothing after it fits 1
+    GPU-second. A rerun with a larger budget finishes, asking no stored judgment again."""
+    from common.settings import get_settings
+
+    monkeypatch.setenv("CURATE_COST_SERVER_TOKENS_PER_SECOND", "1e12")
+    get_settings.cache_clear()
+    path = _copy(clean, tmp_path / "budget.duckdb")
+    rounds = {"strategy": "certify:2", "target_agreement": TARGET, "exchange": str(tmp_path / "exchange"),
+              "warehouse": str(path)}
+    with StandinProcess(StandinConfig(**{**STANDIN, "latency_mean": 0.05})) as server:
+        stopped = judge_sharded_here(2, endpoints=[server.url], budget_gpu_hours=1.0 / 3600, **rounds)
+        first = server.stats()["requests"]
+        done = judge_sharded_here(2, endpoints=[server.url], budget_gpu_hours=10.0, **rounds)
+        total = server.stats()["requests"]
+    assert_summary(stopped, ShardedJudgeSummary)
+    assert stopped["budget"]["stopped"] and stopped["rounds_ended"] == "stopped at the GPU-hour budget"
+    assert len(stopped["rounds"]) == 1 and first == clean[1] == stopped["requests"]  # round 0 alone
+    assert stopped["budget"]["spent_gpu_hours"] > 0 and stopped["budget"]["left_gpu_hours"] >= 0
+    assert not done["budget"]["stopped"] and done["rounds_ended"] == NOTHING_MORE
+    assert done["rounds"][0]["requests"] == 0  # round 0's judgments were stored: not asked again
+    with Warehouse(path, read_only=True) as wh:
+        stored = wh.query("SELECT count(*) FROM judgments WHERE status = 'ok'")[0][0]
+    assert total == stored  # each judgment paid for once

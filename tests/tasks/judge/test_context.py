@@ -82,7 +82,6 @@ def test_of_is_the_judge_flows_parameters_checked_once(tmp_path):
     ({"gpus": 0}, "judge_gpus = 0"),
     ({"budget_gpu_hours": 0}, "judge_budget_gpu_hours = 0"),
     ({"rm_gpus": 2}, "--rm-gpus applies to a judge ladder's reward model"),
-    ({"budget_gpu_hours": 1.0, "shards": 2}, "--budget-gpu-hours stops a run judged in this process"),
 ])
 def test_of_refuses_a_bad_parameter_in_one_line(given, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -98,6 +97,9 @@ def test_the_gpus_and_the_budget_are_the_runs_settings_and_its_parameters(tmp_pa
     given = run.parameters()
     assert (given["gpus"], given["rm_gpus"], given["budget_gpu_hours"]) == (4, 2, 1.5)
     assert JudgeRun.of(**given) == run
+    # judged in shards too: the coordinator checks the budget before each plan, and scores a ladder's rung 0
+    sharded = JudgeRun.of(**{**given, "shards": 2})
+    assert sharded.shards == 2 and sharded.settings.judge_budget_gpu_hours == 1.5 and sharded.rm_targets == (URL,)
     plain = JudgeRun.of(endpoints=[URL], warehouse=warehouse)
     assert plain.settings.gpus_per_server == plain.settings.vllm_tensor_parallel_size * \
         plain.settings.vllm_data_parallel_size and plain.parameters()["budget_gpu_hours"] is None
