@@ -44,7 +44,7 @@ from tasks.judge.exchange import (
 )
 from tasks.judge.exchange import plan_id as make_plan_id
 from tasks.judge.exchange_checks import KEY_ENV
-from tasks.judge.ladder import SCORED, ladder_summary, score_rung
+from tasks.judge.ladder import SCORED, ladder_summary, rung_spent, score_rung
 from tasks.judge.merge import merge_exchange_into, nothing_merged
 from tasks.judge.run import States, Wanted, as_states, split_pending
 from tasks.judge.shards import pair_bucket, pairs_of_shard
@@ -372,15 +372,17 @@ def _in_shards(run: JudgeRun, shards: int, ex: Exchange, warehouse: str, dispatc
     summary["cost"] = cost_report(requests=summary["requests"], tokens_in=summary["tokens_in"],
                                   tokens_out=summary["tokens_out"], judge_seconds=summary["seconds"], kept=None,
                                   model=cost_model(settings))
-    summary["cost"].update(_measured(every, warehouse))
+    measured = _measured(every, warehouse)
+    summary["cost"].update(measured)
     summary["shards"] = _said(every)
+    if budget is not None:
+        summary["budget"] = budget.said((measured["by_judge"].get(run.config.kind) or {}).get("gpu_seconds", 0.0))
     if in_rounds:
         summary["rounds"], summary["rounds_ended"] = entries, ended
     if scored is not None:  # the reward model's rung as round 0, its counts and GPU-seconds in the run's
         summary = ladder_summary(scored[0], scored[1], summary)
-    if budget is not None:
-        summary["budget"] = budget.said(_spent(every, warehouse, run.config.kind)[0])
-        for r in entries:
+    if in_rounds:
+        for r in summary["rounds"]:
             log.info("judge round %d: %d pairs asked in %d shards, %d requests, %d judged; %d pairs certified after "
                      "it (%s)", r["round"], r["pairs_asked"], len(r["shards"]), r["requests"], r["judged"],
                      r["certified"], r["how"])
@@ -460,11 +462,8 @@ def shards_budget(warehouse: str, run: JudgeRun, scored: tuple[dict[str, Any], i
     GenRM's rate (this run's so far, else its earlier runs' or the declared one), within it."""
     if run.settings.judge_budget_gpu_hours is None:
         return None
-    rm = scored[0] if scored is not None else {}
     with Warehouse(warehouse, read_only=True) as wh:
-        return budget_of(wh, run, wh.judging.curation_pair_ids(),
-                         float((rm.get("cost") or {}).get("gpu_seconds") or 0.0),
-                         bool((rm.get("budget") or {}).get("stopped")))
+        return budget_of(wh, run, wh.judging.curation_pair_ids(), *rung_spent(scored[0] if scored else {}))
 
 
 def _spent(runs: list[ShardRun], warehouse: str, kind: str) -> tuple[float, int]:

@@ -20,6 +20,7 @@ import heapq
 import itertools
 import random
 import time
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -134,7 +135,7 @@ class ClientStats:
     busy_seconds: Counter = field(default_factory=Counter)
     # the run's busy seconds (every endpoint's) as each request ended: the middle of a run, past its ramp-up and
     # before its drain, gives what one more request costs (`tasks.judge.cost.steady_seconds_per_request`)
-    busy_at_completion: list[float] = field(default_factory=list)
+    busy_at_completion: array = field(default_factory=lambda: array("d"))  # 8 bytes a request
     dispatches: int = 0  # dispatcher runs that sent a request: each ramps up and drains once
 
 

@@ -89,10 +89,16 @@ def judge_ladder(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Rounds) 
     scored, asked = score_rung(wh, run)
     # the GenRM's first round asks nothing: which pairs climb to it is decided once the reward model's scores are in
     # within a budget, the GenRM's rounds have what the reward model left of it
-    spent = float((scored.get("cost") or {}).get("gpu_seconds") or 0.0)
-    genrm = judge_and_record(wh, replace(work, pending=[]), run, rounds, spent_before=spent,
-                             stopped=bool((scored.get("budget") or {}).get("stopped")))
+    spent, stopped = rung_spent(scored)
+    genrm = judge_and_record(wh, replace(work, pending=[]), run, rounds, spent_before=spent, stopped=stopped)
     return ladder_summary(scored, asked, genrm)
+
+
+def rung_spent(scored: dict[str, Any]) -> tuple[float, bool]:
+    """What the reward model's rung (its summary) spent of a budget: its measured GPU-seconds, and whether the budget
+    stopped it."""
+    return (float((scored.get("cost") or {}).get("gpu_seconds") or 0.0),
+            bool((scored.get("budget") or {}).get("stopped")))
 
 
 def ladder_summary(rm: dict[str, Any], asked: int, genrm: dict[str, Any]) -> dict[str, Any]:
