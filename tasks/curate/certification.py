@@ -30,9 +30,17 @@ import numpy as np
 from common.errors import UserError
 from common.numbers import count, percent
 from tasks.curate.calibration import FOLDS, features_of, fit_held_out, reliability
-from tasks.curate.certify import Certificate, fixed_sequence, shortfall, threshold_grid
+from tasks.curate.certify import Certificate, fixed_sequence, loosest_passing, shortfall, threshold_grid
 from tasks.curate.confidence import Confidences, pool_confidences
-from tasks.curate.ladder import confirming_margin, reward_signals, unseen_judge, with_reward_model
+from tasks.curate.ladder import (
+    REWARD_MODEL_STOP,
+    confirming_margin,
+    contradicts_reward_model,
+    judged_by_genrm,
+    reward_signals,
+    unseen_judge,
+    with_reward_model,
+)
 from tasks.curate.pool import JudgedPool
 from tasks.judge.kinds import NO_ORDER
 
@@ -236,11 +244,15 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
     as they stand (`tasks.curate.select.certifiable`; None: every eligible pair); a pair they drop is never sure.
     `ahead`: a ladder and each pair's next rung of it (-1 none), to say which pairs are promising.
 
-    Per population, the threshold its certification would choose at its share of the risk, found on its training
-    pairs by cross-fitting (each scored by a model that did not see it). In a population with one, a pair is sure
-    when its score (by the model of every training label) reaches it or its verdict is decisive (adaptive's rule:
-    |margin| > 1 with scores agreeing); a pair is promising when it would reach it were its next rung to confirm
-    its verdicts (`_confirmed`). Pairs in a population without one (its training labels certify no threshold, no
+    Per population, an estimate of the threshold its certification will choose: the loosest whose bound passes at
+    its share of the risk on its training pairs, scored by cross-fitting (each by a model that did not see it), each
+    threshold tested on its own (`loosest_passing`: a few errors among the surest pairs do not throw it out, as
+    they would a fixed sequence's, which sent every pair of a ladder to the GenRM in a round where that happened).
+    In a population with one, a pair is sure when its score (by the model of every training label) reaches it or
+    its verdict is decisive (adaptive's rule: |margin| > 1 with scores agreeing); a pair a judge ladder's reward
+    model alone scored is sure only at the threshold found at `REWARD_MODEL_STOP` of that risk (a stricter bar for
+    the cheaper judge: a pair that stops too early is lost to the version, one that climbs costs one request). A
+    pair is promising when it would reach the threshold were its next rung to confirm its verdicts (`_confirmed`). Pairs in a population without one (its training labels certify no threshold, no
     labels cover it, or too few training labels for any model) follow adaptive's rule alone: sure on a decisive
     verdict, and more verdicts cannot make them certified."""
     keepable = eligible if keepable is None else keepable & eligible
@@ -267,15 +279,20 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
     if np.isnan(out_of_fold).any() or not len(train):
         return by_adaptive("too few training labels for a model")
     member, risk_each = labels.member_of(), risk / labels.split()
-    found: dict[str, float] = {}
-    for name in labels.names():
-        mine = member[train] == name
-        if not mine.any():
-            continue
-        grid = threshold_grid(out_of_fold[mine], int(mine.sum()), 1.0 - target, risk_each)
-        cert = fixed_sequence(out_of_fold[mine], right[mine] == 0, grid, 1.0 - target, risk_each)
-        if cert.threshold is not None:
-            found[name] = cert.threshold
+
+    def thresholds(at_risk: float) -> dict[str, float]:
+        found = {}
+        for name in labels.names():
+            mine = member[train] == name
+            if not mine.any():
+                continue
+            grid = threshold_grid(out_of_fold[mine], int(mine.sum()), 1.0 - target, at_risk)
+            t = loosest_passing(out_of_fold[mine], right[mine] == 0, grid, 1.0 - target, at_risk)
+            if t is not None:
+                found[name] = t
+        return found
+
+    found = thresholds(risk_each)
     if not found:
         return by_adaptive(f"the training labels certify no threshold at {percent(target)}")
     # every pair, and each pair as its next rung would leave it if it confirmed the verdicts, by one model of
@@ -294,8 +311,13 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
     score[idx], confirmed[up] = p[:len(idx)], p[len(idx):]
     threshold = np.array([found.get(m, np.nan) for m in member.tolist()], float)
     climbs = eligible & ~np.isnan(threshold)
+    stop = threshold
+    if pool.rm_margin is not None:  # a ladder: the reward model's margin alone stops a pair at a stricter threshold
+        stricter = thresholds(risk_each * REWARD_MODEL_STOP)
+        stop = np.where(judged_by_genrm(pool), threshold,
+                        np.array([stricter.get(m, np.inf) for m in member.tolist()], float))
     with np.errstate(invalid="ignore"):
-        sure = adaptive | (climbs & keepable & (score >= threshold))
+        sure = adaptive | (climbs & keepable & (score >= stop))
         promising = climbs & (confirmed >= threshold)
     said = (_said(next(iter(found.values()))) if len(found) == 1 else
             ", ".join(f"{_said(t)} in {n}" for n, t in sorted(found.items())))
@@ -334,7 +356,9 @@ def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, ta
 
     A pair a version may hold that is not sure may get the rung after the last one it holds whole, further samples
     only if its verdicts contradict each other (orders or scores disagreeing: repeating consistent verdicts cannot
-    make them stronger). In a population whose training labels certify a threshold it gets that rung only when it
+    make them stronger); in a judge ladder the GenRM's other order too, or the reward model's margin contradicting
+    the GenRM's verdict (a GenRM order the reward model confirms was checked by a judge with no position bias; on
+    the benchmark's worlds the other order of such pairs added no kept pair, docs/judge-ladder.md). In a population whose training labels certify a threshold it gets that rung only when it
     is promising (it would pass the threshold were the rung to confirm its verdicts): a pair that could not pass
     even then stops, as one that already passes does. Elsewhere adaptive's rule decides: the other order for a
     verdict that is not decisive, nothing more. When the budget binds, the other order goes first, then the higher
@@ -351,6 +375,8 @@ def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, ta
     for k, rung in enumerate(ladder):
         if any(sample > 0 for _, sample in rung):  # further samples
             nxt = np.where((nxt == k) & ~contradicting, -1, nxt)
+        elif pool.rm_margin is not None and ("ba", 0) in rung:  # a ladder's other order
+            nxt = np.where((nxt == k) & ~(contradicting | contradicts_reward_model(pool, c)), -1, nxt)
     esc = escalation_cutoff(pool, c, labels, target, risk, eligible, keepable, (ladder, nxt))
     further = np.isin(nxt, [k for k, rung in enumerate(ladder) if any(sample > 0 for _, sample in rung)])
     # not sure, and: in a population with a threshold, promising; elsewhere, the other order alone. A judge ladder

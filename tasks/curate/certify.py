@@ -169,3 +169,13 @@ def shortfall(certificate: Certificate, share: float = 1.0) -> Shortfall:
     total = needed * certificate.calibration_pairs / best.accepted
     more = max(1, math.ceil((total - certificate.calibration_pairs) / max(share, 1e-9)))
     return Shortfall(certificate.best_agreement, certificate.calibration_pairs, more, rate)
+
+
+def loosest_passing(scores: np.ndarray, wrong: np.ndarray, thresholds: np.ndarray, alpha: float,
+                    risk: float) -> float | None:
+    """The loosest of `thresholds` whose bound passes, each tested on its own (None: none passes). Not a
+    certificate (testing every threshold spends the risk once per threshold): an estimate of where one would fall
+    that a few errors among the surest pairs do not throw out, for deciding where to spend judgments."""
+    cert = fixed_sequence(scores, wrong, thresholds, np.inf, risk)  # every threshold's bound, none failing
+    passing = [t.threshold for t in cert.tested if t.bound <= alpha]
+    return passing[-1] if passing else None

@@ -23,11 +23,14 @@ from tasks.curate.pool import JudgedPool
 CONFIRMED_MARGIN = 1.5
 
 
-def scored_only(pool: JudgedPool, c: Confidences) -> np.ndarray:
-    """The pairs the reward model scored with a direction and the GenRM never judged (bool per pair)."""
+def scored_only(pool: JudgedPool, c: Confidences | None = None) -> np.ndarray:
+    """The pairs the reward model scored with a direction and the GenRM never judged (bool per pair): by `c`'s
+    verdicts (the GenRM's own confidences, which may hold verdicts the pool does not: a projection's), or by the
+    pool's GenRM verdicts without `c` (confidences `with_reward_model` made count its score as a verdict)."""
     if pool.rm_margin is None:
         return np.zeros(len(pool), bool)
-    return (c.verdicts == 0) & np.isfinite(pool.rm_margin) & (np.nan_to_num(pool.rm_margin) != 0)
+    unjudged = ~judged_by_genrm(pool) if c is None else c.verdicts == 0
+    return unjudged & np.isfinite(pool.rm_margin) & (np.nan_to_num(pool.rm_margin) != 0)
 
 
 def with_reward_model(pool: JudgedPool, c: Confidences) -> Confidences:
@@ -57,9 +60,7 @@ def unseen_judge(pool: JudgedPool, training: np.ndarray) -> bool:
     verdicts exist and the training labels alone, never a calibration label). False without a ladder."""
     if pool.rm_margin is None:
         return False
-    judged = np.zeros(len(pool), bool)
-    judged[pool.v_pair] = True
-    return int((judged & (training != 0)).sum()) < MIN_TAUGHT
+    return int((judged_by_genrm(pool) & (training != 0)).sum()) < MIN_TAUGHT
 
 
 def reward_signals(pool: JudgedPool, c: Confidences, idx: np.ndarray) -> np.ndarray:
@@ -73,7 +74,28 @@ def reward_signals(pool: JudgedPool, c: Confidences, idx: np.ndarray) -> np.ndar
 def confirming_margin(pool: JudgedPool, c: Confidences, stronger: np.ndarray) -> np.ndarray:
     """The margin a confirming GenRM verdict is taken to give each pair (`stronger`: its stronger order's, 0 where
     the GenRM never judged it): for a pair the reward model alone scored, `CONFIRMED_MARGIN` on its side."""
-    only = scored_only(pool, c)
+    only = scored_only(pool)  # `c` counts the reward model's score as a verdict
     if not only.any():
         return stronger
     return np.where(only, CONFIRMED_MARGIN * np.sign(np.nan_to_num(pool.rm_margin)), stronger)
+
+
+# The share of a population's risk at which the threshold a pair must pass to stop on the reward model's margin
+# alone is found: a stricter bar for the cheaper judge (docs/judge-ladder.md#when-a-pair-climbs)
+REWARD_MODEL_STOP = 0.2
+
+
+def judged_by_genrm(pool: JudgedPool) -> np.ndarray:
+    """Which pairs hold a GenRM verdict (bool per pair)."""
+    judged = np.zeros(len(pool), bool)
+    judged[pool.v_pair] = True
+    return judged
+
+
+def contradicts_reward_model(pool: JudgedPool, c: Confidences) -> np.ndarray:
+    """Which pairs the GenRM judged whose reward-model margin points the other way, or nowhere (bool per pair;
+    none without a reward model)."""
+    if pool.rm_margin is None:
+        return np.zeros(len(pool), bool)
+    rm = np.sign(np.nan_to_num(pool.rm_margin))
+    return judged_by_genrm(pool) & np.isfinite(pool.rm_margin) & (rm != c.direction)

@@ -110,7 +110,7 @@ def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_corre
         drop(Dropped.ONE_ORDER_ONLY, one & ~pool.one_order_on_purpose)
         drop(Dropped.SECOND_ORDER_FAILED, one & pool.has_failed)
         decisive = (np.abs(c.margin) > policy.decisive_margin) & c.scores_agree
-        drop(Dropped.SECOND_ORDER_MISSING, one & ~decisive)
+        drop(Dropped.SECOND_ORDER_MISSING, one & ~decisive & ~priced_by_certificate(pool, certified))
         if policy.one_order_decisive == "drop":
             drop(Dropped.ONE_ORDER_DECISIVE, one)
         drop(Dropped.ORDERS_DISAGREE, c.orders_agree == 0)
@@ -132,6 +132,17 @@ def drop_reasons(pool: JudgedPool, c: Confidences, policy: FilterPolicy, p_corre
 
 # the filters that read a source's human label: a certification never lets them choose what it tests
 LABEL_FILTERS = (Dropped.BOTH_BAD, Dropped.HUMAN_TIE, Dropped.HUMAN_DISAGREES)
+
+
+def priced_by_certificate(pool: JudgedPool, certified: np.ndarray | None) -> np.ndarray:
+    """The one-order pairs a certified build keeps for its certificate to judge (bool per pair): a judge ladder's
+    pairs the reward model scored. That judge has no position bias, so it stands where the GenRM's other order
+    would; the certified score reads both judges' verdicts (docs/judge-ladder.md#one-genrm-order), and a pair the
+    filter dropped here would waste the GenRM request the rounds spent on it. Never in a build without a
+    certificate (`certified` None)."""
+    if certified is None or pool.rm_margin is None:
+        return np.zeros(len(pool), bool)
+    return np.isfinite(pool.rm_margin)
 
 
 def certifiable(pool: JudgedPool, c: Confidences, policy: FilterPolicy) -> np.ndarray:

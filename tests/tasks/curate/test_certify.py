@@ -8,7 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from tasks.curate.certify import disagreement_bound, fixed_sequence, pairs_needed, shortfall, threshold_grid
+from tasks.curate.certify import (
+    disagreement_bound,
+    fixed_sequence,
+    loosest_passing,
+    pairs_needed,
+    shortfall,
+    threshold_grid,
+)
 
 
 def test_the_bound_is_clopper_pearson():
@@ -53,6 +60,17 @@ def test_fixed_sequence_stops_at_the_first_failure():
     assert result.tested[-1].bound > 0.1
     nothing = fixed_sequence(scores, np.ones(len(scores), bool), np.array([0.95]), alpha=0.1, risk=0.05)
     assert nothing.threshold is None and nothing.certified is None
+
+
+def test_loosest_passing_is_not_thrown_out_by_errors_among_the_surest():
+    """An estimate for where to spend judgments: the fixed sequence stops at a strict threshold whose few pairs hold
+    an error; each threshold tested on its own, a looser one still passes."""
+    scores = np.r_[np.full(5, 0.99), np.full(300, 0.9), np.full(100, 0.3)]
+    wrong = np.r_[[True, False, False, False, False], np.zeros(300, bool), np.ones(100, bool)]
+    grid = np.array([0.95, 0.5, -np.inf])
+    assert fixed_sequence(scores, wrong, grid, alpha=0.1, risk=0.05).threshold is None
+    assert loosest_passing(scores, wrong, grid, alpha=0.1, risk=0.05) == 0.5
+    assert loosest_passing(scores, np.ones(len(scores), bool), grid, alpha=0.1, risk=0.05) is None
 
 
 def _toy_world(seed: int, slope: float, n_cal: int = 400) -> tuple[float | None, float]:

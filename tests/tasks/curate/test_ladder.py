@@ -7,15 +7,24 @@ from dataclasses import replace
 
 import numpy as np
 
+from tasks.curate import certification
 from tasks.curate.certification import (
     CertificationLabels,
     calibration_pairs,
     certify_pool,
+    escalation_cutoff,
     holds,
     next_rungs,
     signals,
 )
-from tasks.curate.ladder import scored_only, unseen_judge, with_reward_model
+from tasks.curate.ladder import (
+    CONFIRMED_MARGIN,
+    confirming_margin,
+    contradicts_reward_model,
+    scored_only,
+    unseen_judge,
+    with_reward_model,
+)
 from tasks.judge.strategies import parse_strategy
 from testing.reward_model_standin import RewardStandinConfig, score_for
 from testing.simulated_worlds import judge, make_world, pool_of
@@ -76,7 +85,56 @@ def test_escalation_up_the_ladder_never_reads_a_calibration_label():
     assert np.array_equal(a.scores.score, b.scores.score, equal_nan=True)
     second = next_rungs(pool, c, labels, 0.9, 0.05, every, LADDER)
     assert np.array_equal(second.rungs, next_rungs(pool, c, _flipped(pool, labels), 0.9, 0.05, every, LADDER).rungs)
-    assert set(np.unique(second.rungs)) <= {-1, 2, 3} and not (second.rungs[~climbing] >= 0).any()
+    # a pair that stopped on the reward model may climb once the model is refitted, but only to the GenRM's first order
+    assert set(np.unique(second.rungs[climbing])) <= {-1, 2, 3} and set(np.unique(second.rungs[~climbing])) <= {-1, 1}
+
+
+def _earlier_run(seed: int, pairs: int, judged: int):
+    """A world whose first `judged` pairs an earlier run sent to the GenRM's first order (enough training pairs for
+    the score's model to know what its verdict adds); the others the reward model alone scored."""
+    world = make_world(seed, pairs)
+    for i in range(judged):
+        judge(world, i, "ab", 0)
+    pool, c = ladder_pool(world)
+    labels = source_labels(pool)
+    assert not unseen_judge(pool, labels.training)
+    return world, pool, c, labels
+
+
+def test_a_pair_the_reward_model_left_unsure_climbs_once_the_genrm_is_known():
+    """A later run's pairs climb where a confirming GenRM verdict would carry them: the projection stands on the
+    reward model's side, never on a tie (the confidences count the reward model's score as a verdict)."""
+    world, pool, c, labels = _earlier_run(11, 1500, 600)
+    only = scored_only(pool)
+    assert only[600:].all() and not only[:600].any()
+    margin = confirming_margin(pool, c, np.zeros(len(pool)))
+    assert (margin[only] == CONFIRMED_MARGIN * np.sign(pool.rm_margin[only])).all()
+    plan = next_rungs(pool, c, labels, 0.9, 0.05, np.ones(len(pool), bool), LADDER)
+    assert 0 < (plan.rungs[only] == 1).sum() < only.sum()
+
+
+def test_the_other_order_goes_only_where_the_verdicts_contradict(monkeypatch):
+    """A GenRM order the reward model confirms was checked by a judge with no position bias: the other order is
+    asked only where the reward model's margin points the other way (or the GenRM's verdicts disagree)."""
+    world, pool, c, labels = _earlier_run(11, 1500, 600)
+    every = np.ones(len(pool), bool)
+    plan = next_rungs(pool, c, labels, 0.9, 0.05, every, LADDER)
+    contradicting = contradicts_reward_model(pool, c) | (c.orders_agree == 0) | ~c.scores_agree
+    assert contradicting[plan.rungs == 2].all()
+    monkeypatch.setattr(certification, "contradicts_reward_model", lambda pool, c: np.ones(len(pool), bool))
+    without = next_rungs(pool, c, labels, 0.9, 0.05, every, LADDER)  # the rule off: every pair may get it
+    assert ((without.rungs == 2) & ~contradicting).sum() > 5
+
+
+def test_the_reward_model_alone_stops_a_pair_at_a_stricter_threshold(monkeypatch):
+    world, pool, c, labels = _earlier_run(7, 1500, 600)
+    every = np.ones(len(pool), bool)
+    strict = escalation_cutoff(pool, c, labels, 0.9, 0.05, every)
+    monkeypatch.setattr(certification, "REWARD_MODEL_STOP", 1.0)
+    same = escalation_cutoff(pool, c, labels, 0.9, 0.05, every)
+    only = scored_only(pool)
+    assert not (strict.sure & ~same.sure).any() and strict.sure[only].sum() < same.sure[only].sum()
+    assert np.array_equal(strict.sure[~only], same.sure[~only])  # the GenRM's verdicts stop pairs as before
 
 
 def test_a_pool_without_a_ladder_is_read_as_before():

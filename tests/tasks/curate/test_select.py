@@ -139,3 +139,25 @@ def test_a_certified_selection_drops_what_it_did_not_accept_before_the_label_fil
     # without a certification the order is as it always was: the human tie before the judge's filters
     plain = make_policy({"human_ties": "drop", "min_abs_margin": 0.0})
     assert REASONS[drop_reasons(pool, c, plain, np.full(len(pool), np.nan))[4] - 1] == Dropped.HUMAN_TIE
+
+
+def test_a_ladders_one_order_pair_is_left_to_its_certificate():
+    """A judge ladder's pair with one GenRM order the reward model scored: a certified build leaves it to the
+    certificate (the reward model stands where the other order would); a build without one drops it as before."""
+    from dataclasses import replace
+
+    from common.reasons import Dropped
+    from tasks.curate.ladder import with_reward_model
+    from tasks.curate.select import certifiable, drop_reasons
+
+    slight = [("ab", (4, 3, 3))]  # one order, not decisive
+    pool = JudgedPool.of([_pair(i, slight, one_order_on_purpose=True) for i in range(3)])
+    pool = replace(pool, rm_margin=np.array([0.8, -0.8, np.nan]))  # agrees, disagrees, not scored
+    c = with_reward_model(pool, pool_confidences(len(pool), pool.v_pair, pool.v_ab, pool.v_margin,
+                                                 pool.v_scores_agree, pool.human_label))
+    policy = make_policy({"target_agreement": 0.9})
+    assert certifiable(pool, c, policy).tolist() == [True, True, False]
+    certified = drop_reasons(pool, c, policy, np.full(3, np.nan), np.ones(3, bool))
+    assert [REASONS[k - 1] if k else None for k in certified] == [None, None, Dropped.SECOND_ORDER_MISSING]
+    plain = drop_reasons(pool, c, make_policy({"min_abs_margin": 0.0, "min_confidence": 0.0}), np.full(3, np.nan))
+    assert all(REASONS[k - 1] == Dropped.SECOND_ORDER_MISSING for k in plain)
