@@ -7,8 +7,8 @@ Printed: the estimate's GPU-hours (low, expected, high) beside the run's measure
 to the measured, and, as the baseline in the same process, the earlier run's mean GPU-seconds a request times the
 requests (what the estimate read before it timed its requests' steady cost; for a strategy in rounds, times the
 most requests the run could send). `--strategy certify` or `ladder` judge toward a 90% target (a ladder with the
-reward-model stand-in beside the GenRM's): a run with rungs only some pairs climb to has no expected figure, which
-counts as a miss.
+reward-model stand-in beside the GenRM's): the rungs only some pairs climb to are expected from the estimate's replay
+of the rounds' rule (`tasks.review.rounds.climb_shares`); a run with no expected figure counts as a miss.
 
     python benchmarks/estimate.py [--pairs 1000] [--first 200] [--strategy swap|certify|ladder] [--latency 0.05]
                                   [--capacity 64] [--seeds 3]
@@ -73,7 +73,8 @@ def main() -> None:
         ratio = est["expected"] / measured if est["expected"] is not None and measured else float("nan")
         worst = max(worst, abs(ratio - 1.0)) if ratio == ratio else float("inf")  # no expected figure: a miss
         print(f"seed {seed}: estimate {est['low']:.5f} .. {est['high']:.5f} GPU-hours, expected {est['expected']}; "
-              f"measured {measured:.5f} ({r['measured_requests']:,} requests, {r['requests']['high']:,} estimated); "
+              f"measured {measured:.5f} ({r['measured_requests']:,} requests, {r['requests'].get('expected', '-')} expected, "
+              f"{r['requests']['high']:,} at most); "
               f"expected / measured {ratio:.3f}; baseline (earlier mean a request) / measured "
               f"{r['baseline'] / measured:.3f}; within the range: {est['low'] <= measured <= est['high']}")
         print(f"         {r['basis']}")

@@ -194,12 +194,13 @@ def print_estimate(run: Any, report: Any, as_json: bool) -> None:
     (`estimate`), or one line per rung."""
     from tasks.judge.estimate_run import estimate_run
     from tasks.judge.targets import judge_config_from
+    from tasks.review.rounds import climb_shares
     from warehouse.store import Warehouse
 
     settings = run.settings
     run = run.served_by(list(report.usable) if report is not None else [], judge_config_from(settings, report))
     with Warehouse(settings.warehouse, read_only=True) as wh:
-        found = guarded(estimate_run, wh, run)
+        found = guarded(estimate_run, wh, run, lambda pending: climb_shares(wh, run, pending))
     if as_json:
         print_json({"estimate": found})
         return
@@ -210,7 +211,8 @@ def print_estimate(run: Any, report: Any, as_json: bool) -> None:
               f"{found['tokens']['low']:,} .. {found['tokens']['high']:,} tokens; nothing was sent", highlight=False,
               soft_wrap=True)
     for r in found["rungs"]:
-        out.print(f"  {r['judge']}: {r['how']}: {r['requests']['low']:,} .. {r['requests']['high']:,} requests, "
+        climbing = f" (expected {r['requests']['expected']:,})" if "expected" in r["requests"] else ""
+        out.print(f"  {r['judge']}: {r['how']}: {r['requests']['low']:,} .. {r['requests']['high']:,} requests{climbing}, "
                   f"{r['tokens']['low']:,} .. {r['tokens']['high']:,} tokens, {r['gpu_hours']['low']:.6g} .. "
                   f"{r['gpu_hours']['high']:.6g} GPU-hours"
                   + (f" (expected {r['gpu_hours']['expected']:.6g})" if r["gpu_hours"]["expected"] is not None else "")

@@ -46,12 +46,13 @@ class Rate:
 @dataclass(frozen=True, slots=True)
 class Rung:
     """One rung of a run: its judge, how it is said, its requests per pair, and whether every pending pair is
-    asked it (else only those that climb to it: from none to all)."""
+    asked it (else only those that climb to it: from none to all, `share` of them expected; None: no figure)."""
 
     kind: str
     how: str
     requests_per_pair: int
     every_pair: bool
+    share: float | None = None
 
 
 def request_tokens_in(kind: str, pair: PairTokens) -> int:
@@ -112,8 +113,9 @@ def measured_rate(kind: str, runs: Iterable[dict[str, Any]]) -> Rate | None:
 
 def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate, batch: int | None = None) -> dict[str, Any]:
     """One rung's requests, tokens and GPU-hours, each low and high; with a steady rate (`Rate.steady`), also the
-    GPU-hours expected of a rung asked of every pair: its requests at the steady cost plus each dispatch's ramp-up
-    and drain (one dispatch, or one a `batch` of pairs when the run sends in batches)."""
+    GPU-hours expected: of a rung asked of every pair, its requests at the steady cost plus each dispatch's ramp-up
+    and drain (one dispatch, or one a `batch` of pairs when the run sends in batches); of a rung only some pairs
+    climb to, the same of its expected `share` of the pairs, in one dispatch (a round)."""
     full = len(pairs) * rung.requests_per_pair
     requests = (full if rung.every_pair else 0, full)
     tokens_in_all = rung.requests_per_pair * sum(request_tokens_in(rung.kind, p) for p in pairs)
@@ -127,9 +129,14 @@ def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate, batch: in
         dispatches = -(-len(pairs) // batch) if batch else 1
         timed = [rate.steady * n + (rate.per_dispatch * dispatches if n else 0.0) for n in requests]
         costs.append((timed[0], timed[1]))
-        expected = round(timed[1] / 3600.0, 9) if rung.every_pair else None
+        if rung.every_pair:
+            expected = round(timed[1] / 3600.0, 9)
+        elif rung.share is not None:
+            climbing = rung.share * full
+            expected = round((rate.steady * climbing + (rate.per_dispatch if climbing else 0.0)) / 3600.0, 9)
     low, high = min(c[0] for c in costs), max(c[1] for c in costs)
-    return {"judge": rung.kind, "how": rung.how, "requests": {"low": requests[0], "high": requests[1]},
+    said = {} if rung.every_pair or rung.share is None else {"expected": round(rung.share * full)}
+    return {"judge": rung.kind, "how": rung.how, "requests": {"low": requests[0], "high": requests[1], **said},
             "tokens": {"low": tokens[0], "high": tokens[1]},
             "gpu_hours": {"low": round(low / 3600.0, 9), "expected": expected, "high": round(high / 3600.0, 9)},
             "basis": rate.basis}
@@ -145,18 +152,22 @@ def estimate(rungs: Sequence[Rung], pairs: dict[str, Sequence[PairTokens]], rate
         return sum(e[key][end] for e in each)
 
     expected = [e["gpu_hours"]["expected"] for e in each]
-    return {"pairs": {kind: len(p) for kind, p in pairs.items()}, "rungs": each,
-            "requests": {"low": int(total("requests", "low")), "high": int(total("requests", "high"))},
+    asked = [e["requests"]["high"] if r.every_pair else e["requests"].get("expected") for r, e in zip(rungs, each)]
+    requests = {"low": int(total("requests", "low")), "high": int(total("requests", "high"))}
+    if each and None not in asked:
+        requests["expected"] = int(sum(asked))
+    return {"pairs": {kind: len(p) for kind, p in pairs.items()}, "rungs": each, "requests": requests,
             "tokens": {"low": int(total("tokens", "low")), "high": int(total("tokens", "high"))},
             "gpu_hours": {"low": round(total("gpu_hours", "low"), 9),
                           "expected": round(sum(expected), 9) if each and None not in expected else None,
                           "high": round(total("gpu_hours", "high"), 9)}}
 
 
-def strategy_rungs(strategy: Any, genrm: str = "genrm") -> list[Rung]:
+def strategy_rungs(strategy: Any, genrm: str = "genrm", shares: Sequence[float] | None = None) -> list[Rung]:
     """The rungs of `strategy`: a ladder's reward model first, then each rung it asks of the GenRM (the first of a
-    run in rounds of every pair, except a ladder's, the later ones of the pairs that climb); a strategy judged
-    pair by pair: its first judgments of every pair, then its follow-ups of those that need them."""
+    run in rounds of every pair, except a ladder's, the later ones of the pairs that climb, each with its expected
+    share of the pairs where `shares` gives one per rung past the first: `tasks.review.rounds.climb_shares`); a
+    strategy judged pair by pair: its first judgments of every pair, then its follow-ups of those that need them."""
     from tasks.judge.kinds import REWARD_MODEL
 
     ladder = strategy.ladder()
@@ -169,14 +180,15 @@ def strategy_rungs(strategy: Any, genrm: str = "genrm") -> list[Rung]:
         return rungs
     rungs: list[Rung] = []
     climbs = False
-    for slots in ladder:
+    for k, slots in enumerate(ladder):
         if list(slots) == list(REWARD_MODEL.slots()):
             rungs.append(Rung(REWARD_MODEL.name, "the reward model scores every pending pair", 1, True))
             climbs = True
             continue
+        share = shares[k - 1] if climbs and shares is not None and k - 1 < len(shares) else None
         rungs.append(Rung(genrm, f"{len(slots)} judgment{'s' if len(slots) != 1 else ''} of "
                           + ("the pairs that climb to it" if climbs else "every pending pair"), len(slots),
-                          not climbs))
+                          not climbs, share))
         climbs = True
     return rungs
 

@@ -14,6 +14,9 @@ which labels calibrate, and those never steer a round. Of those, the run asks on
 limit). What is certified is what `build-version` would certify at the same target
 (`tasks.curate.select.certifiable`).
 
+For an estimate (`curate judge --estimate`), `climb_shares` replays the same rule on copies of the pairs judged
+before, to say how many of a run's pairs are expected to climb to each rung.
+
 Nothing here remembers a round: each decision is made from the warehouse as it stands, so a rerun (of a run
 that was killed, say) decides its rounds afresh, and the cache answers every verdict already paid for.
 """
@@ -21,14 +24,26 @@ that was killed, say) decides its rounds afresh, and the cache answers every ver
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tasks.curate.certification import CertificationLabels, Plan, calibration_pairs, certify_pool, next_rungs
+from tasks.curate.certification import (
+    CertificationLabels,
+    Plan,
+    calibration_pairs,
+    certify_pool,
+    holds,
+    next_rungs,
+)
+from tasks.curate.confidence import pool_confidences
+from tasks.curate.ladder import with_reward_model
+from tasks.curate.pool import JudgedPool, take
 from tasks.curate.label_roles import trained_by_rounds
 from tasks.curate.policy import FilterPolicy
 from tasks.curate.select import certifiable
+from tasks.judge.kinds import NO_ORDER
 from tasks.judge.run import Round, RoundOutcome, as_states, split_pending
 from tasks.judge.strategies import Slot, slots_said
 from tasks.review.certification import certification_labels
@@ -36,7 +51,6 @@ from tasks.review.pool import ReviewedPool
 
 if TYPE_CHECKING:
     from tasks.curate.confidence import Confidences
-    from tasks.curate.pool import JudgedPool
     from tasks.judge.context import JudgeRun
     from warehouse.store import Warehouse
 
@@ -51,6 +65,107 @@ def round_plan(pool: JudgedPool, c: Confidences, labels: CertificationLabels, po
     may_hold = ~pool.contaminated if policy.exclude_contaminated else np.ones(len(pool), bool)
     return next_rungs(pool, c, labels, policy.target_agreement, policy.risk, may_hold, ladder,
                       certifiable(pool, c, policy), ours)
+
+
+# Pairs holding a run's first rung below which a replay of the rounds' rule says nothing for an estimate
+MIN_REPLAYED = 100
+MAX_REPLAYED = 50_000  # copies a replay makes at most (its model's fit grows with them)
+
+
+def _stacked(pool: JudgedPool, copies: JudgedPool) -> JudgedPool:
+    """`pool`'s pairs, then `copies`' (their verdicts re-indexed after `pool`'s)."""
+    columns = {}
+    for name in pool.__slots__:
+        a, b = getattr(pool, name), getattr(copies, name)
+        columns[name] = None if a is None else np.concatenate([a, b + len(pool) if name == "v_pair" else b])
+    return JudgedPool(**columns)
+
+
+def _copied(pool: JudgedPool, order: np.ndarray) -> JudgedPool:
+    """Pool pairs `order` (indices, repeats allowed), each with its verdicts."""
+    by_pair = np.argsort(pool.v_pair, kind="stable")
+    counts = np.bincount(pool.v_pair, minlength=len(pool))
+    starts = np.cumsum(counts) - counts
+    reps = counts[order]
+    offsets = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+    verdicts = by_pair[np.repeat(starts[order], reps) + offsets]
+    columns = {name: None if getattr(pool, name) is None else getattr(pool, name)[order]
+               for name in pool.__slots__ if not name.startswith("v_")}
+    moved = {name: getattr(pool, name)[verdicts] for name in pool.__slots__ if name.startswith("v_")}
+    moved["v_pair"] = np.repeat(np.arange(len(order)), reps)
+    return JudgedPool(**columns, **moved)
+
+
+def replayed_shares(pool: JudgedPool, labels: CertificationLabels, policy: FilterPolicy,
+                    ladder: list[list[Slot]], pending: int) -> list[float] | None:
+    """Per rung of `ladder` past its first (asked of every pair), the share of a run's `pending` new pairs expected
+    to climb to it, from the pairs judged before (None: fewer than `MIN_REPLAYED` hold the first rung). A replay:
+    the earlier pairs holding the first rung, stripped to that rung's verdicts, copied in turn until there are as
+    many copies as pending pairs (at most `MAX_REPLAYED`; the run's training labels grow with its pairs, and the
+    thresholds the rule finds with them), each as a new pair comes (with its training label, never a calibration
+    label: a copy never calibrates), beside the pool as the warehouse holds it. The rounds' rule (`round_plan`)
+    asks the copies their next rungs, and the share it sends to the second rung is that rung's. A deeper rung's is
+    the one before's times the share of the earlier pairs holding that one that hold it too. Label-blind as the
+    rounds are; the later rounds that send a stopped pair on after a refit are not replayed."""
+    first = holds(pool, list(ladder[0]))
+    if int(first.sum()) < MIN_REPLAYED or len(ladder) < 2 or pending < 1:
+        return None
+    kept_slots = {(order == "ab", sample) for order, sample in ladder[0] if order != NO_ORDER}
+    firsts = np.array([(ab, sample) in kept_slots for ab, sample in zip(pool.v_ab.tolist(), pool.v_sample.tolist())],
+                      bool)
+    stripped = replace(pool, **{name: getattr(pool, name)[firsts] for name in pool.__slots__ if name.startswith("v_")})
+    mine = np.resize(np.flatnonzero(first), min(pending, MAX_REPLAYED))
+    copies = _copied(stripped, mine)
+    # a copy keeps its pair id: cross-fitting folds pairs by it, so no copy's label scores its own original
+    copies = replace(copies, human_label=np.full(len(copies), np.nan))
+    both = _stacked(pool, copies)
+    # a new pair brings its training label (never a calibration pair's: a copy never calibrates)
+    teaching = np.where(calibration_pairs(pool.pair_id, labels), 0, labels.training)[mine]
+    replay = replace(labels, calibration=np.concatenate([labels.calibration, np.zeros(len(copies), np.int8)]),
+                     training=np.concatenate([labels.training, teaching]),
+                     population=None if labels.population is None else np.concatenate(
+                         [labels.population, labels.population[mine]]),
+                     audited=None if labels.audited is None else np.concatenate(
+                         [labels.audited, np.zeros(len(copies), bool)]))
+    c = with_reward_model(both, pool_confidences(len(both), both.v_pair, both.v_ab, both.v_margin,
+                                                 both.v_scores_agree, both.human_label))
+    asked = np.r_[np.zeros(len(pool), bool), np.ones(len(copies), bool)]
+    rungs = round_plan(both, c, replay, policy, ladder, asked).rungs[len(pool):]
+    share = float((rungs == 1).sum()) / len(copies)
+    shares = [share]
+    held = list(ladder[0]) + list(ladder[1])
+    before = holds(pool, held)
+    for rung in ladder[2:]:
+        held += list(rung)
+        now = holds(pool, held)
+        share *= float(now.sum()) / float(before.sum()) if before.any() else 0.0
+        shares.append(share)
+        before = now
+    return shares
+
+
+def climb_shares(wh: Warehouse, run: JudgeRun, pending: list[str]) -> list[float] | None:
+    """For the estimate of a run in rounds: per rung past its first, the expected share of its `pending` pairs that
+    climb to it (None: not a run in rounds, or too few pairs judged before to replay). A pending pair that already
+    holds the first rung (a pair an earlier run stopped low) climbs to the second as the rounds' rule sends it now;
+    a new pair as `replayed_shares` expects; a deeper rung's share is the second's times the earlier pairs' ratio
+    (`replayed_shares`)."""
+    ladder = run.strategy.ladder()
+    if ladder is None or not isinstance(run.policy, FilterPolicy) or not pending:
+        return None
+    read = ReviewedPool.read(wh, run.config.id, run.policy)
+    pool = read.pool
+    labels = certification_labels(pool, read.judge, read.reviews, run.policy, read.facts)
+    ours = np.isin(pool.pair_id, np.array(pending, dtype=object))
+    held = holds(pool, list(ladder[0]))
+    new = len(pending) - int((ours & held).sum())
+    replayed = replayed_shares(pool, labels, run.policy, ladder, new) if new else [0.0] * (len(ladder) - 1)
+    if replayed is None:
+        return None
+    now = round_plan(pool, read.judge, labels, run.policy, ladder, ours & held).rungs
+    second = (int((now[ours & held] == 1).sum()) + replayed[0] * new) / len(pending)
+    return [second * (r / replayed[0]) if replayed[0] else 0.0 for r in replayed] if replayed[0] else \
+        [second] + [0.0] * (len(replayed) - 1)
 
 
 class CertifyRounds:

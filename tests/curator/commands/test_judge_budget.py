@@ -41,7 +41,7 @@ def test_an_estimate_sends_nothing_and_a_budget_stop_resumes_without_paying_twic
         assert est.returncode == 0, est.stderr[-3000:]
         estimate = last_json(est)["estimate"]
         assert genrm.stats()["requests"] == 0  # nothing was sent
-        assert estimate["requests"] == {"low": 2 * pairs, "high": 2 * pairs}
+        assert estimate["requests"] == {"low": 2 * pairs, "high": 2 * pairs, "expected": 2 * pairs}
         assert 0 < estimate["gpu_hours"]["low"] <= estimate["gpu_hours"]["high"]
         assert estimate["rungs"][0]["basis"].startswith("declared")
 

@@ -149,3 +149,17 @@ def test_the_expected_cost_is_the_runs_only_when_no_rung_waits_on_which_pairs_cl
     climbing = estimate(strategy_rungs(parse_strategy("certify:2", None)), {"genrm": PAIRS}, {"genrm": rate})
     assert climbing["gpu_hours"]["expected"] is None
     assert climbing["rungs"][0]["gpu_hours"]["expected"] is not None
+
+
+def test_a_rung_with_an_expected_share_of_climbing_pairs_has_an_expected_cost():
+    rate = measured_rate("genrm", [_timed(16.0, 200, 0.05, 1)])
+    pairs = [PairTokens(10, 10, 10)] * 1000
+    rungs = strategy_rungs(parse_strategy("certify:2", None), shares=[0.3, 0.0])
+    assert [r.share for r in rungs] == [None, 0.3, 0.0]
+    got = estimate(rungs, {"genrm": pairs}, {"genrm": rate})
+    second = got["rungs"][1]
+    assert second["requests"] == {"low": 0, "high": 1000, "expected": 300}
+    assert second["gpu_hours"]["expected"] == pytest.approx((0.05 * 300 + rate.per_dispatch) / 3600, abs=1e-9)
+    assert got["rungs"][2]["gpu_hours"]["expected"] == 0.0  # no pair expected: no dispatch either
+    assert got["requests"]["expected"] == 1000 + 300
+    assert got["gpu_hours"]["low"] <= got["gpu_hours"]["expected"] <= got["gpu_hours"]["high"]

@@ -1,0 +1,61 @@
+"""The estimate's replay of the rounds' rule (`tasks.review.rounds.replayed_shares`): how many of a run's new pairs
+are expected to climb to each rung, from the pairs judged before, never from a calibration label."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tasks.curate.certification import CertificationLabels, calibration_pairs
+from tasks.curate.policy import make_policy
+from tasks.judge.strategies import parse_strategy
+from tasks.review.rounds import MIN_REPLAYED, replayed_shares, round_plan
+from testing.simulated_worlds import judge, make_world
+from tests.tasks.curate.test_certification import source_labels
+from tests.tasks.curate.test_ladder import ladder_pool
+
+LADDER = parse_strategy("ladder").ladder()
+POLICY = make_policy({"target_agreement": 0.9})
+
+
+def _judged_in_rounds(world, among: np.ndarray) -> None:
+    """The GenRM's rounds over the pairs `among`, as a run judges them (the rounds' rule, each round refitted)."""
+    for _ in range(2 * len(LADDER) - 1):
+        pool, c = ladder_pool(world)
+        rungs = round_plan(pool, c, source_labels(pool), POLICY, LADDER, among).rungs
+        if not (rungs >= 0).any():
+            return
+        for i in np.flatnonzero(rungs >= 0):
+            for order, sample in LADDER[rungs[i]]:
+                judge(world, int(i), order, sample)
+
+
+def test_the_replay_expects_about_the_share_a_run_then_sends():
+    """Earlier pairs judged on the ladder; the replay's share for the next pairs against the share the rounds' rule
+    then sends to the GenRM's first order in the run's first decision, in several seeded worlds."""
+    off = []
+    for seed in range(4):
+        world = make_world(300 + seed, 3000)
+        earlier = np.arange(3000) < 2000
+        _judged_in_rounds(world, earlier)
+        pool, c = ladder_pool(world)
+        shares = replayed_shares(pool, source_labels(pool), POLICY, LADDER, 1000)
+        assert shares is not None and 0.0 < shares[0] < 1.0 and shares[0] >= shares[1] >= shares[2]
+        sent = round_plan(pool, c, source_labels(pool), POLICY, LADDER, ~earlier).rungs[~earlier]
+        off.append(shares[0] / np.mean(sent == 1))
+    assert all(0.75 < x < 1.33 for x in off), off  # seen: 0.96 to 1.05
+
+
+def test_the_replay_never_reads_a_calibration_label_and_needs_earlier_pairs():
+    world = make_world(41, 1500)
+    pool, _ = ladder_pool(world)
+    labels = source_labels(pool)
+    calibrating = calibration_pairs(pool.pair_id, labels)
+    flipped = CertificationLabels(np.where(calibrating, -labels.calibration, labels.calibration), labels.training,
+                                  "source", labels.share)
+    for i in range(600):
+        judge(world, i, "ab", 0)
+    pool, _ = ladder_pool(world)
+    assert replayed_shares(pool, labels, POLICY, LADDER, 500) == replayed_shares(pool, flipped, POLICY, LADDER, 500)
+    few = make_world(42, MIN_REPLAYED - 1)
+    few_pool, _ = ladder_pool(few)
+    assert replayed_shares(few_pool, source_labels(few_pool), POLICY, LADDER, 500) is None
