@@ -358,7 +358,7 @@ def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, ta
     only if its verdicts contradict each other (orders or scores disagreeing: repeating consistent verdicts cannot
     make them stronger); in a judge ladder the GenRM's other order too, or the reward model's margin contradicting
     the GenRM's verdict (a GenRM order the reward model confirms was checked by a judge with no position bias; on
-    the benchmark's worlds the other order of such pairs added no kept pair, docs/judge-ladder.md). In a population whose training labels certify a threshold it gets that rung only when it
+    the benchmark's worlds the other order did not pay, docs/judge-ladder.md#when-a-pair-climbs). In a population whose training labels certify a threshold it gets that rung only when it
     is promising (it would pass the threshold were the rung to confirm its verdicts): a pair that could not pass
     even then stops, as one that already passes does. Elsewhere adaptive's rule decides: the other order for a
     verdict that is not decisive, nothing more. When the budget binds, the other order goes first, then the higher
