@@ -38,10 +38,10 @@ from tasks.curate.certification import (
     next_rungs,
 )
 from tasks.curate.confidence import pool_confidences
-from tasks.curate.ladder import with_reward_model
-from tasks.curate.pool import JudgedPool, take
 from tasks.curate.label_roles import trained_by_rounds
+from tasks.curate.ladder import with_reward_model
 from tasks.curate.policy import FilterPolicy
+from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
 from tasks.judge.kinds import NO_ORDER
 from tasks.judge.run import Round, RoundOutcome, as_states, split_pending
