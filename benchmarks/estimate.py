@@ -4,8 +4,8 @@ stand-in's latency and capacity, not a real server's).
 A warehouse of synthetic HelpSteer3 pairs; `curate judge --limit FIRST` judges the first pairs (what the estimate then
 reads as the judge's measured rate); `curate judge --estimate` estimates the pairs left; `curate judge` judges them.
 Printed: the estimate's GPU-hours (low, expected, high) beside the run's measured ones, the expected figure's ratio
-to the measured, and, as the baseline in the same process, the earlier run's mean GPU-seconds a request times the
-requests (what the estimate read before it timed its requests' steady cost; for a strategy in rounds, times the
+to the measured, each judge's dispatches (the earlier run's and the run's), and, as the baseline in the same
+process, the earlier run's mean GPU-seconds a request times the requests (what the estimate read before it timed its requests' steady cost; for a strategy in rounds, times the
 most requests the run could send). `--strategy certify` or `ladder` judge toward a 90% target (a ladder with the
 reward-model stand-in beside the GenRM's): the rungs only some pairs climb to are expected from the estimate's replay
 of the rounds' rule (`tasks.review.rounds.climb_shares`); a run with no expected figure counts as a miss.
@@ -51,7 +51,9 @@ def one_run(pairs: int, first: int, strategy: str, latency: float, capacity: int
     baseline = spent["gpu_seconds"] / earlier["requests"] * estimate["requests"]["high"] / 3600.0
     return {"estimate": estimate["gpu_hours"], "requests": estimate["requests"], "baseline": baseline,
             "measured": run["cost"]["gpu_seconds"] / 3600.0, "measured_requests": run["requests"],
-            "basis": estimate["rungs"][0]["basis"]}
+            "basis": estimate["rungs"][0]["basis"],
+            "dispatches": {kind: (earlier["cost"]["by_judge"].get(kind, {}).get("dispatches"), j.get("dispatches"))
+                           for kind, j in run["cost"]["by_judge"].items()}}
 
 
 def main() -> None:
@@ -78,6 +80,8 @@ def main() -> None:
               f"expected / measured {ratio:.3f}; baseline (earlier mean a request) / measured "
               f"{r['baseline'] / measured:.3f}; within the range: {est['low'] <= measured <= est['high']}")
         print(f"         {r['basis']}")
+        print("         dispatches (earlier run, this run): " + ", ".join(
+            f"{kind} {before} / {now}" for kind, (before, now) in r["dispatches"].items()))
     print(f"worst |expected / measured - 1| over {args.seeds} seeds: {worst:.3f} (target: at most 0.25): "
           f"{'PASS' if worst <= 0.25 else 'FAIL'}")
 
