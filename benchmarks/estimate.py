@@ -5,10 +5,11 @@ A warehouse of synthetic HelpSteer3 pairs; `curate judge --limit FIRST` judges t
 reads as the judge's measured rate); `curate judge --estimate` estimates the pairs left; `curate judge` judges them.
 Printed: the estimate's GPU-hours (low, expected, high) beside the run's measured ones, the expected figure's ratio
 to the measured, each judge's dispatches (the earlier run's and the run's), and, as the baseline in the same
-process, the earlier run's mean GPU-seconds a request times the requests (what the estimate read before it timed its requests' steady cost; for a strategy in rounds, times the
-most requests the run could send). `--strategy certify` or `ladder` judge toward a 90% target (a ladder with the
-reward-model stand-in beside the GenRM's): the rungs only some pairs climb to are expected from the estimate's replay
-of the rounds' rule (`tasks.review.rounds.climb_shares`); a run with no expected figure counts as a miss.
+process, the earlier run's mean GPU-seconds a request times the requests (what the estimate read before it timed its
+requests' steady cost; for a strategy in rounds, times the most requests the run could send). `--strategy certify`
+or `ladder` judge toward a 90% target (a ladder with the reward-model stand-in beside the GenRM's): the rungs only
+some pairs climb to are expected from the estimate's replay of the rounds' rule
+(`tasks.review.rounds.climb_shares`); a run with no expected figure counts as a miss.
 
     python benchmarks/estimate.py [--pairs 1000] [--first 200] [--strategy swap|certify|ladder] [--latency 0.05]
                                   [--capacity 64] [--seeds 3]
