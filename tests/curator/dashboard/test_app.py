@@ -88,8 +88,8 @@ def test_every_number_reads_the_same_way(dashboard_warehouse, monkeypatch):
                      "tokens out", "requests", "pairs judged", "pairs kept", "labelled", "wins", "agree", "comparable")
     # measures (seconds, rates, GPU-hours, ECE) read with their decimals, so a run of 2.0 s is "2.0"; anything else
     # with only zeros after the point would be a float count
-    measure_columns = ("seconds", "judgments/s", "tokens/s", "GPU-hours", "GPU-hours / 1,000 kept", "ECE", "Brier",
-                       "mean p_correct")
+    measure_columns = ("seconds", "judgments/s", "tokens/s", "GPU-hours", "GPU-hours / 1,000 kept",
+                       "GPU-seconds (measured)", "GPU-seconds / kept pair", "ECE", "Brier", "mean p_correct")
     for table in at.table:
         for column in table.value.columns:
             for value in table.value[column]:
