@@ -492,6 +492,14 @@ class Dispatcher:
             self._error = task.exception()  # e.g. the sink could not write: stop, don't lose it silently
         self._wake.set()
 
+    def _watcher_done(self, task: asyncio.Task) -> None:
+        # A watcher ends only when cancelled, or when something it does not catch lands in it: a stop signal
+        # whose handler raises (Prefect's SIGTERM bridge raises a BaseException, which asyncio keeps in the
+        # task it interrupted). The run stops on it, or the signal would be lost and the run would go on.
+        if not task.cancelled() and task.exception() is not None and self._error is None:
+            self._error = task.exception()
+        self._wake.set()
+
     def _next(self, source: Iterator[JudgeRequest], now: float) -> JudgeRequest | None:
         while self._delayed and self._delayed[0][0] <= now:
             self._ready.append(heapq.heappop(self._delayed)[2])
@@ -534,6 +542,8 @@ class Dispatcher:
         sent_before = self.stats.requests
         watchers = [asyncio.create_task(self._watch_metrics(e)) for e in self.endpoints
                     if e.concurrency.mode == "metrics"]
+        for w in watchers:
+            w.add_done_callback(self._watcher_done)
         try:
             return await self._run(requests)
         finally:

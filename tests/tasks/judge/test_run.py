@@ -392,3 +392,34 @@ def test_rounds_end_at_the_budget_once_a_round_stopped_on_it():
     sent.clear()
     entries, ended = _judge_in_rounds(first, TwoMore(), sent.append, ClientStats())
     assert len(sent) == 3 and ended == "done"  # without a budget, every round
+
+
+def test_a_stop_signal_that_lands_in_the_metrics_watcher_stops_the_run():
+    """A signal handler that raises (Prefect's SIGTERM bridge raises a BaseException) interrupts whichever
+    coroutine runs; asyncio keeps that exception in its task. Landing in the /metrics watcher, it must stop the
+    run, not vanish while the run judges on."""
+    import httpx2
+
+    class Stop(BaseException):
+        pass
+
+    pairs, readings = _pairs(60, seed=21), []
+
+    def stopped_while_reading_metrics(url):
+        async def handler(request):
+            if request.url.path.endswith("/metrics"):
+                readings.append(1)
+                if len(readings) == 3:
+                    raise Stop("SIGTERM")
+            async with httpx2.AsyncClient() as real:
+                return await real.send(httpx2.Request(request.method, request.url, headers=request.headers,
+                                                      content=request.content))
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(handler), timeout=10.0)
+
+    written = []
+    with StandinProcess(StandinConfig(capacity=4, latency_mean=0.2)) as server:
+        with pytest.raises(Stop):
+            judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=parse_strategy("swap"),
+                        options=ClientOptions(request_timeout=10.0, http_client=stopped_while_reading_metrics),
+                        states={}, write=written.extend, sink_batch=4)
+    assert len(written) < 120  # it stopped mid-run, keeping what came back before
