@@ -21,7 +21,8 @@ Two settings measure labels that copy the judge (a poisoning of the calibration)
 a source `copycat` whose labels, declared as people's, are the judge's own first verdict. Before: the policy trusts
 them (`judge_like_labels = "trust"`), so its pairs calibrate themselves; after: the default (`"exclude"`) leaves
 them out of calibration, and its pairs are not covered.
-(c) CLI runs (`--cli-runs N` a setting, not of the copied-label settings): the setting's rows written as files of two declared sources, then `curate
+(c) CLI runs (`--cli-runs N` a setting): the setting's rows written as files of declared sources (the copied-label
+settings' `copycat` declared with `human_labels = true`, its labels the stand-in's own first verdicts), then `curate
 ingest`, `curate judge --strategy certify` against the stand-in with the setting's biases and `curate
 build-version --target-agreement`, as a user runs them; the kept rows' agreement computed from their texts.
 """
@@ -208,14 +209,15 @@ def interval(k: int, n: int) -> tuple[float, float]:
 
 
 def write_rows(world, folder: Path) -> tuple[Path, list[str]]:
-    """The world's pairs as the files of two declared pairwise sources (`sim-pairs`: the labelled kind, a rater's
-    label of 2 or more a preference, below that a tie, no label null; `sim-long`: the other kind, unlabelled) and
-    the sources file declaring them. Returns the sources file and the sources with rows."""
-    files: dict[str, list[dict]] = {"sim-pairs": [], OTHER_SOURCE: []}
+    """The world's pairs as the files of declared pairwise sources (`sim-pairs`: the labelled kind, a rater's
+    label of 2 or more a preference, below that a tie, no label null; `sim-long`: the other kind, unlabelled;
+    `copycat`: labels that copy the judge, declared as people's) and the sources file declaring them. Returns the
+    sources file and the sources with rows."""
+    files: dict[str, list[dict]] = {"sim-pairs": [], OTHER_SOURCE: [], COPY_SOURCE: []}
     for p in world.pairs:
         label = p.human_label
         preference = None if label is None else "a" if label >= 2 else "b" if label <= -2 else "tie"
-        name = OTHER_SOURCE if p.source == OTHER_SOURCE else "sim-pairs"
+        name = p.source if p.source in (OTHER_SOURCE, COPY_SOURCE) else "sim-pairs"
         files[name].append({"id": p.pair_id, "prompt": p.history[-1]["content"], "response_a": p.response_a,
                             "response_b": p.response_b, "preference": preference})
     declared = []
@@ -225,13 +227,14 @@ def write_rows(world, folder: Path) -> tuple[Path, list[str]]:
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         declared.append(f'[sources.{name}]\npath = "{name}.jsonl"\nformat = "pairwise"\n'
                         'label = { a = "a", b = "b", tie = ["tie"] }\nlicense = "internal"\ndomain = "general"\n'
-                        f'language = "en"\nhuman_labels = {"true" if name == "sim-pairs" else "false"}\n')
+                        f'language = "en"\nhuman_labels = {"true" if name in ("sim-pairs", COPY_SOURCE) else "false"}\n')
     sources = folder / "sources.toml"
     sources.write_text("\n".join(declared))
     return sources, [n for n, rows in files.items() if rows]
 
 
-def ingested(world, work: Path, target: float, risk: float) -> tuple[dict[str, str], Path, str]:
+def ingested(world, work: Path, target: float, risk: float,
+             judge_like: str = "trust") -> tuple[dict[str, str], Path, str]:
     """The world's rows ingested through the CLI into a warehouse in `work`, and the policy file of the target:
     (the environment to run `curate` in, the policy file, the warehouse)."""
     from cli_runs import bench_env, curate
@@ -239,7 +242,7 @@ def ingested(world, work: Path, target: float, risk: float) -> tuple[dict[str, s
     env = bench_env(work, "CURATE_JUDGE_STRATEGY", "CURATE_SOURCES_FILE")
     sources, names = write_rows(world, work)
     policy = work / "policy.toml"
-    policy.write_text("[policy]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in policy_of(target, risk).items()))
+    policy.write_text("[policy]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in policy_of(target, risk, judge_like).items()))
     warehouse = str(work / "w.duckdb")
     for name in names:
         curate("ingest", "--source", name, "--sources-file", str(sources), "--warehouse", warehouse, env=env)
@@ -257,9 +260,11 @@ def cli_run(setting: int, seed: int, target: float, risk: float, pairs: int) -> 
     s = SETTINGS[setting]
     world = make_world(seed, pairs, human_noise=s.noise, position_bias=s.position, length_bias=s.length,
                        labelled_share=s.labelled, other_share=s.other, natural=True)
+    if s.copy:
+        copy_the_judge(world, s.copy)  # the stand-in's verdict law: the verdicts it gives over HTTP
     with tempfile.TemporaryDirectory(prefix="certify-cli-") as tmp:
         work = Path(tmp)
-        env, policy, warehouse = ingested(world, work, target, risk)
+        env, policy, warehouse = ingested(world, work, target, risk, s.judge_like)
         config = StandinConfig(capacity=64, latency_mean=0.002, position_bias=s.position, length_bias=s.length)
         with StandinProcess(config) as server:
             judged = curate("judge", "--endpoint", server.url, "--strategy", "certify", "--policy", str(policy),
@@ -270,14 +275,15 @@ def cli_run(setting: int, seed: int, target: float, risk: float, pairs: int) -> 
             if "no selection certifies" not in str(refused):
                 raise
             return {"setting": setting, "requests": judged["requests"], "pairs": pairs, "kept": 0,
-                    "agreement": None, "certified": False, "ended": judged.get("rounds_ended")}
+                    "agreement": None, "certified": False, "ended": judged.get("rounds_ended"), "excluded": None}
         with Warehouse(Path(warehouse), read_only=True) as wh:
             rows = wh.versions.version_rows("bench", version["version"])
     d = np.array([latent_quality(r["chosen"]) - latent_quality(r["rejected"]) for r in rows])
     agree, clear = truly_agree(d, s.noise)
     return {"setting": setting, "requests": judged["requests"], "pairs": pairs, "kept": len(rows),
             "agreement": float(agree.sum() / clear.sum()) if len(rows) else None, "certified": True,
-            "ended": judged.get("rounds_ended")}
+            "ended": judged.get("rounds_ended"),
+            "excluded": sorted(version["stats"]["certification"].get("excluded_labels") or {})}
 
 
 def world_parser(doc: str, worlds: int, worlds_help: str, target: float, cli_pairs: int) -> argparse.ArgumentParser:
@@ -365,7 +371,7 @@ def main() -> None:
     if args.cli_runs:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         print(f"\n(c) CLI runs: curate ingest / judge --strategy certify / build-version, {args.cli_pairs:,} pairs")
-        for setting in [x for x in chosen if not SETTINGS[x].copy]:
+        for setting in chosen:
             for k in range(args.cli_runs):
                 try:
                     r = cli_run(setting, 50_000 + 100 * setting + k, args.target, args.risk, args.cli_pairs)
@@ -376,7 +382,9 @@ def main() -> None:
                         f"({'below' if r['agreement'] < args.target else 'meets'} the target)" if r["certified"]
                         and r["kept"] else "nothing certified")
                 print(f"  {SETTINGS[setting].name:<44} requests {r['requests']:,} ({r['requests'] / (2 * r['pairs']):.3f}"
-                      f" of swap's), {said}; rounds ended: {r['ended']}", flush=True)
+                      f" of swap's), {said}; rounds ended: {r['ended']}"
+                      + (f"; labels left out of calibration: {', '.join(r['excluded']) or 'none'}"
+                         if SETTINGS[setting].copy and r["excluded"] is not None else ""), flush=True)
 
 
 if __name__ == "__main__":

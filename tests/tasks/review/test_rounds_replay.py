@@ -3,6 +3,8 @@ are expected to climb to each rung, from the pairs judged before, never from a c
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tasks.curate.certification import CertificationLabels, calibration_pairs
@@ -38,11 +40,13 @@ def test_the_replay_expects_about_the_share_a_run_then_sends():
         earlier = np.arange(3000) < 2000
         _judged_in_rounds(world, earlier)
         pool, c = ladder_pool(world)
-        shares = replayed_shares(pool, source_labels(pool), POLICY, LADDER, 1000)
+        # before the run, the reward model has scored the earlier pairs alone
+        before = replace(pool, rm_margin=np.where(earlier, pool.rm_margin, np.nan))
+        shares = replayed_shares(before, source_labels(before), POLICY, LADDER, 1000)
         assert shares is not None and 0.0 < shares[0] < 1.0 and shares[0] >= shares[1] >= shares[2]
         sent = round_plan(pool, c, source_labels(pool), POLICY, LADDER, ~earlier).rungs[~earlier]
         off.append(shares[0] / np.mean(sent == 1))
-    assert all(0.75 < x < 1.33 for x in off), off  # seen: 0.96 to 1.05
+    assert all(0.75 < x < 1.33 for x in off), off  # seen: 1.02 to 1.11
 
 
 def test_the_replay_never_reads_a_calibration_label_and_needs_earlier_pairs():
