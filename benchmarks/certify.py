@@ -25,6 +25,9 @@ them out of calibration, and its pairs are not covered.
 settings' `copycat` declared with `human_labels = true`, its labels the stand-in's own first verdicts), then `curate
 ingest`, `curate judge --strategy certify` against the stand-in with the setting's biases and `curate
 build-version --target-agreement`, as a user runs them; the kept rows' agreement computed from their texts.
+(d) Where `certify`'s coverage goes (`--gap N`: N worlds a setting, 0 by default): each world judged both ways,
+then `swap`'s pool certified again with the second order removed where `certify` stopped a pair at one order, from
+the decisive one-order pairs alone, and from the others alone.
 """
 
 from __future__ import annotations
@@ -200,6 +203,41 @@ def one_world(job: tuple[int, int, str, float, float, int]) -> dict:
             "certified": certified.certified, "oracle": oracle_coverage(world, target) if strategy == "certify" else None}
 
 
+def _without_second_order(pool, drop: np.ndarray):
+    """`pool` with the ba verdicts of the pairs `drop` removed, as a strategy that stops at one order leaves them."""
+    keep = ~(drop[pool.v_pair] & ~pool.v_ab)
+    return replace(pool, one_order_on_purpose=np.ones(len(pool), bool),
+                   **{name: getattr(pool, name)[keep] for name in pool.__slots__ if name.startswith("v_")})
+
+
+def coverage_gap(job: tuple[int, int, float, float, int]) -> dict:
+    """One world judged by `certify` and by `swap`; what `swap`'s pool keeps with the second order removed where
+    `certify` held one, from the decisive one-order pairs alone (|margin| > 1, scores agreeing), and from the rest."""
+    seed, setting, target, risk, pairs = job
+    s = SETTINGS[setting]
+    policy = make_policy(policy_of(target, risk, s.judge_like))
+    pools = {}
+    for strategy in ("certify", "swap"):
+        world = make_world(seed, pairs, human_noise=s.noise, position_bias=s.position, length_bias=s.length,
+                           labelled_share=s.labelled, other_share=s.other)
+        if s.copy:
+            copy_the_judge(world, s.copy)
+        judge_world(world, strategy, policy)
+        pools[strategy] = pool_of(world, one_order_on_purpose=strategy != "swap")
+
+    def kept(pool) -> int:
+        certified, _, _ = certify_version(pool, confidences(pool), PoolReviews.none(len(pool)), policy, FACTS)
+        return int(certified.accepted.sum())
+
+    c = confidences(pools["certify"])
+    one = c.verdicts == 1
+    decisive = one & (np.abs(c.margin) > 1.0) & c.scores_agree
+    swap = pools["swap"]
+    return {"setting": setting, "certify": kept(pools["certify"]), "swap": kept(swap),
+            "one": kept(_without_second_order(swap, one)), "decisive": kept(_without_second_order(swap, decisive)),
+            "rest": kept(_without_second_order(swap, one & ~decisive))}
+
+
 def interval(k: int, n: int) -> tuple[float, float]:
     if n == 0:
         return 0.0, 1.0
@@ -306,7 +344,9 @@ def chosen_settings(args: argparse.Namespace, settings: int) -> list[int]:
 
 
 def main() -> None:
-    args = world_parser(__doc__, 40, "worlds per setting and strategy", 0.95, 2000).parse_args()
+    parser = world_parser(__doc__, 40, "worlds per setting and strategy", 0.95, 2000)
+    parser.add_argument("--gap", type=int, default=0, help="worlds a setting to say where certify's coverage goes")
+    args = parser.parse_args()
     chosen = chosen_settings(args, len(SETTINGS))
     started = time.perf_counter()
     jobs = [(seed, setting, strategy, args.target, args.risk, args.pairs)
@@ -367,6 +407,19 @@ def main() -> None:
               f"most requests certify sent in a world: {most:.3f}x swap's")
     print("  worst share of worlds below the target in a setting: " + ", ".join(f"{s} {worst[s]:.3f}" for s in STRATEGIES)
           + f" (delta {args.risk})")
+
+    if args.gap:
+        print("\n(d) where certify's coverage goes: kept pairs of swap's pool with the second order removed where "
+              "certify held one order, from the decisive one-order pairs alone, from the rest alone")
+        jobs = [(seed, setting, args.target, args.risk, args.pairs) for setting in chosen for seed in range(args.gap)]
+        with ProcessPoolExecutor(args.workers) as pool:
+            gaps = list(pool.map(coverage_gap, jobs, chunksize=1))
+        for setting in chosen:
+            mine = [g for g in gaps if g["setting"] == setting]
+            row = {k: ", ".join(f"{g[k]:,}" for g in mine) for k in ("certify", "swap", "one", "decisive", "rest")}
+            print(f"  {SETTINGS[setting].name}: certify {row['certify']}; swap {row['swap']}; swap without the second "
+                  f"order where certify held one {row['one']}; of the decisive ones {row['decisive']}; of the rest "
+                  f"{row['rest']}")
 
     if args.cli_runs:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
