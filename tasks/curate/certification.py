@@ -362,9 +362,8 @@ def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, ta
     is promising (it would pass the threshold were the rung to confirm its verdicts): a pair that could not pass
     even then stops, as one that already passes does. Elsewhere adaptive's rule decides: the other order for a
     verdict that is not decisive, nothing more. When the budget binds, the other order goes first, then the higher
-    scores. A rung of orders the model has not seen yet is taught to it by a few training pairs (`_explored`).
-    Rounds repeat until no pair gets a rung, so a pair that stopped early and is no longer sure once the model is
-    refitted on more verdicts climbs on."""
+    scores. Rounds repeat until no pair gets a rung, so a pair that stopped early and is no longer sure once the
+    model is refitted on more verdicts climbs on."""
     among = eligible if among is None else among
     depth = np.full(len(pool), -1, np.int64)
     held: list[tuple[str, int]] = []
@@ -384,9 +383,7 @@ def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, ta
     # whose GenRM has judged too few training pairs for the model to know what its verdict adds lets every pair
     # that is not sure climb to it (`tasks.curate.ladder.unseen_judge`)
     promising = esc.promising | (esc.climbs & unseen_judge(pool, labels.training))
-    offered = nxt
     nxt = np.where(~esc.sure & np.where(esc.climbs, promising, ~further), nxt, -1)
-    nxt = _explored(pool, labels, ladder, offered, nxt, esc.climbs & ~esc.sure)
     # the budget: swap's two judgments per pair asked, less what those pairs hold
     budget = 2 * int(among.sum()) - int(np.bincount(pool.v_pair, minlength=len(pool))[among].sum())
     cost = np.zeros(len(pool), np.int64)
@@ -401,41 +398,6 @@ def next_rungs(pool: JudgedPool, c: Confidences, labels: CertificationLabels, ta
     if not stopped and len(over):
         stopped = f"swap's budget of two judgments a pair is spent: {len(over):,} pairs not yet sure get no more"
     return Plan(nxt, esc.how, stopped)
-
-
-# Training pairs holding a rung (an order) below which the score's model cannot tell what that rung adds
-EXPLORED = 300
-
-
-def _explored(pool: JudgedPool, labels: CertificationLabels, ladder: list[list[tuple[str, int]]], offered: np.ndarray,
-              nxt: np.ndarray, unsure: np.ndarray) -> np.ndarray:
-    """`nxt` with a rung the score's model has not seen taught to it. A pair is promising when the model projects
-    that the next rung would carry it past the threshold; a model that fitted no pair holding that rung (every pair
-    judged in one order so far) projects from the verdicts it has, and with a strong position bias it then finds
-    no pair promising: no pair gets the other order, and nothing teaches the model otherwise. So while fewer than
-    `EXPLORED` training pairs hold a rung of orders or climb to it this round, training pairs not sure that were
-    offered it (`offered`) climb to it too, taken in the order of a hash of their pair id (an order that reads no
-    label's value), up to that many. A calibration pair is never taken: the calibration pairs go through the rounds
-    as the pairs without a label do, and escalation stays blind to their labels. The training pairs are a set apart
-    already (their labels fit the model that decides their escalation). The next round refits on their verdicts and
-    decides the rest."""
-    calibrating = calibration_pairs(pool.pair_id, labels)
-    teaching = (labels.training != 0) & ~calibrating
-    out = nxt.copy()
-    held: list[tuple[str, int]] = []
-    for k, rung in enumerate(ladder):
-        held = held + list(rung)
-        if k == 0 or any(sample > 0 for _, sample in rung) or any(order == NO_ORDER for order, _ in rung):
-            continue  # further samples go to contradicting pairs only; a reward model scores every pair first
-        taught = int(((holds(pool, held) | (out == k)) & teaching).sum())  # held, or asked this round
-        if taught >= EXPLORED:
-            continue
-        idx = np.flatnonzero((offered == k) & (out == -1) & unsure & teaching)
-        if not len(idx):
-            continue
-        order = np.argsort([_unit_hash(f"explore\0{p}") for p in pool.pair_id[idx]], kind="stable")
-        out[idx[order[:EXPLORED - taught]]] = k
-    return out
 
 
 SCORE_FEATURES = ("the judge's |mean margin| (a spline)", "its margin in each order toward the chosen answer",

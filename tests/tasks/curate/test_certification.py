@@ -3,8 +3,6 @@ without one, and the guarantee over seeded simulated worlds judged in rounds."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -207,36 +205,3 @@ def test_with_no_certifiable_threshold_nothing_climbs_past_adaptives_rule():
     pool = pool_of(world, one_order_on_purpose=True)
     again = next_rungs(pool, confidences(pool), source_labels(pool), 0.995, 0.05, np.ones(n, bool), ladder)
     assert not (again.rungs >= 0).any() and again.stopped  # no further samples, even for contradicting verdicts
-
-
-def test_a_rung_the_model_never_saw_is_taught_to_it_by_a_label_blind_sample(monkeypatch):
-    """With a strong position bias, a model fitted on one-order pairs finds no pair promising for the other order,
-    so none would ever get it. Up to EXPLORED training pairs not sure get it, chosen by their pair ids, never a
-    calibration pair, whatever the calibration labels say; once that many hold it, the refitted model alone
-    decides."""
-    from tasks.curate import certification
-
-    n = 2000
-    world = make_world(0, n, position_bias=0.6)
-    ladder = parse_strategy("certify").ladder()
-    for i in range(n):
-        judge(world, i, "ab", 0)
-    pool = pool_of(world, one_order_on_purpose=True)
-    labels, every = source_labels(pool), np.ones(n, bool)
-    plan = next_rungs(pool, confidences(pool), labels, 0.95, 0.05, every, ladder)
-    sent = np.flatnonzero(plan.rungs == 1)
-    assert 0 < len(sent) <= certification.EXPLORED
-    assert (labels.training[sent] != 0).all() and not calibration_pairs(pool.pair_id, labels)[sent].any()
-    flipped = replace(labels, calibration=-labels.calibration)  # no calibration label's value is read
-    assert np.array_equal(next_rungs(pool, confidences(pool), flipped, 0.95, 0.05, every, ladder).rungs, plan.rungs)
-    monkeypatch.setattr(certification, "EXPLORED", 0)
-    unexplored = next_rungs(pool, confidences(pool), labels, 0.95, 0.05, every, ladder)
-    assert not (unexplored.rungs == 1).any()  # the fault: no pair would ever be sent its other order
-    monkeypatch.undo()
-    for i in sent:
-        judge(world, int(i), "ba", 0)
-    pool = pool_of(world, one_order_on_purpose=True)
-    after = next_rungs(pool, confidences(pool), labels, 0.95, 0.05, every, ladder)
-    monkeypatch.setattr(certification, "EXPLORED", 0)
-    alone = next_rungs(pool, confidences(pool), labels, 0.95, 0.05, every, ladder)
-    assert np.array_equal(after.rungs, alone.rungs)  # taught: no more exploring
