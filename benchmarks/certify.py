@@ -48,6 +48,7 @@ import numpy as np
 from scipy.stats import beta
 
 from common.errors import UserError
+from tasks.curate.certification import decisive_verdict
 from tasks.curate.confidence import pool_confidences
 from tasks.curate.policy import make_policy
 from tasks.ingest.latent import latent_quality
@@ -185,18 +186,35 @@ def oracle_coverage(world, target: float) -> float:
     return float(np.flatnonzero(ok)[-1] + 1) / len(agree) if ok.any() else 0.0
 
 
-def one_world(job: tuple[int, int, str, float, float, int]) -> dict:
-    seed, setting, strategy, target, risk, pairs = job
+def setting_world(seed: int, setting: int, pairs: int, natural: bool = False):
+    """The seeded world of a setting, its copied labels (if it has them) in place, not yet judged."""
     s = SETTINGS[setting]
     world = make_world(seed, pairs, human_noise=s.noise, position_bias=s.position, length_bias=s.length,
-                       labelled_share=s.labelled, other_share=s.other)
-    policy = make_policy(policy_of(target, risk, s.judge_like))
+                       labelled_share=s.labelled, other_share=s.other, natural=natural)
     if s.copy:
-        copy_the_judge(world, s.copy)
+        copy_the_judge(world, s.copy)  # the stand-in's verdict law: what it gives over HTTP too
+    return world
+
+
+def judged_pool(seed: int, setting: int, strategy: str, pairs: int, policy):
+    """A setting's world judged as `strategy` would judge it, and its pool."""
+    world = setting_world(seed, setting, pairs)
     judge_world(world, strategy, policy)
-    pool = pool_of(world, one_order_on_purpose=strategy != "swap")
+    return world, pool_of(world, one_order_on_purpose=strategy != "swap")
+
+
+def first_attempt(pool, c, policy):
+    """The pool's certification as `curate build-version` makes it, a first attempt on its labels."""
+    certified, _, _ = certify_version(pool, c, PoolReviews.none(len(pool)), policy, FACTS)
+    return certified
+
+
+def one_world(job: tuple[int, int, str, float, float, int]) -> dict:
+    seed, setting, strategy, target, risk, pairs = job
+    policy = make_policy(policy_of(target, risk, SETTINGS[setting].judge_like))
+    world, pool = judged_pool(seed, setting, strategy, pairs, policy)
     c = confidences(pool)
-    certified, _, _ = certify_version(pool, c, PoolReviews.none(len(pool)), policy, FACTS)  # a first attempt
+    certified = first_attempt(pool, c, policy)
     kept = certified.accepted
     return {"setting": setting, "strategy": strategy, "seed": seed, "kept": int(kept.sum()), "pairs": pairs,
             "requests": world.requests, "exact": clear_agreement(world, c.direction, kept),
@@ -214,26 +232,17 @@ def coverage_gap(job: tuple[int, int, float, float, int]) -> dict:
     """One world judged by `certify` and by `swap`; what `swap`'s pool keeps with the second order removed where
     `certify` held one, from the decisive one-order pairs alone (|margin| > 1, scores agreeing), and from the rest."""
     seed, setting, target, risk, pairs = job
-    s = SETTINGS[setting]
-    policy = make_policy(policy_of(target, risk, s.judge_like))
-    pools = {}
-    for strategy in ("certify", "swap"):
-        world = make_world(seed, pairs, human_noise=s.noise, position_bias=s.position, length_bias=s.length,
-                           labelled_share=s.labelled, other_share=s.other)
-        if s.copy:
-            copy_the_judge(world, s.copy)
-        judge_world(world, strategy, policy)
-        pools[strategy] = pool_of(world, one_order_on_purpose=strategy != "swap")
+    policy = make_policy(policy_of(target, risk, SETTINGS[setting].judge_like))
+    _, mine = judged_pool(seed, setting, "certify", pairs, policy)
+    _, swap = judged_pool(seed, setting, "swap", pairs, policy)
 
     def kept(pool) -> int:
-        certified, _, _ = certify_version(pool, confidences(pool), PoolReviews.none(len(pool)), policy, FACTS)
-        return int(certified.accepted.sum())
+        return int(first_attempt(pool, confidences(pool), policy).accepted.sum())
 
-    c = confidences(pools["certify"])
+    c = confidences(mine)
     one = c.verdicts == 1
-    decisive = one & (np.abs(c.margin) > 1.0) & c.scores_agree
-    swap = pools["swap"]
-    return {"setting": setting, "certify": kept(pools["certify"]), "swap": kept(swap),
+    decisive = decisive_verdict(c, one)  # where the rounds stop a pair at its one order
+    return {"setting": setting, "certify": kept(mine), "swap": kept(swap),
             "one": kept(_without_second_order(swap, one)), "decisive": kept(_without_second_order(swap, decisive)),
             "rest": kept(_without_second_order(swap, one & ~decisive))}
 
@@ -296,10 +305,7 @@ def cli_run(setting: int, seed: int, target: float, risk: float, pairs: int) -> 
     from warehouse.store import Warehouse
 
     s = SETTINGS[setting]
-    world = make_world(seed, pairs, human_noise=s.noise, position_bias=s.position, length_bias=s.length,
-                       labelled_share=s.labelled, other_share=s.other, natural=True)
-    if s.copy:
-        copy_the_judge(world, s.copy)  # the stand-in's verdict law: the verdicts it gives over HTTP
+    world = setting_world(seed, setting, pairs, natural=True)
     with tempfile.TemporaryDirectory(prefix="certify-cli-") as tmp:
         work = Path(tmp)
         env, policy, warehouse = ingested(world, work, target, risk, s.judge_like)

@@ -215,8 +215,9 @@ def _said(threshold: float) -> str:
     return f"{threshold:.4f}" if np.isfinite(threshold) else "any score"
 
 
-def _adaptive_rule(c: Confidences, keepable: np.ndarray) -> np.ndarray:
-    """Adaptive's decisive verdict (|margin| > 1 with scores agreeing), on a pair the label-free filters keep."""
+def decisive_verdict(c: Confidences, keepable: np.ndarray) -> np.ndarray:
+    """Adaptive's decisive verdict (|margin| > 1 with scores agreeing), on a pair the label-free filters keep: the
+    rounds stop such a pair at the verdicts it holds."""
     return keepable & (np.abs(c.margin) > 1.0) & c.scores_agree & (c.direction != 0)
 
 
@@ -257,7 +258,7 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
     verdict, and more verdicts cannot make them certified."""
     keepable = eligible if keepable is None else keepable & eligible
     none = np.zeros(len(pool), bool)
-    adaptive = _adaptive_rule(c, keepable)
+    adaptive = decisive_verdict(c, keepable)
     calibrating = calibration_pairs(pool.pair_id, labels)
     idx = np.flatnonzero(eligible & (c.verdicts > 0) & (c.direction != 0))
     train = idx[~calibrating[idx] & (labels.training[idx] != 0)]
