@@ -344,16 +344,30 @@ def world_parser(doc: str, worlds: int, worlds_help: str, target: float, cli_pai
     return parser
 
 
-def chosen_settings(args: argparse.Namespace, settings: int) -> list[int]:
-    """The settings `--settings` names, of `settings` in all (default: every one)."""
-    return list(range(settings)) if args.settings is None else [int(x) for x in args.settings.split(",")]
+def chosen_settings(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: int) -> list[int]:
+    """The settings `--settings` names, of `settings` in all (default: every one). A count or rate out of range,
+    or a setting that is not one, is refused as argparse refuses: one line naming the flag, exit 2."""
+    least = {"pairs": 1, "workers": 1, "worlds": 0, "cli_runs": 0, "cli_pairs": 1, "gap": 0, "compare": 0}
+    for name, low in least.items():
+        value = getattr(args, name, None)
+        if value is not None and value < low:
+            parser.error(f"--{name.replace('_', '-')} {value}: at least {low}")
+    for name in ("target", "risk"):
+        if not 0.0 < getattr(args, name) < 1.0:
+            parser.error(f"--{name} {getattr(args, name)}: between 0 and 1")
+    if args.settings is None:
+        return list(range(settings))
+    chosen = [int(x) if x.strip().isdigit() else -1 for x in args.settings.split(",")]
+    if any(not 0 <= x < settings for x in chosen):
+        parser.error(f"--settings {args.settings}: comma-separated setting numbers from 0 to {settings - 1}")
+    return chosen
 
 
 def main() -> None:
     parser = world_parser(__doc__, 40, "worlds per setting and strategy", 0.95, 2000)
     parser.add_argument("--gap", type=int, default=0, help="worlds a setting to say where certify's coverage goes")
     args = parser.parse_args()
-    chosen = chosen_settings(args, len(SETTINGS))
+    chosen = chosen_settings(parser, args, len(SETTINGS))
     started = time.perf_counter()
     jobs = [(seed, setting, strategy, args.target, args.risk, args.pairs)
             for setting in chosen for seed in range(args.worlds) for strategy in STRATEGIES]

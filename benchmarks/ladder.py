@@ -224,7 +224,7 @@ def main() -> None:
     parser = world_parser(__doc__, 200, "worlds per setting judged by the ladder (validity)", 0.9, 1200)
     parser.add_argument("--compare", type=int, default=20, help="worlds per setting judged all three ways")
     args = parser.parse_args()
-    chosen = chosen_settings(args, len(SETTINGS))
+    chosen = chosen_settings(parser, args, len(SETTINGS))
     started = time.perf_counter()
     jobs = [(seed, setting, "ladder", args.target, args.risk, args.pairs)
             for setting in chosen for seed in range(args.worlds)]
