@@ -31,9 +31,9 @@ widen_help()
 @app.callback()
 def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="show Prefect's logs and tracebacks on stderr "
                                        "(by default they go to logs/curate.log beside the warehouse)")) -> None:
-    from curator.cli_logging import quiet_terminal
+    from curator.cli_logging import set_verbose
 
-    quiet_terminal(verbose)
+    set_verbose(verbose)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -42,13 +42,18 @@ class TerminalFilter(logging.Filter):
 _state: dict[str, object] = {"verbose": False, "file": None, "silenced": False}
 
 
-def quiet_terminal(verbose: bool) -> None:
-    """Filter Prefect's console handler (with `verbose`, only once the command stops); call once Prefect is
-    imported."""
+def set_verbose(verbose: bool) -> None:
+    """The command's `--verbose`, read by `quiet_terminal` once Prefect is about to run. Importing Prefect here
+    would cost every command, a refusal included, about 1.5 s before it could say a word."""
+    _state["verbose"] = verbose
+
+
+def quiet_terminal() -> None:
+    """Set up Prefect's logging and filter its console handler (with `--verbose`, only once the command stops).
+    Called before the command first uses Prefect (`curator.runner`); a second call changes nothing."""
     from prefect.logging.configuration import PROCESS_LOGGING_CONFIG, setup_logging
     from prefect.logging.handlers import PrefectConsoleHandler
 
-    _state["verbose"] = verbose
     if not PROCESS_LOGGING_CONFIG:
         setup_logging()  # now, so that later set-ups (the ephemeral server's) are incremental and keep the filter
     loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()

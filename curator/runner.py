@@ -96,9 +96,11 @@ class Runner:
     def start_api(self) -> None:
         """Start Prefect's temporary API now (no server configured), so that its start-up overlaps what the
         command does before its flow runs; `flow` waits for it."""
+        from curator.cli_logging import quiet_terminal
         from curator.noop import prefect_server_configured
         from curator.watchdog import start_watchdog
 
+        quiet_terminal()  # before Prefect's first log record
         if self.api is not None or prefect_server_configured():
             return
         from curator.prefect_api import temporary_api
@@ -122,9 +124,10 @@ class Runner:
         """Run a flow, its parameters by keyword, on the configured Prefect server or the temporary API; errors a
         user can act on become one line and exit 2, Prefect's logs go to the log file."""
         from common.settings import get_settings
-        from curator.cli_logging import log_to_file
+        from curator.cli_logging import log_to_file, quiet_terminal
         from curator.watchdog import start_watchdog
 
+        quiet_terminal()
         log_to_file(Path(get_settings().warehouse).parent / "logs" / "curate.log")
         self.watchdog = start_watchdog()  # stops the temporary API if this process is SIGKILLed
         self.start_api()
