@@ -127,7 +127,7 @@ class Runner:
         from curator.cli_logging import log_to_file, quiet_terminal
         from curator.watchdog import start_watchdog
 
-        quiet_terminal()
+        quiet_terminal()  # before the log file joins the root logger: Prefect's first set-up replaces its handlers
         log_to_file(Path(get_settings().warehouse).parent / "logs" / "curate.log")
         self.watchdog = start_watchdog()  # stops the temporary API if this process is SIGKILLed
         self.start_api()

@@ -20,8 +20,8 @@ nothing, which is what the refusal tests need to see.
 Usage, with the python of a venv that has torch, transformers and tokenizers (the vLLM venv):
     python testing/tiny_genrm.py build [--cache-dir DIR]   # prints the model folder
 The folder is cached under a name keyed by a hash of this file (and of the torch, transformers and
-tokenizers versions, and of whether the CPU computes bfloat16 natively), so an unchanged builder is built once. The build is seeded and single-threaded:
-two builds here gave byte-identical weights.
+tokenizers versions, and of whether the CPU computes bfloat16 natively), so an unchanged builder is built
+once. The build is seeded and single-threaded: two builds here gave byte-identical weights.
 This module imports only the standard library at the top: the project's tests import its templates and
 rule without torch.
 """
@@ -29,6 +29,7 @@ rule without torch.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -182,6 +183,7 @@ def genrm_messages(history: list[dict[str, str]], response_1: str, response_2: s
     return history + [{"role": "response_1", "content": response_1}, {"role": "response_2", "content": response_2}]
 
 
+@functools.cache
 def native_bf16() -> bool:
     """Whether this CPU computes in bfloat16 natively (AMX or AVX512-BF16). Elsewhere torch emulates it, and a
     bf16-autocast fine-tune ran 4.6x slower than in float32 (436 s against 95 s on an AVX2-only 2-core EPYC)."""
