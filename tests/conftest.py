@@ -80,6 +80,63 @@ def warehouse_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def new_prefect_home(tmp_path_factory):
+    """`make(folder)`: a PREFECT_HOME of its own at `folder` (its commands' run records, logs and temporary APIs are
+    its alone), holding a copy of Prefect's database as a first command leaves it (created, migrated, its block
+    types registered). The copy is made once per worker, by starting and stopping a temporary API on a new home: a
+    command's first use of a new home would otherwise spend about 7 s of its start-up on it (benchmarks/startup.py)."""
+    import contextlib
+    import shutil
+    import sqlite3
+
+    from curator.prefect_api import TemporaryApi
+
+    template = tmp_path_factory.mktemp("prefect-db")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PREFECT_HOME", str(template))
+        mp.delenv("PREFECT_API_URL", raising=False)
+        api = TemporaryApi().start()
+    try:
+        api.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
+    finally:
+        api.stop()
+    with contextlib.closing(sqlite3.connect(template / "prefect.db")) as db:  # its write-ahead log into the file
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert not (template / "prefect.db-wal").exists()
+
+    def make(folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template / "prefect.db", folder / "prefect.db")
+        return folder
+
+    return make
+
+
+@pytest.fixture
+def prefect_home(tmp_path, new_prefect_home) -> Path:
+    """A PREFECT_HOME of this test's own (see new_prefect_home)."""
+    return new_prefect_home(tmp_path / "prefect-home")
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory, new_prefect_home):
+    """The API URL of one Prefect server for this worker's session (the server a command starts for itself when
+    none is configured, kept running): a command given it as PREFECT_API_URL runs its flows there, as under a
+    deployment, and spends nothing on starting an API of its own (about 4 s of a command's start-up and 5 CPU-s,
+    benchmarks/startup.py). For the tests whose subject is not that temporary API."""
+    from curator.prefect_api import TemporaryApi
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PREFECT_HOME", str(new_prefect_home(tmp_path_factory.mktemp("prefect-server"))))
+        mp.delenv("PREFECT_API_URL", raising=False)
+        api = TemporaryApi().start()
+    try:
+        yield api.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
+    finally:
+        api.stop()
+
+
+@pytest.fixture(scope="session")
 def dashboard_warehouse(tmp_path_factory) -> tuple[Path, Path, dict]:
     """A warehouse with every kind of record (ingest with bad rows, judging with failures, a version, a judge
     evaluation) and its dashboard snapshot; built once per session."""

@@ -26,10 +26,10 @@ PEAK_RSS = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:
 
 
 @pytest.fixture(scope="module")
-def warehouse(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+def warehouse(tmp_path_factory, prefect_server) -> tuple[Path, dict[str, str]]:
     """Eight clean pairs ingested by the CLI; each test judges a copy."""
     tmp = tmp_path_factory.mktemp("hostile")
-    env = {**os.environ, "PREFECT_HOME": str(tmp / "ph")}
+    env = {**os.environ, "PREFECT_API_URL": prefect_server}
     data = tmp / "hs.jsonl"
     write_synth(data, "helpsteer3", 8, seed=5, pair_bytes=300, bad_rate=0.0, exact_dup_rate=0.0, near_dup_rate=0.0)
     done = subprocess.run([CURATE, "ingest", "--source", "helpsteer3", "--path", str(data), "--warehouse",

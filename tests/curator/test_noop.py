@@ -50,13 +50,13 @@ def uvicorn_children_of_nobody_alive(before: set[int], prefect_home: Path) -> se
 
 
 @pytest.mark.skipif(not Path("/proc").exists(), reason="reads /proc")
-def test_no_op_calls_need_no_prefect_api_and_calls_with_work_stop_theirs(tmp_path):
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "ph")}
+def test_no_op_calls_need_no_prefect_api_and_calls_with_work_stop_theirs(tmp_path, prefect_home):
+    env = {**os.environ, "PREFECT_HOME": str(prefect_home)}
     env.pop("PREFECT_API_URL", None)
     w = ["--warehouse", str(tmp_path / "w.duckdb")]
     data = tmp_path / "hs.jsonl"
     write_synth(data, "helpsteer3", 60, seed=5, pair_bytes=500)
-    before = uvicorn_children_of_nobody_alive(set(), tmp_path / "ph")
+    before = uvicorn_children_of_nobody_alive(set(), prefect_home)
     with StandinProcess(StandinConfig(latency_mean=0.002)) as server:
         work = {
             "ingest": ["ingest", "--source", "helpsteer3", "--path", str(data), *w],
@@ -67,7 +67,7 @@ def test_no_op_calls_need_no_prefect_api_and_calls_with_work_stop_theirs(tmp_pat
         first = {name: summary(curate(env, *argv)) for name, argv in work.items()}
         assert first["ingest"]["new_pairs"] > 0 and first["judge"]["judged"] > 0
         assert first["build-version"]["new_version"] and not first["publish"]["already_published"]
-        assert not uvicorn_children_of_nobody_alive(before, tmp_path / "ph"), "a temporary Prefect API outlived its command"
+        assert not uvicorn_children_of_nobody_alive(before, prefect_home), "a temporary Prefect API outlived its command"
 
         # No Prefect API can start now (a start-up time-out no server meets): the no-ops still answer.
         no_api = {**env, "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0"}
@@ -91,10 +91,10 @@ def test_no_op_calls_need_no_prefect_api_and_calls_with_work_stop_theirs(tmp_pat
     assert con.execute("SELECT count(*) FROM dataset_versions").fetchone()[0] == 1
 
 
-def test_with_a_prefect_server_configured_a_no_op_is_a_flow_run_there(tmp_path):
+def test_with_a_prefect_server_configured_a_no_op_is_a_flow_run_there(tmp_path, prefect_home):
     """PREFECT_API_URL names the server: a no-op goes to it (here a port nothing serves, so the call fails)
     instead of being answered aside."""
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "ph")}
+    env = {**os.environ, "PREFECT_HOME": str(prefect_home)}
     w = ["--warehouse", str(tmp_path / "w.duckdb")]
     data = tmp_path / "hs.jsonl"
     write_synth(data, "helpsteer3", 20, seed=5, pair_bytes=500)

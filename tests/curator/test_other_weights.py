@@ -41,14 +41,15 @@ def _curate(*args: str, env: dict[str, str], timeout: float = 600) -> dict:
 
 
 @pytest.fixture(scope="module")
-def judged(tiny_genrm_server, tmp_path_factory):
+def judged(tiny_genrm_server, tmp_path_factory, new_prefect_home, prefect_server):
     """A warehouse whose pairs the tiny GenRM judged through `curate judge --endpoint`, and a version built on it."""
     place = tmp_path_factory.mktemp("other-weights")
     rows, policy, warehouse = place / "hs.jsonl", place / "loose.toml", place / "w.duckdb"
     write_helpsteer3_rows(rows, 6, seed=29)
     policy.write_text(LOOSE)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")}, **SERVED,
-           "PREFECT_HOME": str(place / "ph"), "CURATE_WAREHOUSE": str(warehouse)}
+           "PREFECT_HOME": str(new_prefect_home(place / "ph")), "PREFECT_API_URL": prefect_server,
+           "CURATE_WAREHOUSE": str(warehouse)}
     _curate("ingest", "--source", "helpsteer3", "--path", str(rows), env=env)
     judge = _curate("judge", "--endpoint", tiny_genrm_server.url, env=env)
     version = _curate("build-version", "tiny", "--policy", str(policy), env=env)

@@ -46,10 +46,10 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
+def _env(prefect_home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CURATE_") and k != "PREFECT_API_URL"}
     # INFO: the log file beside the warehouse shows where the flow is (the tests wait for it)
-    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_LOGGING_LEVEL="INFO")
+    env.update(PREFECT_HOME=str(prefect_home), PREFECT_LOGGING_LEVEL="INFO")
     return env
 
 
@@ -163,10 +163,10 @@ def _status(env: dict[str, str], warehouse: Path) -> dict:
     return _curate_json(env, "status", "--warehouse", str(warehouse))
 
 
-def test_ctrl_c_stops_an_ingest_in_order_and_a_rerun_resumes(tmp_path):
+def test_ctrl_c_stops_an_ingest_in_order_and_a_rerun_resumes(tmp_path, prefect_home):
     data, warehouse = tmp_path / "hs.jsonl", tmp_path / "w.duckdb"
     write_synth(data, "helpsteer3", 4000, seed=11, pair_bytes=1000)
-    env = _env(tmp_path)
+    env = _env(prefect_home)
     ingest = ["ingest", "--source", "helpsteer3", "--path", str(data), "--batch-size", "400", "--warehouse",
               str(warehouse), "--json"]
     with Command(tmp_path, env, *ingest) as cmd:
@@ -188,10 +188,10 @@ def test_ctrl_c_stops_an_ingest_in_order_and_a_rerun_resumes(tmp_path):
     assert status["counts"] != kept
 
 
-def test_ctrl_c_stops_a_judge_mid_run_and_a_rerun_sends_only_what_is_missing(tmp_path):
+def test_ctrl_c_stops_a_judge_mid_run_and_a_rerun_sends_only_what_is_missing(tmp_path, prefect_home):
     data, warehouse = tmp_path / "hs.jsonl", tmp_path / "w.duckdb"
     write_synth(data, "helpsteer3", 60, seed=12, pair_bytes=600)
-    env = _env(tmp_path)
+    env = _env(prefect_home)
     w = ["--warehouse", str(warehouse)]
     _curate_json(env, "ingest", "--source", "helpsteer3", "--path", str(data), *w)
     judge = ["judge", "--strategy", "single", *w]
@@ -211,10 +211,10 @@ def test_ctrl_c_stops_a_judge_mid_run_and_a_rerun_sends_only_what_is_missing(tmp
     assert rerun["skipped_cached"] == verdicts and rerun["judged"] == rerun["pairs"] - verdicts
 
 
-def test_sigterm_stops_a_pipeline_mid_judge_and_a_rerun_completes_it(tmp_path):
+def test_sigterm_stops_a_pipeline_mid_judge_and_a_rerun_completes_it(tmp_path, prefect_home):
     data, warehouse = tmp_path / "hs.jsonl", tmp_path / "w.duckdb"
     write_synth(data, "helpsteer3", 60, seed=13, pair_bytes=600)
-    env = _env(tmp_path)
+    env = _env(prefect_home)
     run = ["run", "--source", f"helpsteer3={data}", "--dataset", "sig",
            "--publish-to", str(tmp_path / "published"), "--warehouse", str(warehouse)]
     with StandinProcess(StandinConfig(latency_mean=1.0, capacity=4)) as slow, \
@@ -234,10 +234,10 @@ def test_sigterm_stops_a_pipeline_mid_judge_and_a_rerun_completes_it(tmp_path):
     assert Path(rerun["publish"]["target"]).is_dir()
 
 
-def test_a_second_ctrl_c_stops_an_ingest_at_once(tmp_path):
+def test_a_second_ctrl_c_stops_an_ingest_at_once(tmp_path, prefect_home):
     data, warehouse = tmp_path / "hs.jsonl", tmp_path / "w.duckdb"
     write_synth(data, "helpsteer3", 3000, seed=15, pair_bytes=1000)
-    env = _env(tmp_path)
+    env = _env(prefect_home)
     with Command(tmp_path, env, "ingest", "--source", "helpsteer3", "--path", str(data), "--batch-size", "300",
                  "--warehouse", str(warehouse), "--json") as cmd:
         cmd.wait_until(lambda: _log_count(tmp_path, TASK_DONE) >= 2)
@@ -255,12 +255,12 @@ def test_a_second_ctrl_c_stops_an_ingest_at_once(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def judged(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+def judged(tmp_path_factory, new_prefect_home) -> tuple[Path, dict[str, str]]:
     """A warehouse with judged pairs and a first version of `sig`, its folder beside it."""
     tmp = tmp_path_factory.mktemp("judged")
     data = tmp / "hs.jsonl"
     write_synth(data, "helpsteer3", 1500, seed=14, pair_bytes=600)
-    env = _env(tmp)
+    env = _env(new_prefect_home(tmp / "prefect-home"))
     with StandinProcess(StandinConfig(latency_mean=0.002)) as fast:
         _curate_json(env, "run", "--source", f"helpsteer3={data}", "--endpoint", fast.url, "--dataset", "sig",
                      "--skip", "publish", "--warehouse", str(tmp / "w.duckdb"))

@@ -92,12 +92,12 @@ def _kill_tree(proc: subprocess.Popen, graceful: bool = True) -> None:
 class Cluster:
     """A Prefect server, its pools and deployments, and the workers; REST calls for the test."""
 
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, prefect_home: Path):
         self.tmp = tmp
         self.port = _free_port()
         self.api = f"http://127.0.0.1:{self.port}/api"
         self.env = {
-            **os.environ, "PREFECT_HOME": str(tmp / "prefect-home"), "PREFECT_API_URL": self.api,
+            **os.environ, "PREFECT_HOME": str(prefect_home), "PREFECT_API_URL": self.api,
             "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
             "PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_WORKER_QUERY_SECONDS": "1", "HF_HUB_OFFLINE": "1",
             "CURATE_PROJECT_DIR": str(REPO), "CURATE_JUDGE_SHARD_POLL_SECONDS": "0.5",
@@ -179,9 +179,9 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, s3_server):
+def cluster(tmp_path_factory, s3_server, new_prefect_home):
     tmp = tmp_path_factory.mktemp("prefect-e2e")
-    c = Cluster(tmp)
+    c = Cluster(tmp, new_prefect_home(tmp / "prefect-home"))
     standins = [StandinProcess(StandinConfig(capacity=IN_FLIGHT, latency_mean=0.05, latency_sigma=0.2, seed=s))
                 for s in (1, 2)]
     try:

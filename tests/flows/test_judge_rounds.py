@@ -205,7 +205,7 @@ def test_answers_without_a_verdict_are_asked_again_only_up_to_the_attempt_limit(
     assert seen == sum(r for _, _, r in rows) == sum(r["requests"] for r in runs)
 
 
-def test_sigkill_mid_rounds_then_rerun_pays_nothing_twice(clean, tmp_path):
+def test_sigkill_mid_rounds_then_rerun_pays_nothing_twice(clean, tmp_path, prefect_server):
     """kill -9 the judging process at a random point of its rounds: the rerun decides its rounds afresh from what
     the warehouse holds and finishes; every verdict the stand-in gave is the one an uninterrupted run got for the
     same judgment, and it answered at most one batch (plus what was in flight) twice."""
@@ -213,7 +213,8 @@ def test_sigkill_mid_rounds_then_rerun_pays_nothing_twice(clean, tmp_path):
     reference_at, path = _copy(clean, tmp_path / "reference.duckdb"), _copy(clean, tmp_path / "killed.duckdb")
     batch, in_flight = 8, 4
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
-           "CURATE_JUDGE_WRITE_BATCH": str(batch), "CURATE_JUDGE_MAX_IN_FLIGHT": str(in_flight)}
+           "CURATE_JUDGE_WRITE_BATCH": str(batch), "CURATE_JUDGE_MAX_IN_FLIGHT": str(in_flight),
+           "PREFECT_API_URL": prefect_server}
     args = ["--strategy", "certify:2", "--target-agreement", str(TARGET), "--json"]
     config = StandinConfig(capacity=in_flight, latency_mean=0.004, latency_sigma=0.2, position_bias=0.3)
 
@@ -255,7 +256,7 @@ def test_sigkill_mid_rounds_then_rerun_pays_nothing_twice(clean, tmp_path):
 
 
 @pytest.mark.vllm
-def test_rounds_end_to_end_against_the_real_vllm_serving_the_tiny_genrm(tiny_genrm_server, tmp_path):
+def test_rounds_end_to_end_against_the_real_vllm_serving_the_tiny_genrm(tiny_genrm_server, tmp_path, prefect_server):
     from testing.tiny_genrm import write_helpsteer3_rows
 
     rows, warehouse = tmp_path / "hs.jsonl", tmp_path / "w.duckdb"
@@ -264,7 +265,7 @@ def test_rounds_end_to_end_against_the_real_vllm_serving_the_tiny_genrm(tiny_gen
     # so that a failed one is not asked again and a rerun has nothing to send
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
            "CURATE_JUDGE_MAX_MODEL_LEN": "4096", "CURATE_JUDGE_MAX_TOKENS": "200", "CURATE_JUDGE_MAX_ATTEMPTS": "1",
-           "PREFECT_HOME": str(tmp_path / "ph"), "CURATE_WAREHOUSE": str(warehouse)}
+           "PREFECT_API_URL": prefect_server, "CURATE_WAREHOUSE": str(warehouse)}
 
     def curate(*args: str) -> dict:
         done = subprocess.run([CURATE, *args, "--json"], env=env, capture_output=True, text=True, timeout=600)

@@ -101,21 +101,20 @@ def test_sharded_rounds_ask_what_one_process_asks_and_certify_the_same_pairs(cle
     assert [(r["pairs_asked"], r["shards"]) for r in again["rounds"]] == [(0, [])]
 
 
-def _env(exchange: Path, **more: str) -> dict[str, str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
-           "CURATE_JUDGE_EXCHANGE": str(exchange), **more}
-    env.pop("PREFECT_API_URL", None)
-    return env
+def _env(exchange: Path, prefect_server: str, **more: str) -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+            "CURATE_JUDGE_EXCHANGE": str(exchange), "PREFECT_API_URL": prefect_server, **more}
 
 
-def test_sigkill_of_the_coordinator_mid_rounds_then_rerun_pays_nothing_twice(clean, tmp_path):
+def test_sigkill_of_the_coordinator_mid_rounds_then_rerun_pays_nothing_twice(clean, tmp_path, prefect_server):
     """kill -9 `curate judge --shards 3` at a random point of its rounds (a shard judging, a merge, a decision):
     the rerun merges what the killed shards wrote, decides its rounds afresh and finishes; every verdict is the
     one an uninterrupted run got, and at most one batch (plus what was in flight) was paid for twice."""
     n = clean[1]
     reference_at, path = _copy(clean, tmp_path / "reference.duckdb"), _copy(clean, tmp_path / "killed.duckdb")
     batch, in_flight = 8, 4
-    env = _env(tmp_path / "exchange", CURATE_JUDGE_WRITE_BATCH=str(batch), CURATE_JUDGE_MAX_IN_FLIGHT=str(in_flight))
+    env = _env(tmp_path / "exchange", prefect_server, CURATE_JUDGE_WRITE_BATCH=str(batch),
+               CURATE_JUDGE_MAX_IN_FLIGHT=str(in_flight))
     args = ["--shards", "3", "--strategy", "certify:2", "--target-agreement", str(TARGET), "--warehouse", str(path),
             "--json"]
     config = StandinConfig(capacity=in_flight, latency_mean=0.004, latency_sigma=0.2, position_bias=0.3)

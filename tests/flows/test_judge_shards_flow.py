@@ -91,12 +91,13 @@ def test_shards_judged_from_work_files_merge_once(tmp_path, ingested):
     assert plan_shards(path, exchange, 3, "swap", None)["work"] == {}
 
 
-def test_a_worker_killed_mid_shard_then_rerun_judges_only_the_rest(tmp_path, ingested):
+def test_a_worker_killed_mid_shard_then_rerun_judges_only_the_rest(tmp_path, ingested, prefect_server):
     path, n = ingested
     exchange = tmp_path / "exchange"
     work = plan_shards(path, str(exchange), 1, "swap", None)["work"][0]
     batch, in_flight = 8, 4
-    env = {**os.environ, "CURATE_JUDGE_WRITE_BATCH": str(batch), "CURATE_JUDGE_MAX_IN_FLIGHT": str(in_flight)}
+    env = {**os.environ, "CURATE_JUDGE_WRITE_BATCH": str(batch), "CURATE_JUDGE_MAX_IN_FLIGHT": str(in_flight),
+           "PREFECT_API_URL": prefect_server}
     curate = os.path.join(os.path.dirname(sys.executable), "curate")
     with StandinProcess(StandinConfig(capacity=in_flight, latency_mean=0.03, latency_sigma=0.2)) as server:
         proc = subprocess.Popen([curate, "judge-shard", work, "--endpoint", server.url, "--json"], env=env,

@@ -21,11 +21,11 @@ pytestmark = pytest.mark.prefect
 CURATE = str(Path(sys.executable).with_name("curate"))
 
 
-def test_an_estimate_sends_nothing_and_a_budget_stop_resumes_without_paying_twice(tmp_path):
+def test_an_estimate_sends_nothing_and_a_budget_stop_resumes_without_paying_twice(tmp_path, prefect_server):
     warehouse = tmp_path / "w.duckdb"
     pairs = ingest_clean_pairs(tmp_path, warehouse, 300, seed=43)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
-           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph"),
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_API_URL": prefect_server,
            "CURATE_JUDGE_WRITE_BATCH": "8",  # the budget's step: 8 pairs
            "CURATE_COST_SERVER_TOKENS_PER_SECOND": "1e9"}  # declared: the first step fits any budget here
 
@@ -69,13 +69,13 @@ def test_an_estimate_sends_nothing_and_a_budget_stop_resumes_without_paying_twic
         assert measured["estimate"]["requests"]["high"] == 0 and genrm.stats()["requests"] == 2 * pairs
 
 
-def test_a_ladders_estimate_names_the_reward_models_rung_then_the_genrms_and_asks_neither(tmp_path):
+def test_a_ladders_estimate_names_the_reward_models_rung_then_the_genrms_and_asks_neither(tmp_path, prefect_server):
     from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
 
     warehouse = tmp_path / "w.duckdb"
     pairs = ingest_clean_pairs(tmp_path, warehouse, 60, seed=44)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
-           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph")}
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_API_URL": prefect_server}
     with StandinProcess(StandinConfig()) as genrm, RewardStandinProcess(RewardStandinConfig()) as rm:
         done = subprocess.run([CURATE, "judge", "--strategy", "ladder", "--rm-endpoint", rm.url, "--endpoint",
                                genrm.url, "--rm-gpus", "2", "--target-agreement", "0.9", "--estimate",
@@ -92,13 +92,14 @@ def test_a_ladders_estimate_names_the_reward_models_rung_then_the_genrms_and_ask
     assert all(r["basis"].startswith("declared") for r in rungs)
 
 
-def test_a_ladder_stopped_at_its_budget_on_the_reward_models_rung_resumes_without_paying_twice(tmp_path):
+def test_a_ladder_stopped_at_its_budget_on_the_reward_models_rung_resumes_without_paying_twice(tmp_path,
+                                                                                             prefect_server):
     from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
 
     warehouse = tmp_path / "w.duckdb"
     pairs = ingest_clean_pairs(tmp_path, warehouse, 200, seed=45)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
-           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph"),
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_API_URL": prefect_server,
            "CURATE_JUDGE_WRITE_BATCH": "8", "CURATE_COST_SERVER_TOKENS_PER_SECOND": "1e9"}
 
     def ladder(*args: str) -> subprocess.CompletedProcess:

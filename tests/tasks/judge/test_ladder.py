@@ -26,11 +26,11 @@ ROWS = 1200  # enough clear labels for the score's model to certify on
 CURATE = str(Path(sys.executable).with_name("curate"))
 
 
-def test_a_ladder_judged_warehouse_makes_a_certified_version(tmp_path):
+def test_a_ladder_judged_warehouse_makes_a_certified_version(tmp_path, prefect_server):
     warehouse = tmp_path / "w.duckdb"
     pairs = ingest_clean_pairs(tmp_path, warehouse, ROWS, seed=41)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
-           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph")}
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_API_URL": prefect_server}
 
     def curate(*args: str) -> dict:
         done = subprocess.run([CURATE, *args, "--json"], env=env, capture_output=True, text=True, timeout=900)
@@ -85,13 +85,13 @@ def test_a_ladder_judged_warehouse_makes_a_certified_version(tmp_path):
     assert set(Counter(p in genrm_judged for p in kept)) == {True, False}
 
 
-def test_swapped_endpoints_are_refused_before_any_request(tmp_path):
+def test_swapped_endpoints_are_refused_before_any_request(tmp_path, prefect_server):
     """The GenRM's stand-in given as the reward model and the reward model's as the GenRM: `curate judge` exits 2
     with one line naming the endpoint that does not serve its judge's API, and neither server is asked anything."""
     warehouse = tmp_path / "w.duckdb"
     ingest_clean_pairs(tmp_path, warehouse, 40, seed=43)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
-           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph")}
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_API_URL": prefect_server}
     with StandinProcess(StandinConfig()) as genrm, RewardStandinProcess(RewardStandinConfig()) as rm:
         for rm_url, genrm_url, wrong in ((genrm.url, genrm.url, genrm.url), (rm.url, rm.url, rm.url)):
             done = subprocess.run([CURATE, "judge", "--strategy", "ladder", "--rm-endpoint", rm_url, "--endpoint",
@@ -102,7 +102,7 @@ def test_swapped_endpoints_are_refused_before_any_request(tmp_path):
         assert genrm.stats()["requests"] == 0 and rm.stats()["requests"] == 0 == rm.stats()["scored"]
 
 
-def test_a_ladder_killed_in_either_rung_resumes_and_pays_for_nothing_twice(tmp_path):
+def test_a_ladder_killed_in_either_rung_resumes_and_pays_for_nothing_twice(tmp_path, prefect_server):
     """SIGKILL `curate judge --strategy ladder` while the reward model scores, then its rerun while the GenRM's
     rounds run; the third run finishes. Each judgment is paid for once, but what was in flight or not yet written
     (a write batch) when a process died."""
@@ -112,7 +112,7 @@ def test_a_ladder_killed_in_either_rung_resumes_and_pays_for_nothing_twice(tmp_p
     pairs = ingest_clean_pairs(tmp_path, warehouse, 600, seed=47)
     batch = 16
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
-           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_HOME": str(tmp_path / "ph"),
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_API_URL": prefect_server,
            "CURATE_JUDGE_WRITE_BATCH": str(batch)}
     capacity = 16
     with (StandinProcess(StandinConfig(latency_mean=0.02, capacity=capacity, position_bias=0.3)) as genrm,

@@ -136,11 +136,12 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_launch_vllm_starts_the_real_server_judges_measures_and_stops_it(tmp_path, vllm_python, tiny_genrm_dir):
+def test_launch_vllm_starts_the_real_server_judges_measures_and_stops_it(tmp_path, vllm_python, tiny_genrm_dir,
+                                                                          prefect_server):
     rows = tmp_path / "hs.jsonl"
     write_helpsteer3_rows(rows, 12, seed=7)  # a third behind a long shared history
     port = _free_port()
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "ph"), "CURATE_VLLM_PYTHON": vllm_python,
+    env = {**os.environ, "PREFECT_API_URL": prefect_server, "CURATE_VLLM_PYTHON": vllm_python,
            "CURATE_VLLM_MODEL_PATH": str(tiny_genrm_dir), "CURATE_VLLM_DEVICE": "cpu",
            "CURATE_VLLM_CHAT_TEMPLATE": str(tiny_genrm_dir / TEMPLATE_FILES["genrm"]),
            "CURATE_JUDGE_MAX_MODEL_LEN": "4096", "CURATE_JUDGE_MAX_TOKENS": str(MAX_TOKENS),

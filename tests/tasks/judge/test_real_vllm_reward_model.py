@@ -45,12 +45,12 @@ def test_each_kind_s_preflight_takes_its_own_server_and_refuses_the_other_s(tiny
 
 
 def test_a_ladder_through_the_cli_stores_the_raw_scores_of_exactly_the_rendered_tokens(tmp_path, tiny_rm_server,
-                                                                                    tiny_genrm_server):
+                                                                                    tiny_genrm_server, prefect_server):
     rm, genrm = tiny_rm_server, tiny_genrm_server
     rows = tmp_path / "hs.jsonl"
     write_helpsteer3_rows(rows, PAIRS, seed=19)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
-           "CURATE_WAREHOUSE": str(tmp_path / "w.duckdb"), "PREFECT_HOME": str(tmp_path / "ph"),
+           "CURATE_WAREHOUSE": str(tmp_path / "w.duckdb"), "PREFECT_API_URL": prefect_server,
            "CURATE_JUDGE_RM_MODEL": RM_SERVED_NAME, "CURATE_JUDGE_MAX_MODEL_LEN": "4096",
            "CURATE_JUDGE_MAX_TOKENS": "200", "CURATE_JUDGE_RM_MAX_MODEL_LEN": "4096"}
 
