@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -56,15 +57,23 @@ def _refusal(*args: str, cwd, settings: dict[str, str] | None = None,
     return lines[0], report
 
 
-@pytest.fixture
-def place(tmp_path):
-    """A warehouse with pairs but no verdicts, files of both sources, and two policies no run in rounds takes."""
-    hs, arena = tmp_path / "hs.jsonl", tmp_path / "arena.jsonl"
+@pytest.fixture(scope="session")
+def place_made(tmp_path_factory):
+    """A warehouse with no pairs or verdicts, files of both sources, and two policies no run in rounds takes: made
+    once, copied by each test (session-scoped, so the tests still go to whichever worker is free)."""
+    folder = tmp_path_factory.mktemp("refusals-place")
+    hs, arena = folder / "hs.jsonl", folder / "arena.jsonl"
     write_synth(hs, "helpsteer3", 30, seed=3, pair_bytes=300)
     write_synth(arena, "arena", 30, seed=4, pair_bytes=300)
-    (tmp_path / "heuristic.toml").write_text("[policy]\nmin_abs_margin = 1.5\n")
-    (tmp_path / "untargeted.toml").write_text("[policy]\nvalidation_share = 0.1\n")
-    Warehouse(tmp_path / "w.duckdb").close()
+    (folder / "heuristic.toml").write_text("[policy]\nmin_abs_margin = 1.5\n")
+    (folder / "untargeted.toml").write_text("[policy]\nvalidation_share = 0.1\n")
+    Warehouse(folder / "w.duckdb").close()
+    return folder
+
+
+@pytest.fixture
+def place(tmp_path, place_made):
+    shutil.copytree(place_made, tmp_path, dirs_exist_ok=True)
     return tmp_path
 
 

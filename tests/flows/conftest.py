@@ -74,6 +74,7 @@ def judged_version(folder: Path, name: str, rows: int, seed: int, pair_bytes: in
 
 # -- a real Label Studio server -----------------------------------------------------------------------
 LABEL_STUDIO_ENV = "CURATE_TEST_LABEL_STUDIO"  # the python of a venv with label-studio (.ci/run installs one)
+LABEL_STUDIO_BASE_ENV = "CURATE_TEST_LABEL_STUDIO_BASE"  # a migrated data folder with no user (tests/label_studio_base.py)
 
 
 class LabelStudioServer:
@@ -112,9 +113,11 @@ class LabelStudioServer:
 def label_studio(tmp_path_factory):
     """A real Label Studio (Django + SQLite) on 127.0.0.1, in a data directory of its own, its admin user and
     API token made non-interactively; started once per session from the python in CURATE_TEST_LABEL_STUDIO
-    (skipped when that is not set), stopped by its process id."""
+    (skipped when that is not set), on a copy of the migrated folder in CURATE_TEST_LABEL_STUDIO_BASE when one is
+    given, stopped by its process id."""
     import os
     import secrets
+    import shutil
     import signal
     import socket
     import subprocess
@@ -136,6 +139,9 @@ def label_studio(tmp_path_factory):
            # nothing leaves 127.0.0.1: no version check, no analytics, no error reporting
            "LABEL_STUDIO_LATEST_VERSION_CHECK": "false", "LABEL_STUDIO_COLLECT_ANALYTICS": "false",
            "LABEL_STUDIO_SENTRY_DSN": "", "LABEL_STUDIO_FRONTEND_SENTRY_DSN": ""}
+    base = os.environ.get(LABEL_STUDIO_BASE_ENV)
+    if base and Path(base, "label_studio.sqlite3").is_file():  # migrated beforehand: a start of seconds, not 30 s
+        shutil.copytree(base, folder / "base")
     log = open(folder / "server.log", "wb")
     proc = subprocess.Popen([python, "-m", "label_studio.server", "start", "--no-browser", "--host", "127.0.0.1",
                              "--port", str(port), "--data-dir", str(folder / "data")],
