@@ -114,60 +114,23 @@ def label_studio(tmp_path_factory):
     """A real Label Studio (Django + SQLite) on 127.0.0.1, in a data directory of its own, its admin user and
     API token made non-interactively; started once per session from the python in CURATE_TEST_LABEL_STUDIO
     (skipped when that is not set), on a copy of the migrated folder in CURATE_TEST_LABEL_STUDIO_BASE when one is
-    given, stopped by its process id."""
+    given, stopped with its process group (tests/label_studio_base.py)."""
     import os
     import secrets
     import shutil
-    import signal
-    import socket
-    import subprocess
-    import time
-    import urllib.request
+
+    from tests.label_studio_base import running
 
     python = os.environ.get(LABEL_STUDIO_ENV)
     if not python or not Path(python).is_file():
         pytest.skip(f"no Label Studio to test against: set {LABEL_STUDIO_ENV} to the python of a venv with "
                     "label-studio installed (.ci/run does)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     folder = tmp_path_factory.mktemp("label-studio")
     token = secrets.token_hex(20)
     env = {**os.environ, "LABEL_STUDIO_USERNAME": "curator@example.com", "LABEL_STUDIO_PASSWORD": secrets.token_hex(12),
-           "LABEL_STUDIO_USER_TOKEN": token, "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
-           "LABEL_STUDIO_BASE_DATA_DIR": str(folder / "base"),
-           # nothing leaves 127.0.0.1: no version check, no analytics, no error reporting
-           "LABEL_STUDIO_LATEST_VERSION_CHECK": "false", "LABEL_STUDIO_COLLECT_ANALYTICS": "false",
-           "LABEL_STUDIO_SENTRY_DSN": "", "LABEL_STUDIO_FRONTEND_SENTRY_DSN": ""}
+           "LABEL_STUDIO_USER_TOKEN": token, "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true"}
     base = os.environ.get(LABEL_STUDIO_BASE_ENV)
     if base and Path(base, "label_studio.sqlite3").is_file():  # migrated beforehand: a start of seconds, not 30 s
         shutil.copytree(base, folder / "base")
-    log = open(folder / "server.log", "wb")
-    proc = subprocess.Popen([python, "-m", "label_studio.server", "start", "--no-browser", "--host", "127.0.0.1",
-                             "--port", str(port), "--data-dir", str(folder / "data")],
-                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 300
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                    if b"UP" in r.read():
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"Label Studio did not start (exit {proc.poll()}); see {folder / 'server.log'}")
-            time.sleep(0.5)
+    with running(python, folder, env) as url:
         yield LabelStudioServer(url, token)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)  # its session: the server and anything it started
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-        log.close()
