@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -79,27 +80,34 @@ def warehouse_path(tmp_path: Path) -> Path:
     return tmp_path / "warehouse.duckdb"
 
 
+@contextlib.contextmanager
+def _temporary_api_on(home: Path):
+    """The URL of a temporary Prefect API (the one a command starts for itself) on PREFECT_HOME `home`, once it
+    answers; stopped when the block ends."""
+    from curator.prefect_api import TemporaryApi
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PREFECT_HOME", str(home))
+        mp.delenv("PREFECT_API_URL", raising=False)
+        api = TemporaryApi().start()
+    try:
+        yield api.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
+    finally:
+        api.stop()
+
+
 @pytest.fixture(scope="session")
 def new_prefect_home(tmp_path_factory):
     """`make(folder)`: a PREFECT_HOME of its own at `folder` (its commands' run records, logs and temporary APIs are
     its alone), holding a copy of Prefect's database as a first command leaves it (created, migrated, its block
     types registered). The copy is made once per worker, by starting and stopping a temporary API on a new home: a
     command's first use of a new home would otherwise spend about 7 s of its start-up on it (benchmarks/startup.py)."""
-    import contextlib
     import shutil
     import sqlite3
 
-    from curator.prefect_api import TemporaryApi
-
     template = tmp_path_factory.mktemp("prefect-db")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PREFECT_HOME", str(template))
-        mp.delenv("PREFECT_API_URL", raising=False)
-        api = TemporaryApi().start()
-    try:
-        api.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
-    finally:
-        api.stop()
+    with _temporary_api_on(template):
+        pass
     with contextlib.closing(sqlite3.connect(template / "prefect.db")) as db:  # its write-ahead log into the file
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert not (template / "prefect.db-wal").exists()
@@ -124,16 +132,8 @@ def prefect_server(tmp_path_factory, new_prefect_home):
     none is configured, kept running): a command given it as PREFECT_API_URL runs its flows there, as under a
     deployment, and spends nothing on starting an API of its own (about 4 s of a command's start-up and 5 CPU-s,
     benchmarks/startup.py). For the tests whose subject is not that temporary API."""
-    from curator.prefect_api import TemporaryApi
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PREFECT_HOME", str(new_prefect_home(tmp_path_factory.mktemp("prefect-server"))))
-        mp.delenv("PREFECT_API_URL", raising=False)
-        api = TemporaryApi().start()
-    try:
-        yield api.wait_ready(float(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
-    finally:
-        api.stop()
+    with _temporary_api_on(new_prefect_home(tmp_path_factory.mktemp("prefect-server"))) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
