@@ -48,3 +48,14 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-2000:]}")
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def clean_warehouse(work: Path, pairs: int, seed: int, env: dict[str, str]) -> str:
+    """A warehouse in `work` holding `pairs` clean synthetic HelpSteer3 pairs (no bad rows, no duplicates), ingested
+    by `curate ingest` as a user would: its path."""
+    from tasks.ingest.synth import write_synth
+
+    data, warehouse = work / "hs.jsonl", str(work / "w.duckdb")
+    write_synth(data, "helpsteer3", pairs, seed=seed, bad_rate=0.0, exact_dup_rate=0.0, near_dup_rate=0.0)
+    curate("ingest", "--source", "helpsteer3", "--path", str(data), "--warehouse", warehouse, env=env)
+    return warehouse

@@ -21,9 +21,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from cli_runs import bench_env, curate
+from cli_runs import bench_env, clean_warehouse, curate
 
-from tasks.ingest.synth import write_synth
 from testing.genrm_standin import StandinConfig, StandinProcess
 
 
@@ -36,9 +35,7 @@ def one_run(pairs: int, first: int, strategy: str, latency: float, capacity: int
     with tempfile.TemporaryDirectory(prefix="estimate-bench-") as tmp:
         work = Path(tmp)
         env = bench_env(work, "CURATE_JUDGE_STRATEGY", "CURATE_SOURCES_FILE", "CURATE_JUDGE_BUDGET_GPU_HOURS")
-        data, warehouse = work / "hs.jsonl", str(work / "w.duckdb")
-        write_synth(data, "helpsteer3", pairs, seed=seed, bad_rate=0.0, exact_dup_rate=0.0, near_dup_rate=0.0)
-        curate("ingest", "--source", "helpsteer3", "--path", str(data), "--warehouse", warehouse, env=env)
+        warehouse = clean_warehouse(work, pairs, seed, env)
         judge = ["judge", "--strategy", strategy, "--gpus", str(gpus), "--warehouse", warehouse]
         if strategy.startswith(("certify", "ladder")):
             judge += ["--target-agreement", "0.9"]

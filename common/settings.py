@@ -98,9 +98,9 @@ class Settings(BaseSettings):
     judge_rm_gpus: int = Field(1, ge=1, description="the GPUs a reward model's server holds (its measured GPU-seconds)")
     judge_gpus: int | None = Field(None, ge=1, description="the GPUs a GenRM server holds, for its measured "
                                    "GPU-seconds (unset: CURATE_VLLM_TENSOR_PARALLEL_SIZE x DATA_PARALLEL_SIZE)")
-    judge_budget_gpu_hours: float | None = Field(None, gt=0, description="a judge run stops between batches or "
-                                                 "rounds once its next step would spend more GPU-hours than this "
-                                                 "(unset: no budget)")
+    judge_budget_gpu_hours: float | None = Field(None, gt=0, description="a judge run sends no pair whose "
+                                                 "judgments would take what it spent, its requests out included, "
+                                                 "past this many GPU-hours (unset: no budget)")
     judge_strategy: str = "swap"
     judge_adaptive_margin: float = Field(1.0, ge=0.0, description="adaptive: |margin| at or below is borderline")
     judge_max_in_flight: int | None = Field(None, ge=1, description="hard upper bound on requests in flight per "

@@ -43,8 +43,8 @@ COST_FLAGS: dict[str, tuple[Any, dict[str, Any], str]] = {
     "--estimate": (False, {}, "send no judging request: print the expected requests, tokens and GPU-hours per rung, "
                    "low and high, from the pending pairs' token counts and the per-judge costs earlier runs "
                    "measured (or the declared throughput where none ran yet)"),
-    "--budget-gpu-hours": (None, {"min": 0.000001}, "stop between batches or rounds once the next step would spend "
-                           "more GPU-hours than this, exit 3 (CURATE_JUDGE_BUDGET_GPU_HOURS); a rerun with a larger "
+    "--budget-gpu-hours": (None, {"min": 0.000001}, "send no pair whose judgments would take what the run spent, "
+                           "its requests out included, past this many GPU-hours, exit 3 (CURATE_JUDGE_BUDGET_GPU_HOURS); a rerun with a larger "
                            "budget resumes"),
 }
 

@@ -136,7 +136,11 @@ class ClientStats:
     # the run's busy seconds (every endpoint's) as each request ended: the middle of a run, past its ramp-up and
     # before its drain, gives what one more request costs (`tasks.judge.cost.steady_seconds_per_request`)
     busy_at_completion: array = field(default_factory=lambda: array("d"))  # 8 bytes a request
-    dispatches: int = 0  # dispatcher runs that sent a request: each ramps up and drains once
+    dispatches: int = 0  # dispatcher runs that sent a request: each drains once, the first also ramps up
+    # endpoint -> its concurrency controller: a run's later dispatches (rounds, a budget's batches) start at the
+    # cap its earlier ones found (`Concurrency.resume`)
+    controllers: dict[str, Concurrency] = field(default_factory=dict)
+    started_at: float | None = None  # when the run's first dispatch began (what the controllers' reports count from)
 
 
 class ReplyTooLarge(Exception):
@@ -189,14 +193,14 @@ def _http_client(url: str, options: ClientOptions) -> Any:
 
 
 class _Endpoint:
-    def __init__(self, url: str, options: ClientOptions):
+    def __init__(self, url: str, options: ClientOptions, concurrency: Concurrency | None = None):
         self.url = url
         self.http = _http_client(url, options)  # the chat requests' connections serve /tokenize too
         self.client = openai.AsyncOpenAI(base_url=url, api_key=options.api_key, max_retries=0,
                                          timeout=options.request_timeout, http_client=self.http)
         self.in_flight = 0
         fixed = options.max_in_flight is not None and not options.adapt
-        self.concurrency = Concurrency(options.max_in_flight, mode="fixed" if fixed else "metrics")
+        self.concurrency = concurrency or Concurrency(options.max_in_flight, mode="fixed" if fixed else "metrics")
         self.metrics_url = server_root(url) + "/metrics"
         self.failures = 0
         self.available_at = 0.0
@@ -268,14 +272,20 @@ class Dispatcher:
     ):
         if not endpoints:
             raise ValueError("at least one endpoint is needed")
-        self.endpoints = [_Endpoint(u.rstrip("/"), options) for u in endpoints]
+        self.stats = ClientStats() if stats is None else stats  # a run in rounds counts every round's dispatcher in one
+        now = time.monotonic()
+        self.endpoints = []
+        for url in (u.rstrip("/") for u in endpoints):
+            endpoint = _Endpoint(url, options, self.stats.controllers.get(url))
+            endpoint.concurrency.resume(now)
+            self.stats.controllers[url] = endpoint.concurrency
+            self.endpoints.append(endpoint)
         self.config = config
         self.kind = kind or (GENRM if config.is_genrm else kind_of(config.kind))  # how a judgment is asked and read
         self.options = options
         self.on_result = on_result
         self.rng = rng or random.Random()
         self.gate = gate  # a slot shared with other processes per endpoint (a Prefect global concurrency limit)
-        self.stats = ClientStats() if stats is None else stats  # a run in rounds counts every round's dispatcher in one
         self._ready: list[JudgeRequest] = []  # a stack of follow-ups, consumed before the source
         self._delayed: list[tuple[float, int, JudgeRequest]] = []
         self._seq = itertools.count()
@@ -318,6 +328,12 @@ class Dispatcher:
             if request.requests > sent_before:  # it reached the server (one over the token budget never does)
                 self.stats.busy_at_completion.append(self._busy_now(now))
             self._wake.set()
+
+    def spending(self) -> tuple[float, int, int]:
+        """(the run's busy seconds so far, its open stretches included; its requests that came back from the
+        server; its requests out now): what a GPU-hour budget checked between two sends reads."""
+        return (self._busy_now(time.monotonic()), len(self.stats.busy_at_completion),
+                sum(e.in_flight for e in self.endpoints))
 
     def _busy_now(self, now: float) -> float:
         """The run's busy seconds so far, the stretches still open included."""
@@ -538,10 +554,11 @@ class Dispatcher:
             await client.aclose()
 
     async def run(self, requests: Iterable[JudgeRequest]) -> ClientStats:
-        started = time.monotonic()
+        if self.stats.started_at is None:
+            self.stats.started_at = time.monotonic()
         sent_before = self.stats.requests
         watchers = [asyncio.create_task(self._watch_metrics(e)) for e in self.endpoints
-                    if e.concurrency.mode == "metrics"]
+                    if e.concurrency.mode != "fixed"]  # observed: watching for the gauges to come back
         for w in watchers:
             w.add_done_callback(self._watcher_done)
         try:
@@ -551,7 +568,7 @@ class Dispatcher:
             for w in watchers:
                 w.cancel()
             await asyncio.gather(*watchers, return_exceptions=True)
-            self.stats.concurrency = {e.url: e.concurrency.report(started) for e in self.endpoints}
+            self.stats.concurrency = {e.url: e.concurrency.report(self.stats.started_at) for e in self.endpoints}
 
     async def _run(self, requests: Iterable[JudgeRequest]) -> ClientStats:
         source = iter(requests)

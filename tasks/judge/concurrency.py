@@ -141,6 +141,13 @@ class Concurrency:
         self._last_rate = max(rate, 0.9 * self._last_rate)
         self._window_start, self._done, self._latency_sum = now, 0, 0.0
 
+    def resume(self, now: float) -> None:
+        """A later dispatch of the same run takes this controller up where the last one left it (the cap and batch
+        it found: a round or a budget's batch of a few hundred requests would otherwise spend its life ramping up
+        from START). What observed mode counted belongs to the pause before, so its window starts again."""
+        if self.mode == "observed":
+            self._window_start, self._done, self._latency_sum = now, 0, 0.0
+
     def report(self, started: float) -> dict[str, object]:
         return {"mode": self.mode, "final": self.cap, "peak": self.peak, "hard_cap": self.hard_cap,
                 "batch_full_after_s": None if self.full_at is None else round(self.full_at - started, 3),

@@ -111,11 +111,11 @@ def measured_rate(kind: str, runs: Iterable[dict[str, Any]]) -> Rate | None:
                 per_dispatch=overhead / dispatches if timed else 0.0)
 
 
-def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate, batch: int | None = None) -> dict[str, Any]:
+def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate) -> dict[str, Any]:
     """One rung's requests, tokens and GPU-hours, each low and high; with a steady rate (`Rate.steady`), also the
-    GPU-hours expected: of a rung asked of every pair, its requests at the steady cost plus each dispatch's ramp-up
-    and drain (one dispatch, or one a `batch` of pairs when the run sends in batches); of a rung only some pairs
-    climb to, the same of its expected `share` of the pairs, in one dispatch (a round)."""
+    GPU-hours expected: of a rung asked of every pair, its requests at the steady cost plus one dispatch's ramp-up
+    and drain; of a rung only some pairs climb to, the same of its expected `share` of the pairs, in one dispatch
+    (a round)."""
     full = len(pairs) * rung.requests_per_pair
     requests = (full if rung.every_pair else 0, full)
     tokens_in_all = rung.requests_per_pair * sum(request_tokens_in(rung.kind, p) for p in pairs)
@@ -126,8 +126,7 @@ def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate, batch: in
         costs.append((rate.per_token * tokens[0], rate.per_token * tokens[1]))
     expected = None
     if rate.steady is not None and pairs:
-        dispatches = -(-len(pairs) // batch) if batch else 1
-        timed = [rate.steady * n + (rate.per_dispatch * dispatches if n else 0.0) for n in requests]
+        timed = [rate.steady * n + (rate.per_dispatch if n else 0.0) for n in requests]
         costs.append((timed[0], timed[1]))
         if rung.every_pair:
             expected = round(timed[1] / 3600.0, 9)
@@ -142,11 +141,10 @@ def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate, batch: in
             "basis": rate.basis}
 
 
-def estimate(rungs: Sequence[Rung], pairs: dict[str, Sequence[PairTokens]], rates: dict[str, Rate],
-             batch: int | None = None) -> dict[str, Any]:
+def estimate(rungs: Sequence[Rung], pairs: dict[str, Sequence[PairTokens]], rates: dict[str, Rate]) -> dict[str, Any]:
     """The run's estimate: each rung's (`rung_estimate`, on the pairs pending for its judge) and their sums; the
     expected GPU-hours only where every rung has one (a rung only some pairs climb to ranges instead)."""
-    each = [rung_estimate(r, pairs[r.kind], rates[r.kind], batch) for r in rungs]
+    each = [rung_estimate(r, pairs[r.kind], rates[r.kind]) for r in rungs]
 
     def total(key: str, end: str) -> float:
         return sum(e[key][end] for e in each)
@@ -204,11 +202,19 @@ class Budget:
         self.spent_before = spent_before  # GPU-seconds an earlier rung of the same run spent
         self.stopped = False
 
-    def allows(self, spent: float, requests_done: int, requests_next: int) -> bool:
-        """Whether a step of `requests_next` requests fits, `spent` GPU-seconds over `requests_done` requests so
-        far in this rung. Once it does not, it never does again."""
-        rate = spent / requests_done if requests_done else self.per_request
-        if self.spent_before + spent + rate * requests_next > self.limit:
+    def allows(self, spent: float, requests_done: int, requests_next: int, in_flight: int = 0) -> bool:
+        """Whether a step of `requests_next` requests fits, `spent` GPU-seconds so far in this rung over its
+        `requests_done` requests that came back, `in_flight` more still out (each counted whole: what they spent
+        so far is in `spent` too, so the check errs toward stopping early). Its rate a request is the measured one
+        once as many came back as are out. Before, the busy seconds grow with few requests back to divide them by:
+        the judge's rate (`per_request`), or what was spent over every request sent where that is more (a lower
+        bound of the true rate: a declared throughput far above the server's would otherwise let through a whole
+        batch). Once it does not fit, it never does again."""
+        if requests_done and requests_done >= in_flight:
+            rate = spent / requests_done
+        else:
+            rate = max(self.per_request, spent / (requests_done + in_flight) if requests_done + in_flight else 0.0)
+        if self.spent_before + spent + rate * (in_flight + requests_next) > self.limit:
             self.stopped = True
         return not self.stopped
 

@@ -30,6 +30,4 @@ def estimate_run(wh: Any, run: Any,
         rates[rm.config.kind] = rate_of(wh, rm.config.kind, settings, settings.judge_rm_gpus)
     shares = climb(list(work.pending)) if climb is not None and work.pending else None
     rungs = [r for r in strategy_rungs(run.strategy, genrm, shares) if r.kind in pairs]
-    # a run within a budget sends its pairs in batches, each of which ramps up and drains
-    batch = settings.judge_write_batch if settings.judge_budget_gpu_hours is not None else None
-    return {"strategy": run.strategy.label, **estimate(rungs, pairs, rates, batch)}
+    return {"strategy": run.strategy.label, **estimate(rungs, pairs, rates)}

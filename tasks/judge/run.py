@@ -233,12 +233,17 @@ def estimated_prompt_tokens(messages: list[dict[str, str]]) -> int:
 
 
 def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max_attempts: int,
-                  plan: Plan, wanted: Wanted | None = None, kind: JudgeKind = GENRM) -> Iterator[JudgeRequest]:
+                  plan: Plan, wanted: Wanted | None = None, kind: JudgeKind = GENRM,
+                  admit: Callable[[int], bool] | None = None) -> Iterator[JudgeRequest]:
     """The requests a run sends first, pair by pair (a pair's orders next to each other), of the strategy's
     judgments or of `wanted` alone; each is counted against the input budget by the dispatcher, as the server
-    counts it, before it is sent."""
+    counts it, before it is sent. `admit(n)`: whether a pair asking at most `n` judgments may go (a GPU-hour
+    budget); the first pair it refuses ends the requests, before that pair is planned."""
     planner = Planner(strategy, states, max_attempts)
+    initial = len(strategy.initial())
     for pair in pairs:
+        if admit is not None and not admit(initial if wanted is None else len(wanted[pair.pair_id])):
+            return
         for order, sample, state in planner.slots(pair.pair_id, plan, None if wanted is None else wanted[pair.pair_id]):
             yield _request(pair, order, sample, state, kind)
 
@@ -260,9 +265,10 @@ def token_distribution(counts: list[int], estimated: int) -> dict[str, Any]:
 def _dispatch(pairs: list[PairText], *, endpoints: list[str], config: JudgeConfig, strategy: Strategy,
               options: ClientOptions, states: States, sink: BatchedSink, plan: Plan, stats: ClientStats,
               max_attempts: int, on_progress: Callable[[int], None] | None, gate: Callable[[str], Any] | None,
-              wanted: Wanted | None = None) -> None:
+              wanted: Wanted | None = None, admit: Callable[[Dispatcher, int], bool] | None = None) -> None:
     """Send what `pairs` need (the strategy's judgments and follow-ups, or `wanted` alone), counting into
-    `plan` and `stats`; every result goes to `sink`, flushed before this returns, whatever happens."""
+    `plan` and `stats`; every result goes to `sink`, flushed before this returns, whatever happens. `admit`: whether
+    the dispatcher, as it stands, may take a pair asking at most n judgments (`plan_requests`)."""
     texts = {p.pair_id: p for p in pairs}
     follows_up = strategy.asks_follow_ups and wanted is None
     kind = kind_of(config.kind)
@@ -281,8 +287,9 @@ def _dispatch(pairs: list[PairText], *, endpoints: list[str], config: JudgeConfi
                 for order, sample, state in _consider(req.pair_id, follow, strategy, states, max_attempts, plan, pair)]
 
     dispatcher = Dispatcher(endpoints, config, options, on_result, gate=gate, stats=stats)
+    within = None if admit is None else (lambda n: admit(dispatcher, n))
     try:
-        asyncio.run(dispatcher.run(plan_requests(pairs, strategy, states, max_attempts, plan, wanted, kind)))
+        asyncio.run(dispatcher.run(plan_requests(pairs, strategy, states, max_attempts, plan, wanted, kind, within)))
     finally:
         sink.flush()
 
@@ -433,8 +440,8 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
     judgments table. Returns the summary, with what the cache answered (`done`) and the cost. With `rounds` (a
     strategy that judges in rounds), `pairs` get the first round (`Strategy.initial()`) and `rounds` decides
     each later one; the summary then says what each round sent (`rounds`) and why there was no further one
-    (`rounds_ended`). With `budget`, the pairs are sent in batches (CURATE_JUDGE_WRITE_BATCH pairs), and the run
-    stops before a batch or a round that would spend more than it (`budget` in the summary says so)."""
+    (`rounds_ended`). With `budget`, the run sends no pair whose judgments would take what it spent, its requests
+    out included, past it, and no round after that (`budget` in the summary says so)."""
     from tasks.judge.cost import cost_model, cost_report, measured_gpu_seconds
     from tasks.judge.limits import endpoint_limits, slot_gate
     from tasks.judge.server_metrics import run_metrics, snapshot
@@ -461,20 +468,22 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
             before = snapshot(targets)
         if options is None:
             options = _budgeted(_client_options(settings, before or {}), settings.judge_input_budget)
-        size = (settings.judge_write_batch if budget is not None else len(some)) or 1
-        for start in range(0, len(some), size):
-            batch = some[start:start + size]
-            if budget is not None and not budget.allows(spent(), stats.requests, sum(
-                    len(wanted[p.pair_id]) if wanted is not None else len(strategy.initial()) for p in batch)):
-                return
-            began = time.perf_counter()
-            try:
-                _dispatch(batch, endpoints=targets, config=config, strategy=strategy, options=options, states=known,
-                          sink=sink, plan=plan, stats=stats, max_attempts=run.max_attempts,
-                          on_progress=lambda n: progress.report(n, total, "judge"), gate=slot_gate(limits),
-                          wanted=wanted)
-            finally:
-                seconds += time.perf_counter() - began
+        if budget is not None and budget.stopped:
+            return
+        began = time.perf_counter()
+        try:
+            _dispatch(some, endpoints=targets, config=config, strategy=strategy, options=options, states=known,
+                      sink=sink, plan=plan, stats=stats, max_attempts=run.max_attempts,
+                      on_progress=lambda n: progress.report(n, total, "judge"), gate=slot_gate(limits),
+                      wanted=wanted, admit=None if budget is None else within)
+        finally:
+            seconds += time.perf_counter() - began
+
+    def within(dispatcher: Dispatcher, asked: int) -> bool:
+        """The budget, checked as each pair is about to go: what the run spent, its requests out included, and
+        the pair's judgments (one dispatch: no batch waits for its slowest request before the next starts)."""
+        busy, back, out = dispatcher.spending()
+        return budget.allows(busy * settings.gpus_per_server, back, asked, out)
 
     def spent() -> float:  # this run's measured GPU-seconds so far
         return sum(stats.busy_seconds.values()) * settings.gpus_per_server

@@ -40,8 +40,8 @@ class PipelineRun(RunContext):
                                       "the judge's published ones")
     retry_exhausted: bool = Field(False, description="ask the judgments at the attempt limit again, with a fresh "
                                   "count of attempts")
-    budget_gpu_hours: float | None = Field(None, gt=0, description="judging stops between batches or rounds once "
-                                           "its next step would spend more GPU-hours than this (no version then)")
+    budget_gpu_hours: float | None = Field(None, gt=0, description="judging sends no pair whose judgments would "
+                                           "take what it spent past this many GPU-hours (no version then)")
 
     @classmethod
     def of(cls, *, sources: list[str] | None = None, endpoints: list[str] | None = None, launch: str | None = None,

@@ -26,8 +26,8 @@ def test_an_estimate_sends_nothing_and_a_budget_stop_resumes_without_paying_twic
     pairs = ingest_clean_pairs(tmp_path, warehouse, 300, seed=43)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
            "CURATE_WAREHOUSE": str(warehouse), "PREFECT_API_URL": prefect_server,
-           "CURATE_JUDGE_WRITE_BATCH": "8",  # the budget's step: 8 pairs
-           "CURATE_COST_SERVER_TOKENS_PER_SECOND": "1e9"}  # declared: the first step fits any budget here
+           "CURATE_JUDGE_WRITE_BATCH": "8",  # judgments stored 8 at a time
+           "CURATE_COST_SERVER_TOKENS_PER_SECOND": "1e9"}  # declared: far cheaper than the stand-in is
 
     def curate(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([CURATE, "judge", *args, "--json"], env=env, capture_output=True, text=True,
@@ -45,10 +45,10 @@ def test_an_estimate_sends_nothing_and_a_budget_stop_resumes_without_paying_twic
         assert 0 < estimate["gpu_hours"]["low"] <= estimate["gpu_hours"]["high"]
         assert estimate["rungs"][0]["basis"].startswith("declared")
 
-        # a batch of 8 pairs keeps the server busy at least 0.2 s (its latency): 0.2 GPU-seconds on one GPU, and
-        # the whole run at least 7.5; 2 GPU-seconds stop it after a few batches
+        # 600 requests of 0.2 s, at most 64 at once, keep one GPU busy at least 1.9 s; 0.6 GPU-seconds stop the
+        # run within it, as it goes (one dispatch: no batch waits for its slowest request)
         stopped = curate("--endpoint", genrm.url, "--strategy", "swap", "--gpus", "1",
-                         "--budget-gpu-hours", str(2.0 / 3600))
+                         "--budget-gpu-hours", str(0.6 / 3600))
         assert stopped.returncode == 3, stopped.stderr[-3000:]
         line = [t for t in stopped.stderr.splitlines() if "budget" in t]
         assert len(line) == 1 and "spent" in line[0] and "left" in line[0]
@@ -58,6 +58,7 @@ def test_an_estimate_sends_nothing_and_a_budget_stop_resumes_without_paying_twic
         with Warehouse(warehouse, read_only=True) as wh:
             stored = wh.query("SELECT count(*) FROM judgments WHERE status = 'ok'")[0][0]
         assert 0 < sent == stored < 2 * pairs  # judgments are stored as they land
+        assert first["cost"]["by_judge"]["genrm"]["dispatches"] == 1
 
         again = curate("--endpoint", genrm.url, "--strategy", "swap", "--gpus", "1", "--budget-gpu-hours", "1")
         assert again.returncode == 0, again.stderr[-3000:]
@@ -100,18 +101,18 @@ def test_a_ladder_stopped_at_its_budget_on_the_reward_models_rung_resumes_withou
     pairs = ingest_clean_pairs(tmp_path, warehouse, 200, seed=45)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
            "CURATE_WAREHOUSE": str(warehouse), "PREFECT_API_URL": prefect_server,
-           "CURATE_JUDGE_WRITE_BATCH": "8", "CURATE_COST_SERVER_TOKENS_PER_SECOND": "1e9"}
+           "CURATE_COST_SERVER_TOKENS_PER_SECOND": "1e9"}
 
     def ladder(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([CURATE, "judge", "--strategy", "ladder", "--rm-endpoint", rm.url, "--endpoint",
                                genrm.url, "--target-agreement", "0.9", "--rm-gpus", "1", *args, "--json"], env=env,
                               capture_output=True, text=True, timeout=900)
 
-    # the reward model's batch of 8 pairs keeps its server busy at least 0.2 s: its whole rung at least 5
-    # GPU-seconds; 1 stops it within its rung, before the GenRM is asked anything
+    # 200 scores of 0.2 s keep the reward model's one GPU busy at least 0.2 s, and longer while its concurrency
+    # grows from 8; 0.3 GPU-seconds stop it within its rung, before the GenRM is asked anything
     with (StandinProcess(StandinConfig()) as genrm,
           RewardStandinProcess(RewardStandinConfig(latency_mean=0.2, latency_sigma=0.05)) as rm):
-        stopped = ladder("--budget-gpu-hours", str(1.0 / 3600))
+        stopped = ladder("--budget-gpu-hours", str(0.3 / 3600))
         assert stopped.returncode == 3, stopped.stderr[-3000:]
         summary = json.loads(stopped.stdout.strip().splitlines()[-1])
         assert summary["budget"]["stopped"] and genrm.stats()["requests"] == 0

@@ -125,3 +125,16 @@ def test_the_hard_cap_holds_across_mode_switches():
     c.metrics_back(100.0)
     _simulate(256, c=c, start=101.0)
     assert c.cap == c.peak == 40
+
+
+def test_a_resumed_controller_keeps_its_cap_and_observed_mode_counts_afresh():
+    """A run's later dispatch takes the controller as the last one left it: the cap and batch stay, and observed
+    mode forgets the completions it counted before the pause (a window spanning it would read as a slow server)."""
+    c, _ = _simulate(64)
+    found, batch = c.cap, c.batch
+    c.resume(100.0)
+    assert (c.cap, c.batch, c.mode) == (found, batch, "metrics")
+    c.no_metrics(101.0)
+    c.on_completion(0.05, c.cap, 101.5)
+    c.resume(500.0)
+    assert (c._window_start, c._done, c._latency_sum) == (500.0, 0, 0.0) and c.cap == found

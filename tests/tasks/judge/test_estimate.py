@@ -97,6 +97,15 @@ def test_a_budget_takes_a_step_only_while_it_fits_and_never_again_after():
     measured = Budget(1.0, per_request=100.0, spent_before=600.0)
     assert measured.allows(1000.0, 100, 199)  # measured 10 a request: 600 + 1000 + 1990 <= 3600
     assert not measured.allows(1000.0, 100, 201)
+    # checked mid-dispatch: the requests out count whole, at the judge's rate until as many came back
+    early = Budget(1.0, per_request=100.0)
+    assert early.allows(500.0, 10, 2, in_flight=20)  # 10 back, 20 out: 500 + 100 x 22 = 2,700
+    assert not early.allows(500.0, 10, 12, in_flight=20)  # 500 + 100 x 32 = 3,700
+    cheap = Budget(1.0, per_request=0.001)  # a declared rate far too low: what was spent speaks instead
+    assert not cheap.allows(3000.0, 10, 2, in_flight=20)  # at least 3,000 / 30 = 100 a request: 3,000 + 2,200
+    later = Budget(1.0, per_request=100.0)
+    assert later.allows(500.0, 40, 100, in_flight=20)  # 40 back: 12.5 a request, 500 + 12.5 x 120 = 2,000
+    assert not later.allows(500.0, 40, 250, in_flight=20)  # 500 + 12.5 x 270 = 3,875
     said = measured.said(1000.0)
     assert said == {"gpu_hours": 1.0, "spent_gpu_hours": pytest.approx(1600 / 3600, abs=1e-6),
                     "left_gpu_hours": pytest.approx(2000 / 3600, abs=1e-6), "stopped": True}
@@ -128,10 +137,6 @@ def test_runs_that_timed_their_requests_give_a_steady_cost_and_a_dispatchs_ramp_
     expected = (0.05 * 1600 + rate.per_dispatch) / 3600
     assert got["gpu_hours"]["expected"] == pytest.approx(expected, abs=1e-9)
     assert got["gpu_hours"]["low"] <= got["gpu_hours"]["expected"] <= got["gpu_hours"]["high"]
-    # sent in batches (a run within a budget), each batch ramps up and drains
-    batched = rung_estimate(Rung("genrm", "first", 2, True), pairs, rate, batch=64)
-    assert batched["gpu_hours"]["expected"] == pytest.approx((0.05 * 1600 + 13 * rate.per_dispatch) / 3600,
-                                                             abs=1e-9)
 
 
 def test_a_run_without_timed_requests_gives_no_steady_figure_and_no_expected_cost():

@@ -235,6 +235,33 @@ def test_without_max_in_flight_the_client_finds_the_servers_batch_from_its_metri
     assert stats["waiting_max"] <= 0.25 * 24 + 8 and summary["judged"] == 400
 
 
+def test_a_later_dispatch_of_the_run_starts_at_the_cap_the_first_one_found():
+    """A run in rounds, or within a budget, dispatches again and again: each later dispatch starts at the cap and
+    batch the run found, not at START (a round of a few hundred requests would spend its life ramping up)."""
+    import asyncio
+
+    from tasks.judge.client import ClientStats, Dispatcher
+    from tasks.judge.concurrency import START
+    from tasks.judge.run import plan_requests
+
+    pairs = _pairs(120, seed=8)
+    stats = ClientStats()
+    with StandinProcess(StandinConfig(capacity=24, latency_mean=0.15)) as server:
+        first = Dispatcher([server.url], JudgeConfig(), ClientOptions(request_timeout=10.0), lambda r: [],
+                           stats=stats)
+        asyncio.run(first.run(plan_requests(pairs[:60], parse_strategy("swap"), {}, 3, Plan())))
+        found = stats.controllers[server.url].cap
+        later = Dispatcher([server.url + "/"], JudgeConfig(), ClientOptions(request_timeout=10.0), lambda r: [],
+                           stats=stats)
+        assert later.endpoints[0].concurrency is stats.controllers[server.url]
+        assert later.endpoints[0].concurrency.cap == found >= 24 > START
+        asyncio.run(later.run(plan_requests(pairs[60:], parse_strategy("swap"), {}, 3, Plan())))
+        assert server.stats()["waiting_max"] <= 0.25 * 24 + 8
+    assert stats.requests == 240 and stats.dispatches == 2
+    report = stats.concurrency[server.url]
+    assert report["batch_full_after_s"] is not None and report["batch_full_after_s"] >= 0
+
+
 def test_a_server_without_metrics_is_judged_by_observed_throughput():
     import httpx2
 
