@@ -35,6 +35,7 @@ import orjson
 from common.errors import UserError
 from common.reasons import JudgeFailure
 from common.settings import JUDGE_MAX_REPLY_BYTES
+from common.tls import tls_context
 from tasks.judge.concurrency import Concurrency, parse_vllm_gauges
 from tasks.judge.config import JudgeConfig
 from tasks.judge.genrm import SideVerdict, Verdict
@@ -185,7 +186,8 @@ def _cap_replies(limit: int) -> Callable[[Any], Any]:
 
 def _http_client(url: str, options: ClientOptions) -> Any:
     client = options.http_client(url) if options.http_client else httpx2.AsyncClient(
-        timeout=options.request_timeout, limits=httpx2.Limits(max_connections=None, max_keepalive_connections=256))
+        timeout=options.request_timeout, limits=httpx2.Limits(max_connections=None, max_keepalive_connections=256),
+        verify=tls_context())
     client.event_hooks["response"].append(_cap_replies(options.max_reply_bytes))
     # Uncompressed bodies: the cap then bounds what is held in memory, not what a compressed body expands to.
     client.headers["Accept-Encoding"] = "identity"
@@ -528,7 +530,8 @@ class Dispatcher:
         endpoint to the observed-throughput controller; it keeps asking, every `metrics_retry` seconds, and
         goes back to the gauges as soon as they answer again (a restarted server)."""
         control = endpoint.concurrency
-        client = self.options.http_client(endpoint.url) if self.options.http_client else httpx2.AsyncClient(timeout=2.0)
+        client = self.options.http_client(endpoint.url) if self.options.http_client else httpx2.AsyncClient(
+            timeout=2.0, verify=tls_context())
         misses = 0
         try:
             while True:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from common.errors import UserError
 from common.settings import Settings
+from common.tls import tls_context
 from tasks.judge.kinds import GENRM, KINDS, REWARD_MODEL, JudgeKind
 from tasks.judge.preflight import TemplateProbe, api_problem, context_problem
 from tasks.judge.weights import served_weights, weights_words
@@ -75,10 +76,12 @@ def is_simulated_model(name: str | None) -> bool:
 
 def probe(url: str, timeout: float, api_key: str = "EMPTY") -> Probe:
     """The models an OpenAI-compatible endpoint serves, or why it did not say."""
+    import httpx2
     import openai
 
     try:
-        with openai.OpenAI(base_url=url, api_key=api_key, timeout=timeout, max_retries=0) as client:
+        with openai.OpenAI(base_url=url, api_key=api_key, timeout=timeout, max_retries=0,
+                           http_client=httpx2.Client(timeout=timeout, verify=tls_context())) as client:
             models = list(client.models.list())
         contexts, roots = {}, {}
         for m in models:

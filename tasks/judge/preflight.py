@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx2
 
+from common.tls import tls_context
 from tasks.judge.genrm import build_messages
 
 PROBE_HISTORY = [{"role": "user", "content": "Which of the two responses answers this question better?"}]
@@ -74,7 +75,7 @@ def probe_template(url: str, model: str, timeout: float, chat_template: str | No
     if chat_template is not None:
         body["chat_template"] = chat_template
     try:
-        with httpx2.Client(timeout=timeout) as client:
+        with httpx2.Client(timeout=timeout, verify=tls_context()) as client:
             status, body = _post(client, f"{root}/tokenize", body)
             if status in (404, 405):
                 return TemplateProbe(url, tokenizes=False, error=f"no /tokenize (HTTP {status})")
@@ -100,7 +101,7 @@ def api_problem(url: str, path: str, other_paths: Sequence[str], timeout: float)
     proxy, a hand-written server) is not taken for the other kind. None: it has the route, or did not say; the
     kind's template probe and the model check still apply."""
     try:
-        with httpx2.Client(timeout=timeout) as client:
+        with httpx2.Client(timeout=timeout, verify=tls_context()) as client:
             if client.get(f"{server_root(url)}{path}").status_code != 404:
                 return None
             other = next((p for p in other_paths if client.get(f"{server_root(url)}{p}").status_code == 405), None)

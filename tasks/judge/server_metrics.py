@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx2
 
+from common.tls import tls_context
 from tasks.judge.preflight import server_root
 
 COUNTERS = {
@@ -56,7 +57,7 @@ def block_size(text: str) -> int | None:
 def read_metrics(url: str, timeout: float = 5.0) -> str | None:
     """An endpoint's /metrics text, or None when it has none or does not answer."""
     try:
-        reply = httpx2.get(f"{server_root(url)}/metrics", timeout=timeout)
+        reply = httpx2.get(f"{server_root(url)}/metrics", timeout=timeout, verify=tls_context())
     except httpx2.HTTPError:
         return None
     return reply.text if reply.status_code == 200 else None

@@ -23,6 +23,7 @@ from typing import Any
 import httpx2
 
 from common.errors import UserError
+from common.tls import tls_context
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +90,8 @@ class LabelStudio:
     def __init__(self, url: str, token: str, timeout: httpx2.Timeout = TIMEOUT):
         self.url = normalize_url(url)
         self._token = token
-        self._client = httpx2.Client(base_url=self.url, timeout=timeout, follow_redirects=False)
+        self._client = httpx2.Client(base_url=self.url, timeout=timeout, follow_redirects=False,
+                                    verify=tls_context())
         self._auth: str | None = None
         self._server_id: str | None = None
 

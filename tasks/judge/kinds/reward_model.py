@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import orjson
 
 from common.reasons import JudgeFailure
+from common.tls import tls_context
 from tasks.judge.kinds.protocol import Reading, Slot
 from tasks.judge.preflight import TemplateProbe, fingerprint, server_root
 
@@ -145,7 +146,7 @@ class RewardModel:
 
         messages = conversation(PROBE_HISTORY, PROBE_ANSWER)
         try:
-            with httpx2.Client(timeout=timeout) as client:
+            with httpx2.Client(timeout=timeout, verify=tls_context()) as client:
                 reply = client.post(f"{server_root(url)}/tokenize", json={
                     "model": model, "messages": messages, "add_generation_prompt": False,
                     "add_special_tokens": False})
