@@ -225,7 +225,9 @@ def budget_outcome(summary: dict[str, Any] | None) -> None:
     if not budget.get("stopped"):
         return
     err.print(f"stopped at the GPU-hour budget: {budget['spent_gpu_hours']:.6g} of {budget['gpu_hours']:.6g} "
-              f"GPU-hours spent, {budget['left_gpu_hours']:.6g} left, the next step would exceed it; a rerun with a "
+              f"GPU-hours spent, {budget['left_gpu_hours']:.6g} left, the next step would exceed it"
+              + (f" (expected {budget['next_step_gpu_hours']:.6g} GPU-hours)" if "next_step_gpu_hours" in budget else "")
+              + "; a rerun with a "
               "larger --budget-gpu-hours resumes and pays nothing twice", soft_wrap=True, highlight=False, markup=False)
     raise typer.Exit(3)
 

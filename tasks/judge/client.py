@@ -213,6 +213,14 @@ class _Endpoint:
         self.busy_since = 0.0  # when its in-flight count last rose from 0
 
 
+class NotYet:
+    """What a request source yields when its next request may not go yet (a GPU-hour budget waiting for what is
+    out to come back): the dispatcher asks it again once a request ended."""
+
+
+NOT_YET = NotYet()
+
+
 class EndpointsDownError(UserError, RuntimeError):
     """Every endpoint failed again and again: the run stops, nothing is lost."""
 
@@ -518,7 +526,7 @@ class Dispatcher:
             self._error = task.exception()
         self._wake.set()
 
-    def _next(self, source: Iterator[JudgeRequest], now: float) -> JudgeRequest | None:
+    def _next(self, source: Iterator[JudgeRequest | NotYet], now: float) -> JudgeRequest | NotYet | None:
         while self._delayed and self._delayed[0][0] <= now:
             self._ready.append(heapq.heappop(self._delayed)[2])
         if self._ready:
@@ -556,7 +564,7 @@ class Dispatcher:
         finally:
             await client.aclose()
 
-    async def run(self, requests: Iterable[JudgeRequest]) -> ClientStats:
+    async def run(self, requests: Iterable[JudgeRequest | NotYet]) -> ClientStats:
         if self.stats.started_at is None:
             self.stats.started_at = time.monotonic()
         sent_before = self.stats.requests
@@ -573,7 +581,7 @@ class Dispatcher:
             await asyncio.gather(*watchers, return_exceptions=True)
             self.stats.concurrency = {e.url: e.concurrency.report(self.stats.started_at) for e in self.endpoints}
 
-    async def _run(self, requests: Iterable[JudgeRequest]) -> ClientStats:
+    async def _run(self, requests: Iterable[JudgeRequest | NotYet]) -> ClientStats:
         source = iter(requests)
         held: JudgeRequest | None = None
         exhausted = False
@@ -587,6 +595,8 @@ class Dispatcher:
             if held is None and not exhausted:
                 held = self._next(source, now)
                 exhausted = held is None and not self._ready
+                if held is NOT_YET:  # asked again once a request ended (it waits for one below)
+                    held = None
             elif held is None:
                 held = self._next(iter(()), now)
             if held is not None:

@@ -201,27 +201,47 @@ class Budget:
         self.per_request = per_request
         self.spent_before = spent_before  # GPU-seconds an earlier rung of the same run spent
         self.stopped = False
+        self.next_step = 0.0  # GPU-seconds the step last checked was expected to take (the one refused, once stopped)
 
-    def allows(self, spent: float, requests_done: int, requests_next: int, in_flight: int = 0) -> bool:
+    def fits(self, spent: float, requests_done: int, requests_next: int, in_flight: int = 0) -> bool:
         """Whether a step of `requests_next` requests fits, `spent` GPU-seconds so far in this rung over its
         `requests_done` requests that came back, `in_flight` more still out (each counted whole: what they spent
         so far is in `spent` too, so the check errs toward stopping early). Its rate a request is the measured one
         once as many came back as are out. Before, the busy seconds grow with few requests back to divide them by:
         the judge's rate (`per_request`), or what was spent over every request sent where that is more (a lower
         bound of the true rate: a declared throughput far above the server's would otherwise let through a whole
-        batch). Once it does not fit, it never does again."""
+        batch)."""
         if requests_done and requests_done >= in_flight:
             rate = spent / requests_done
         else:
             rate = max(self.per_request, spent / (requests_done + in_flight) if requests_done + in_flight else 0.0)
-        if self.spent_before + spent + rate * (in_flight + requests_next) > self.limit:
+        self.next_step = rate * (in_flight + requests_next)
+        return self.spent_before + spent + self.next_step <= self.limit
+
+    def allows(self, spent: float, requests_done: int, requests_next: int, in_flight: int = 0) -> bool:
+        """`fits`, and once a step does not fit, none does again (the run stops there)."""
+        if not self.stopped and not self.fits(spent, requests_done, requests_next, in_flight):
             self.stopped = True
         return not self.stopped
+
+    def admits(self, spent: float, requests_done: int, requests_next: int, in_flight: int) -> bool | None:
+        """As a pair is about to go, mid-dispatch: True, it goes; None, not yet (it does not fit while requests are
+        out: asked again as they come back, so that the stop is decided on what they measured, not on the rate
+        they were counted at); False, the run stops (it does not fit with none out, as `allows`)."""
+        if self.stopped:
+            return False
+        if self.fits(spent, requests_done, requests_next, in_flight):
+            return True
+        if in_flight:
+            return None
+        self.stopped = True
+        return False
 
     def said(self, spent: float) -> dict[str, Any]:
         total = self.spent_before + spent
         return {"gpu_hours": round(self.limit / 3600.0, 6), "spent_gpu_hours": round(total / 3600.0, 6),
-                "left_gpu_hours": round(max(self.limit - total, 0.0) / 3600.0, 6), "stopped": self.stopped}
+                "left_gpu_hours": round(max(self.limit - total, 0.0) / 3600.0, 6), "stopped": self.stopped,
+                **({"next_step_gpu_hours": round(self.next_step / 3600.0, 6)} if self.stopped else {})}
 
 
 def first_request_seconds(rate: Rate, pairs: Sequence[PairTokens]) -> float:

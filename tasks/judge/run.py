@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from common import progress
 from schemas.summaries import JudgeSummary
-from tasks.judge.client import ClientOptions, ClientStats, Dispatcher, JudgeRequest, JudgeResult
+from tasks.judge.client import NOT_YET, ClientOptions, ClientStats, Dispatcher, JudgeRequest, JudgeResult, NotYet
 from tasks.judge.config import JudgeConfig
 from tasks.judge.context import JudgeRun
 from tasks.judge.estimate import Budget
@@ -234,16 +234,23 @@ def estimated_prompt_tokens(messages: list[dict[str, str]]) -> int:
 
 def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max_attempts: int,
                   plan: Plan, wanted: Wanted | None = None, kind: JudgeKind = GENRM,
-                  admit: Callable[[int], bool] | None = None) -> Iterator[JudgeRequest]:
+                  admit: Callable[[int], bool | None] | None = None) -> Iterator[JudgeRequest | NotYet]:
     """The requests a run sends first, pair by pair (a pair's orders next to each other), of the strategy's
     judgments or of `wanted` alone; each is counted against the input budget by the dispatcher, as the server
     counts it, before it is sent. `admit(n)`: whether a pair asking at most `n` judgments may go (a GPU-hour
-    budget); the first pair it refuses ends the requests, before that pair is planned."""
+    budget): True, it goes; None, not yet (`NOT_YET` is yielded, and the same pair asked again once a request came
+    back); False, the requests end there, before that pair is planned."""
     planner = Planner(strategy, states, max_attempts)
     initial = len(strategy.initial())
     for pair in pairs:
-        if admit is not None and not admit(initial if wanted is None else len(wanted[pair.pair_id])):
-            return
+        if admit is not None:
+            asked = initial if wanted is None else len(wanted[pair.pair_id])
+            verdict = admit(asked)
+            while verdict is None:
+                yield NOT_YET
+                verdict = admit(asked)
+            if not verdict:
+                return
         for order, sample, state in planner.slots(pair.pair_id, plan, None if wanted is None else wanted[pair.pair_id]):
             yield _request(pair, order, sample, state, kind)
 
@@ -265,7 +272,7 @@ def token_distribution(counts: list[int], estimated: int) -> dict[str, Any]:
 def _dispatch(pairs: list[PairText], *, endpoints: list[str], config: JudgeConfig, strategy: Strategy,
               options: ClientOptions, states: States, sink: BatchedSink, plan: Plan, stats: ClientStats,
               max_attempts: int, on_progress: Callable[[int], None] | None, gate: Callable[[str], Any] | None,
-              wanted: Wanted | None = None, admit: Callable[[Dispatcher, int], bool] | None = None) -> None:
+              wanted: Wanted | None = None, admit: Callable[[Dispatcher, int], bool | None] | None = None) -> None:
     """Send what `pairs` need (the strategy's judgments and follow-ups, or `wanted` alone), counting into
     `plan` and `stats`; every result goes to `sink`, flushed before this returns, whatever happens. `admit`: whether
     the dispatcher, as it stands, may take a pair asking at most n judgments (`plan_requests`)."""
@@ -479,11 +486,12 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
         finally:
             seconds += time.perf_counter() - began
 
-    def within(dispatcher: Dispatcher, asked: int) -> bool:
+    def within(dispatcher: Dispatcher, asked: int) -> bool | None:
         """The budget, checked as each pair is about to go: what the run spent, its requests out included, and
-        the pair's judgments (one dispatch: no batch waits for its slowest request before the next starts)."""
+        the pair's judgments (one dispatch: no batch waits for its slowest request before the next starts; only a
+        pair that does not fit waits for what is out, `Budget.admits`)."""
         busy, back, out = dispatcher.spending()
-        return budget.allows(busy * settings.gpus_per_server, back, asked, out)
+        return budget.admits(busy * settings.gpus_per_server, back, asked, out)
 
     def spent() -> float:  # this run's measured GPU-seconds so far
         return sum(stats.busy_seconds.values()) * settings.gpus_per_server

@@ -51,7 +51,7 @@ def test_an_estimate_sends_nothing_and_a_budget_stop_resumes_without_paying_twic
                          "--budget-gpu-hours", str(0.6 / 3600))
         assert stopped.returncode == 3, stopped.stderr[-3000:]
         line = [t for t in stopped.stderr.splitlines() if "budget" in t]
-        assert len(line) == 1 and "spent" in line[0] and "left" in line[0]
+        assert len(line) == 1 and "spent" in line[0] and "left" in line[0] and "(expected " in line[0]
         first = last_json(stopped)
         assert first["budget"]["stopped"] and first["budget"]["left_gpu_hours"] >= 0
         sent = genrm.stats()["requests"]

@@ -106,9 +106,18 @@ def test_a_budget_takes_a_step_only_while_it_fits_and_never_again_after():
     later = Budget(1.0, per_request=100.0)
     assert later.allows(500.0, 40, 100, in_flight=20)  # 40 back: 12.5 a request, 500 + 12.5 x 120 = 2,000
     assert not later.allows(500.0, 40, 250, in_flight=20)  # 500 + 12.5 x 270 = 3,875
+    # as a pair is about to go: one that does not fit waits while requests are out, and stops the run with none out
+    streaming = Budget(1.0, per_request=1000.0)  # a declared rate far above what requests turn out to cost
+    assert streaming.admits(0.0, 0, 2, in_flight=0) is True  # 2,000 fits
+    assert streaming.admits(10.0, 0, 2, in_flight=2) is None  # 10 + 1,000 x 4: not yet, nothing decided
+    assert not streaming.stopped
+    assert streaming.admits(20.0, 2, 2, in_flight=0) is True  # back: 10 a request, 20 + 20
+    assert streaming.admits(3590.0, 359, 2, in_flight=0) is False and streaming.stopped  # 3,590 + 20 > 3,600
+    assert streaming.admits(0.0, 0, 1, in_flight=0) is False  # stopped stays stopped
     said = measured.said(1000.0)
     assert said == {"gpu_hours": 1.0, "spent_gpu_hours": pytest.approx(1600 / 3600, abs=1e-6),
-                    "left_gpu_hours": pytest.approx(2000 / 3600, abs=1e-6), "stopped": True}
+                    "left_gpu_hours": pytest.approx(2000 / 3600, abs=1e-6), "stopped": True,
+                    "next_step_gpu_hours": pytest.approx(2010 / 3600, abs=1e-6)}  # the step refused: 201 x 10
 
 
 def test_the_first_request_before_any_was_measured():
