@@ -30,10 +30,11 @@ def bench_env(work: Path, *drop: str) -> dict[str, str]:
     return env
 
 
-def curate(*args: str, env: dict[str, str]) -> dict:
-    """`curate ARGS --json`: its JSON summary, or exit naming the command and its stderr."""
+def curate(*args: str, env: dict[str, str], ok: tuple[int, ...] = (0,)) -> dict:
+    """`curate ARGS --json`: its JSON summary, or exit naming the command and its stderr (an exit code not in
+    `ok`)."""
     done = subprocess.run([curate_exe(), *args, "--json"], capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
+    if done.returncode not in ok:
         raise SystemExit(f"curate {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -138,6 +138,7 @@ class ClientStats:
     # before its drain, gives what one more request costs (`tasks.judge.cost.steady_seconds_per_request`)
     busy_at_completion: array = field(default_factory=lambda: array("d"))  # 8 bytes a request
     dispatches: int = 0  # dispatcher runs that sent a request: each drains once, the first also ramps up
+    longest_request_s: float = 0.0  # the longest a request that reached a server lived (answered or failed)
     # endpoint -> its concurrency controller: a run's later dispatches (rounds, a budget's batches) start at the
     # cap its earlier ones found (`Concurrency.resume`)
     controllers: dict[str, Concurrency] = field(default_factory=dict)
@@ -339,11 +340,12 @@ class Dispatcher:
                 self.stats.busy_at_completion.append(self._busy_now(now))
             self._wake.set()
 
-    def spending(self) -> tuple[float, int, int]:
+    def spending(self) -> tuple[float, int, int, float]:
         """(the run's busy seconds so far, its open stretches included; its requests that came back from the
-        server; its requests out now): what a GPU-hour budget checked between two sends reads."""
+        server; its requests out now; the longest a request lived): what a GPU-hour budget checked between two
+        sends reads."""
         return (self._busy_now(time.monotonic()), len(self.stats.busy_at_completion),
-                sum(e.in_flight for e in self.endpoints))
+                sum(e.in_flight for e in self.endpoints), self.stats.longest_request_s)
 
     def _busy_now(self, now: float) -> float:
         """The run's busy seconds so far, the stretches still open included."""
@@ -431,6 +433,8 @@ class Dispatcher:
                     request, "failed", failure_reason=JudgeFailure.TOO_LARGE, error=str(too_large),
                     latency_s=time.perf_counter() - started, endpoint=endpoint.url))
             return
+        finally:  # how long the server may hold a request: what a budget reserves for a drain
+            self.stats.longest_request_s = max(self.stats.longest_request_s, time.perf_counter() - started)
         self._answered(request, endpoint, self._result_from_data(request, endpoint, data, time.perf_counter() - started))
 
     def _answered(self, request: JudgeRequest, endpoint: _Endpoint, result: JudgeResult) -> None:

@@ -203,19 +203,23 @@ class Budget:
         self.stopped = False
         self.next_step = 0.0  # GPU-seconds the step last checked was expected to take (the one refused, once stopped)
 
-    def fits(self, spent: float, requests_done: int, requests_next: int, in_flight: int = 0) -> bool:
+    def fits(self, spent: float, requests_done: int, requests_next: int, in_flight: int = 0,
+             drain: float = 0.0) -> bool:
         """Whether a step of `requests_next` requests fits, `spent` GPU-seconds so far in this rung over its
         `requests_done` requests that came back, `in_flight` more still out (each counted whole: what they spent
         so far is in `spent` too, so the check errs toward stopping early). Its rate a request is the measured one
         once as many came back as are out. Before, the busy seconds grow with few requests back to divide them by:
         the judge's rate (`per_request`), or what was spent over every request sent where that is more (a lower
         bound of the true rate: a declared throughput far above the server's would otherwise let through a whole
-        batch)."""
+        batch). `drain`: the GPU-seconds the run's longest request so far would keep the server busy; were the run
+        to stop after this step, what is out runs at least that long with the server's batch emptying, which its
+        requests' share of a full batch does not count, so the step costs the larger of the two."""
         if requests_done and requests_done >= in_flight:
             rate = spent / requests_done
         else:
             rate = max(self.per_request, spent / (requests_done + in_flight) if requests_done + in_flight else 0.0)
-        self.next_step = rate * (in_flight + requests_next)
+        asked = in_flight + requests_next
+        self.next_step = max(rate * asked, drain if asked else 0.0)
         return self.spent_before + spent + self.next_step <= self.limit
 
     def allows(self, spent: float, requests_done: int, requests_next: int, in_flight: int = 0) -> bool:
@@ -224,13 +228,14 @@ class Budget:
             self.stopped = True
         return not self.stopped
 
-    def admits(self, spent: float, requests_done: int, requests_next: int, in_flight: int) -> bool | None:
+    def admits(self, spent: float, requests_done: int, requests_next: int, in_flight: int,
+               drain: float = 0.0) -> bool | None:
         """As a pair is about to go, mid-dispatch: True, it goes; None, not yet (it does not fit while requests are
         out: asked again as they come back, so that the stop is decided on what they measured, not on the rate
         they were counted at); False, the run stops (it does not fit with none out, as `allows`)."""
         if self.stopped:
             return False
-        if self.fits(spent, requests_done, requests_next, in_flight):
+        if self.fits(spent, requests_done, requests_next, in_flight, drain):
             return True
         if in_flight:
             return None

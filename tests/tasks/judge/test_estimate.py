@@ -114,6 +114,11 @@ def test_a_budget_takes_a_step_only_while_it_fits_and_never_again_after():
     assert streaming.admits(20.0, 2, 2, in_flight=0) is True  # back: 10 a request, 20 + 20
     assert streaming.admits(3590.0, 359, 2, in_flight=0) is False and streaming.stopped  # 3,590 + 20 > 3,600
     assert streaming.admits(0.0, 0, 1, in_flight=0) is False  # stopped stays stopped
+    # the drain: were the run to stop after the step, what is out keeps the server busy as long as its slowest
+    draining = Budget(1.0, per_request=1.0)
+    assert draining.admits(3000.0, 300, 2, in_flight=50) is True  # 3,000 + 10 x 52 = 3,520
+    assert draining.admits(3000.0, 300, 2, in_flight=50, drain=700.0) is None  # 3,000 + 700 > 3,600: wait
+    assert draining.next_step == 700.0 and not draining.stopped
     said = measured.said(1000.0)
     assert said == {"gpu_hours": 1.0, "spent_gpu_hours": pytest.approx(1600 / 3600, abs=1e-6),
                     "left_gpu_hours": pytest.approx(2000 / 3600, abs=1e-6), "stopped": True,
