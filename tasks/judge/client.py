@@ -139,8 +139,8 @@ class ClientStats:
     busy_at_completion: array = field(default_factory=lambda: array("d"))  # 8 bytes a request
     dispatches: int = 0  # dispatcher runs that sent a request: each drains once, the first also ramps up
     longest_request_s: float = 0.0  # the longest a request that reached a server lived (answered or failed)
-    # endpoint -> its concurrency controller: a run's later dispatches (rounds, a budget's batches) start at the
-    # cap its earlier ones found (`Concurrency.resume`)
+    # endpoint -> its concurrency controller: a run's later dispatches (its rounds, the GenRM's after the reward
+    # model's) start at the cap its earlier ones found (`Concurrency.resume`)
     controllers: dict[str, Concurrency] = field(default_factory=dict)
     started_at: float | None = None  # when the run's first dispatch began (what the controllers' reports count from)
 

@@ -222,9 +222,10 @@ class Budget:
         self.next_step = max(rate * asked, drain if asked else 0.0)
         return self.spent_before + spent + self.next_step <= self.limit
 
-    def allows(self, spent: float, requests_done: int, requests_next: int, in_flight: int = 0) -> bool:
-        """`fits`, and once a step does not fit, none does again (the run stops there)."""
-        if not self.stopped and not self.fits(spent, requests_done, requests_next, in_flight):
+    def allows(self, spent: float, requests_done: int, requests_next: int) -> bool:
+        """`fits`, with nothing out (between a sharded run's rounds), and once a step does not fit, none does again
+        (the run stops there)."""
+        if not self.stopped and not self.fits(spent, requests_done, requests_next):
             self.stopped = True
         return not self.stopped
 

@@ -97,15 +97,15 @@ def test_a_budget_takes_a_step_only_while_it_fits_and_never_again_after():
     measured = Budget(1.0, per_request=100.0, spent_before=600.0)
     assert measured.allows(1000.0, 100, 199)  # measured 10 a request: 600 + 1000 + 1990 <= 3600
     assert not measured.allows(1000.0, 100, 201)
-    # checked mid-dispatch: the requests out count whole, at the judge's rate until as many came back
+    # a step checked mid-dispatch (`fits`): the requests out count whole, at the judge's rate until as many came back
     early = Budget(1.0, per_request=100.0)
-    assert early.allows(500.0, 10, 2, in_flight=20)  # 10 back, 20 out: 500 + 100 x 22 = 2,700
-    assert not early.allows(500.0, 10, 12, in_flight=20)  # 500 + 100 x 32 = 3,700
+    assert early.fits(500.0, 10, 2, in_flight=20)  # 10 back, 20 out: 500 + 100 x 22 = 2,700
+    assert not early.fits(500.0, 10, 12, in_flight=20)  # 500 + 100 x 32 = 3,700
     cheap = Budget(1.0, per_request=0.001)  # a declared rate far too low: what was spent speaks instead
-    assert not cheap.allows(3000.0, 10, 2, in_flight=20)  # at least 3,000 / 30 = 100 a request: 3,000 + 2,200
+    assert not cheap.fits(3000.0, 10, 2, in_flight=20)  # at least 3,000 / 30 = 100 a request: 3,000 + 2,200
     later = Budget(1.0, per_request=100.0)
-    assert later.allows(500.0, 40, 100, in_flight=20)  # 40 back: 12.5 a request, 500 + 12.5 x 120 = 2,000
-    assert not later.allows(500.0, 40, 250, in_flight=20)  # 500 + 12.5 x 270 = 3,875
+    assert later.fits(500.0, 40, 100, in_flight=20)  # 40 back: 12.5 a request, 500 + 12.5 x 120 = 2,000
+    assert not later.fits(500.0, 40, 250, in_flight=20)  # 500 + 12.5 x 270 = 3,875
     # as a pair is about to go: one that does not fit waits while requests are out, and stops the run with none out
     streaming = Budget(1.0, per_request=1000.0)  # a declared rate far above what requests turn out to cost
     assert streaming.admits(0.0, 0, 2, in_flight=0) is True  # 2,000 fits
