@@ -342,11 +342,10 @@ def endpoint_limit(
     slots: int = typer.Option(..., "--slots", min=1, help="requests in flight at once, over every flow"),
 ) -> None:
     """Cap the requests all judge runs send to one endpoint (a Prefect global concurrency limit)."""
-    import asyncio
-
+    from common import aio
     from tasks.judge.limits import set_endpoint_limit
 
-    name = asyncio.run(set_endpoint_limit(endpoint, slots))
+    name = aio.run(set_endpoint_limit(endpoint, slots))
     out.print(f"{endpoint}: at most {slots} requests in flight over all flows (global concurrency limit {name!r})")
 
 

@@ -8,7 +8,6 @@ twice."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -18,7 +17,7 @@ from typing import Any, NamedTuple, Protocol
 
 import pyarrow as pa
 
-from common import progress
+from common import aio, progress
 from schemas.summaries import JudgeSummary
 from tasks.judge.client import NOT_YET, ClientOptions, ClientStats, Dispatcher, JudgeRequest, JudgeResult, NotYet
 from tasks.judge.config import JudgeConfig
@@ -296,7 +295,7 @@ def _dispatch(pairs: list[PairText], *, endpoints: list[str], config: JudgeConfi
     dispatcher = Dispatcher(endpoints, config, options, on_result, gate=gate, stats=stats)
     within = None if admit is None else (lambda n: admit(dispatcher, n))
     try:
-        asyncio.run(dispatcher.run(plan_requests(pairs, strategy, states, max_attempts, plan, wanted, kind, within)))
+        aio.run(dispatcher.run(plan_requests(pairs, strategy, states, max_attempts, plan, wanted, kind, within)))
     finally:
         sink.flush()
 
@@ -470,7 +469,7 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
     def send(some: list[PairText], known: States, wanted: Wanted | None = None) -> None:
         nonlocal limits, before, options, seconds
         if before is None and some:
-            limits = asyncio.run(endpoint_limits(targets))
+            limits = aio.run(endpoint_limits(targets))
             if limits:
                 (log or _log).info("endpoint limits (Prefect global concurrency): %s", limits)
             before = snapshot(targets)

@@ -421,32 +421,53 @@ def test_rounds_end_at_the_budget_once_a_round_stopped_on_it():
     assert len(sent) == 3 and ended == "done"  # without a budget, every round
 
 
-def test_a_stop_signal_that_lands_in_the_metrics_watcher_stops_the_run():
-    """A signal handler that raises (Prefect's SIGTERM bridge raises a BaseException) interrupts whichever
-    coroutine runs; asyncio keeps that exception in its task. Landing in the /metrics watcher, it must stop the
-    run, not vanish while the run judges on."""
+class Stop(BaseException):
+    """What a signal handler that raises (Prefect's SIGTERM bridge) raises: a BaseException."""
+
+
+def _stopped_on_the_third(path_end: str, stop) -> list:
+    """Judge 60 pairs against the stand-in through a proxy that calls `stop()` on the third request whose path
+    ends in `path_end`; the run must end in `Stop`, mid-run. What it wrote is returned."""
     import httpx2
 
-    class Stop(BaseException):
-        pass
+    seen, written = [], []
 
-    pairs, readings = _pairs(60, seed=21), []
-
-    def stopped_while_reading_metrics(url):
+    def proxied(url):
         async def handler(request):
-            if request.url.path.endswith("/metrics"):
-                readings.append(1)
-                if len(readings) == 3:
-                    raise Stop("SIGTERM")
+            if request.url.path.endswith(path_end):
+                seen.append(1)
+                if len(seen) == 3:
+                    stop()
             async with httpx2.AsyncClient() as real:
                 return await real.send(httpx2.Request(request.method, request.url, headers=request.headers,
                                                       content=request.content))
         return httpx2.AsyncClient(transport=httpx2.MockTransport(handler), timeout=10.0)
 
-    written = []
     with StandinProcess(StandinConfig(capacity=4, latency_mean=0.2)) as server:
         with pytest.raises(Stop):
-            judge_pairs(pairs, endpoints=[server.url], config=JudgeConfig(), strategy=parse_strategy("swap"),
-                        options=ClientOptions(request_timeout=10.0, http_client=stopped_while_reading_metrics),
+            judge_pairs(_pairs(60, seed=21), endpoints=[server.url], config=JudgeConfig(),
+                        strategy=parse_strategy("swap"), options=ClientOptions(request_timeout=10.0, http_client=proxied),
                         states={}, write=written.extend, sink_batch=4)
-    assert len(written) < 120  # it stopped mid-run, keeping what came back before
+    return written
+
+
+def _raise_stop() -> None:
+    raise Stop("SIGTERM")
+
+
+def test_a_stop_signal_that_lands_in_the_metrics_watcher_stops_the_run():
+    """A signal handler that raises interrupts whichever coroutine runs; asyncio keeps that exception in its task.
+    Landing in the /metrics watcher, it must stop the run, not vanish while the run judges on."""
+    assert len(_stopped_on_the_third("/metrics", _raise_stop)) < 120  # mid-run, keeping what came back before
+
+
+def test_a_stop_signal_that_lands_in_one_of_the_loops_callbacks_stops_the_run():
+    """The same signal landing while the loop runs a plain callback (a socket read, a timer): asyncio logs a
+    BaseException a callback raises and goes on, so the run would judge every pair and the flow build its version
+    on a SIGTERM (`common/aio.py`)."""
+    import asyncio
+
+    def in_a_callback() -> None:
+        asyncio.get_running_loop().call_soon(_raise_stop)
+
+    assert len(_stopped_on_the_third("/chat/completions", in_a_callback)) < 120
