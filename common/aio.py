@@ -18,8 +18,9 @@ T = TypeVar("T")
 
 
 def _a_stop(exc: object) -> bool:
-    """A BaseException that is not an Exception: a stop signal's (Prefect's TerminationSignal and kin)."""
-    return isinstance(exc, BaseException) and not isinstance(exc, Exception)
+    """A BaseException that is neither an Exception nor a cancellation: a stop signal's (Prefect's
+    TerminationSignal and kin)."""
+    return isinstance(exc, BaseException) and not isinstance(exc, (Exception, asyncio.CancelledError))
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:

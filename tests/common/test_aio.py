@@ -62,3 +62,16 @@ def test_results_and_errors_of_the_coroutine_pass_through():
     assert aio.run(asyncio.sleep(0, result="ok")) == "ok"
     with pytest.raises(ValueError, match="bad row"):
         aio.run(fails())
+
+
+def test_a_cancellation_met_in_a_callback_is_not_taken_for_a_stop(caplog):
+    async def main():
+        def cancelled() -> None:
+            raise asyncio.CancelledError()
+
+        asyncio.get_running_loop().call_soon(cancelled)
+        await asyncio.sleep(0.05)
+        return "finished"
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        assert aio.run(main()) == "finished"
