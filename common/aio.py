@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-def _a_stop(exc: object) -> bool:
+def is_stop(exc: object) -> bool:
     """A BaseException that is neither an Exception nor a cancellation: a stop signal's (Prefect's
     TerminationSignal and kin)."""
     return isinstance(exc, BaseException) and not isinstance(exc, (Exception, asyncio.CancelledError))
@@ -36,7 +36,7 @@ def run(main: Coroutine[Any, Any, T]) -> T:
 
     def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
-        if not _a_stop(exc):
+        if not is_stop(exc):
             loop.default_exception_handler(context)
             return
         if not caught:

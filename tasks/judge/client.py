@@ -32,6 +32,7 @@ import httpx2
 import openai
 import orjson
 
+from common.aio import is_stop
 from common.errors import UserError
 from common.reasons import JudgeFailure
 from common.settings import JUDGE_MAX_REPLY_BYTES
@@ -582,8 +583,12 @@ class Dispatcher:
             self.stats.dispatches += self.stats.requests > sent_before
             for w in watchers:
                 w.cancel()
-            await asyncio.gather(*watchers, return_exceptions=True)
+            ended = await asyncio.gather(*watchers, return_exceptions=True)
             self.stats.concurrency = {e.url: e.concurrency.report(self.stats.started_at) for e in self.endpoints}
+            # a stop signal that landed in a watcher as it was closing reached no one else: the run ends on it
+            stops = [x for x in ended if is_stop(x)]
+            if stops:
+                raise stops[0]
 
     async def _run(self, requests: Iterable[JudgeRequest | NotYet]) -> ClientStats:
         source = iter(requests)

@@ -471,3 +471,35 @@ def test_a_stop_signal_that_lands_in_one_of_the_loops_callbacks_stops_the_run():
         asyncio.get_running_loop().call_soon(_raise_stop)
 
     assert len(_stopped_on_the_third("/chat/completions", in_a_callback)) < 120
+
+
+def test_a_stop_signal_that_lands_as_the_metrics_watcher_closes_stops_the_run():
+    """At a dispatch's end its watchers are cancelled and gathered with their exceptions returned: a signal landing
+    while one closes its HTTP client would be one of those returned, and the run would go on to its next round."""
+    import httpx2
+
+    class ClosingStops(httpx2.AsyncClient):
+        watched = False
+
+        async def aclose(self) -> None:
+            await super().aclose()
+            if self.watched:
+                raise Stop("SIGTERM")
+
+    def proxied(url):
+        async def handler(request):
+            if request.url.path.endswith("/metrics"):
+                client.watched = True
+            async with httpx2.AsyncClient() as real:
+                return await real.send(httpx2.Request(request.method, request.url, headers=request.headers,
+                                                      content=request.content))
+        client = ClosingStops(transport=httpx2.MockTransport(handler), timeout=10.0)
+        return client
+
+    written = []
+    with StandinProcess(StandinConfig(capacity=4, latency_mean=0.05)) as server:
+        with pytest.raises(Stop):
+            judge_pairs(_pairs(20, seed=23), endpoints=[server.url], config=JudgeConfig(),
+                        strategy=parse_strategy("swap"), options=ClientOptions(request_timeout=10.0, http_client=proxied),
+                        states={}, write=written.extend, sink_batch=4)
+    assert written  # the verdicts that came back are kept
