@@ -41,7 +41,7 @@ from pydantic import (
     model_validator,
 )
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -614,6 +614,16 @@ class _Server:
         return _json({"status": "reset", "simulated": True})
 
 
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """A client that went away mid-request (a command killed while it sent) ends its request without a server
+    traceback: the stand-in's stderr is read by people watching a test fail."""
+    return Response(status_code=499)
+
+
+# What every stand-in's app is made with beside its routes
+QUIET_ON_DISCONNECT = {ClientDisconnect: _client_gone}
+
+
 def server_routes(server: _Server) -> list[Route]:
     """What every stand-in serves beside its judging endpoint: models, the tokenizer, health, counters, gauges."""
     return [
@@ -630,7 +640,7 @@ def server_routes(server: _Server) -> list[Route]:
 def create_app(config: StandinConfig | None = None) -> Starlette:
     server = _Server(config or StandinConfig())
     app = Starlette(routes=[Route("/v1/chat/completions", server.chat_completions, methods=["POST"]),
-                            *server_routes(server)])
+                            *server_routes(server)], exception_handlers=QUIET_ON_DISCONNECT)
     app.state.standin = server
     return app
 

@@ -34,6 +34,7 @@ from starlette.routing import Route
 
 from tasks.judge.server import ManagedServer
 from testing.genrm_standin import (
+    QUIET_ON_DISCONNECT,
     _error,
     _free_port,
     _json,
@@ -231,7 +232,7 @@ def create_app(config: RewardStandinConfig | None = None) -> Starlette:
         # a pooling server has no generation routes: vLLM registers them only for a generative model
         Route("/v1/chat/completions", server.no_generation, methods=["GET", "POST"]),
         *server_routes(server),
-    ])
+    ], exception_handlers=QUIET_ON_DISCONNECT)
     app.state.standin = server
     return app
 

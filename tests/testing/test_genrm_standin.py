@@ -355,3 +355,25 @@ def test_hang_with_short_hang_seconds_answers_504():
         reply = httpx.post(f"{standin.url}/chat/completions", json=body(request_messages("a", "b")), timeout=5)
         assert reply.status_code == 504
         assert "SIMULATED" in reply.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("kind", ["genrm", "reward-model"])
+def test_a_client_gone_mid_request_is_answered_without_a_server_traceback(kind):
+    """A command killed while it sent a request (the kill tests do it) leaves the body unfinished: the stand-in
+    ends that request quietly, where Starlette would raise ClientDisconnect and uvicorn print its traceback."""
+    from testing import genrm_standin, reward_model_standin
+
+    app = (genrm_standin if kind == "genrm" else reward_model_standin).create_app()
+    sent = []
+
+    async def receive():
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/tokenize", "raw_path": b"/tokenize", "root_path": "", "query_string": b"", "headers": [],
+             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 8000)}
+    asyncio.run(app(scope, receive, send))  # raised ClientDisconnect before
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 499
