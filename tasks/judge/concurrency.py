@@ -143,7 +143,8 @@ class Concurrency:
 
     def resume(self, now: float) -> None:
         """A later dispatch of the same run takes this controller up where the last one left it (the cap and batch
-        it found: a later round of a few hundred requests would otherwise spend its life ramping up from START). What observed mode counted belongs to the pause before, so its window starts again."""
+        it found: a later round of a few hundred requests would otherwise spend its life ramping up from START).
+        What observed mode counted belongs to the pause before, so its window starts again."""
         if self.mode == "observed":
             self._window_start, self._done, self._latency_sum = now, 0, 0.0
 

@@ -425,30 +425,46 @@ class Stop(BaseException):
     """What a signal handler that raises (Prefect's SIGTERM bridge) raises: a BaseException."""
 
 
-def _stopped_on_the_third(path_end: str, stop) -> list:
-    """Judge 60 pairs against the stand-in through a proxy that calls `stop()` on the third request whose path
-    ends in `path_end`; the run must end in `Stop`, mid-run. What it wrote is returned."""
+def _proxied(seen, client_class=None):
+    """An `http_client` factory whose clients pass each request on to the stand-in, after `seen(request, client)`."""
     import httpx2
 
-    seen, written = [], []
-
-    def proxied(url):
+    def make(url):
         async def handler(request):
-            if request.url.path.endswith(path_end):
-                seen.append(1)
-                if len(seen) == 3:
-                    stop()
+            seen(request, client)
             async with httpx2.AsyncClient() as real:
                 return await real.send(httpx2.Request(request.method, request.url, headers=request.headers,
                                                       content=request.content))
-        return httpx2.AsyncClient(transport=httpx2.MockTransport(handler), timeout=10.0)
+        client = (client_class or httpx2.AsyncClient)(transport=httpx2.MockTransport(handler), timeout=10.0)
+        return client
+    return make
 
-    with StandinProcess(StandinConfig(capacity=4, latency_mean=0.2)) as server:
+
+def _judged_until_stopped(pairs: int, seed: int, latency: float, http_client) -> list:
+    """Judge `pairs` pairs (swap) against the stand-in through `http_client`; the run must end in `Stop`. What it
+    wrote is returned."""
+    written = []
+    with StandinProcess(StandinConfig(capacity=4, latency_mean=latency)) as server:
         with pytest.raises(Stop):
-            judge_pairs(_pairs(60, seed=21), endpoints=[server.url], config=JudgeConfig(),
-                        strategy=parse_strategy("swap"), options=ClientOptions(request_timeout=10.0, http_client=proxied),
+            judge_pairs(_pairs(pairs, seed=seed), endpoints=[server.url], config=JudgeConfig(),
+                        strategy=parse_strategy("swap"),
+                        options=ClientOptions(request_timeout=10.0, http_client=http_client),
                         states={}, write=written.extend, sink_batch=4)
     return written
+
+
+def _stopped_on_the_third(path_end: str, stop) -> list:
+    """60 pairs judged through a proxy that calls `stop()` on the third request whose path ends in `path_end`; the
+    run must end in `Stop`, mid-run. What it wrote is returned."""
+    hits = []
+
+    def seen(request, client):
+        if request.url.path.endswith(path_end):
+            hits.append(1)
+            if len(hits) == 3:
+                stop()
+
+    return _judged_until_stopped(60, 21, 0.2, _proxied(seen))
 
 
 def _raise_stop() -> None:
@@ -486,20 +502,8 @@ def test_a_stop_signal_that_lands_as_the_metrics_watcher_closes_stops_the_run():
             if self.watched:
                 raise Stop("SIGTERM")
 
-    def proxied(url):
-        async def handler(request):
-            if request.url.path.endswith("/metrics"):
-                client.watched = True
-            async with httpx2.AsyncClient() as real:
-                return await real.send(httpx2.Request(request.method, request.url, headers=request.headers,
-                                                      content=request.content))
-        client = ClosingStops(transport=httpx2.MockTransport(handler), timeout=10.0)
-        return client
+    def seen(request, client):
+        if request.url.path.endswith("/metrics"):
+            client.watched = True
 
-    written = []
-    with StandinProcess(StandinConfig(capacity=4, latency_mean=0.05)) as server:
-        with pytest.raises(Stop):
-            judge_pairs(_pairs(20, seed=23), endpoints=[server.url], config=JudgeConfig(),
-                        strategy=parse_strategy("swap"), options=ClientOptions(request_timeout=10.0, http_client=proxied),
-                        states={}, write=written.extend, sink_batch=4)
-    assert written  # the verdicts that came back are kept
+    assert _judged_until_stopped(20, 23, 0.05, _proxied(seen, ClosingStops))  # the verdicts that came back are kept
