@@ -343,8 +343,9 @@ def endpoint_limit(
 ) -> None:
     """Cap the requests all judge runs send to one endpoint (a Prefect global concurrency limit)."""
     from common import aio
-    from tasks.judge.limits import set_endpoint_limit
+    from tasks.judge.limits import checked_endpoint, set_endpoint_limit
 
+    guarded(checked_endpoint, endpoint)
     name = aio.run(set_endpoint_limit(endpoint, slots))
     out.print(f"{endpoint}: at most {slots} requests in flight over all flows (global concurrency limit {name!r})")
 

@@ -16,7 +16,19 @@ from prefect.client.orchestration import get_client
 from prefect.concurrency.asyncio import concurrency
 from prefect.exceptions import ObjectNotFound
 
+from common.errors import InvalidInputError
+
 PREFIX = "judge-endpoint"
+
+
+def checked_endpoint(endpoint: str) -> str:
+    """`endpoint` if a limit may be named after it: an http(s) URL with a host, as the judge runs that would hold
+    its slots are given."""
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInputError(f"not a judge endpoint: {endpoint!r} (an http:// or https:// base URL, e.g. "
+                                "http://gpu-3:8000/v1)")
+    return endpoint
 
 
 def limit_name(endpoint: str) -> str:

@@ -159,6 +159,14 @@ def test_refusals_come_first_and_in_order(place, args, said):
     assert said in line, line
 
 
+@pytest.mark.parametrize("endpoint", ["not-a-url", "ftp://gpu-3/v1", "http:///v1"])
+def test_an_endpoint_limit_for_what_is_no_endpoint_is_refused(tmp_path, endpoint):
+    # before, any string became a global concurrency limit that no judge run would ever hold a slot of
+    line, _ = _refusal("endpoint-limit", endpoint, "--slots", "2", cwd=tmp_path)
+    assert line == (f"error: not a judge endpoint: {endpoint!r} (an http:// or https:// base URL, e.g. "
+                    "http://gpu-3:8000/v1)")
+
+
 # A policy file that is not exactly one [policy] table of known keys (or its keys alone), not UTF-8, not a
 # regular file, or a value of another type: refused in one line, never a default policy run in its place.
 BAD_POLICIES = {
