@@ -363,21 +363,8 @@ def chosen_settings(parser: argparse.ArgumentParser, args: argparse.Namespace, s
     return chosen
 
 
-def main() -> None:
-    parser = world_parser(__doc__, 40, "worlds per setting and strategy", 0.95, 2000)
-    parser.add_argument("--gap", type=int, default=0, help="worlds a setting to say where certify's coverage goes")
-    args = parser.parse_args()
-    chosen = chosen_settings(parser, args, len(SETTINGS))
-    started = time.perf_counter()
-    jobs = [(seed, setting, strategy, args.target, args.risk, args.pairs)
-            for setting in chosen for seed in range(args.worlds) for strategy in STRATEGIES]
-    with ProcessPoolExecutor(args.workers) as pool:
-        results = list(pool.map(one_world, jobs, chunksize=1))
-    print(f"certified curation over seeded SIMULATED worlds: target {args.target:.1%}, risk {args.risk}, "
-          f"{args.pairs:,} pairs a world, {args.worlds} worlds a setting and strategy "
-          f"({time.perf_counter() - started:.0f} s)")
-    at = {(r["setting"], r["strategy"], r["seed"]): r for r in results}
-
+def print_worlds(args: argparse.Namespace, chosen: list[int], at: dict) -> None:
+    """Sections (a) and (b) over the in-process worlds, `at` each result by (setting, strategy, seed)."""
     print("\n(a) validity: builds whose kept pairs (all of them) truly agree less than the target, of all worlds (the "
           "guarantee: at most delta, with its interval), and of the certified builds alone")
     print(f"  {'setting':<44} " + "  ".join(f"{s:<40}" for s in STRATEGIES))
@@ -427,6 +414,23 @@ def main() -> None:
               f"most requests certify sent in a world: {most:.3f}x swap's")
     print("  worst share of worlds below the target in a setting: " + ", ".join(f"{s} {worst[s]:.3f}" for s in STRATEGIES)
           + f" (delta {args.risk})")
+
+
+def main() -> None:
+    parser = world_parser(__doc__, 40, "worlds per setting and strategy", 0.95, 2000)
+    parser.add_argument("--gap", type=int, default=0, help="worlds a setting to say where certify's coverage goes")
+    args = parser.parse_args()
+    chosen = chosen_settings(parser, args, len(SETTINGS))
+    started = time.perf_counter()
+    jobs = [(seed, setting, strategy, args.target, args.risk, args.pairs)
+            for setting in chosen for seed in range(args.worlds) for strategy in STRATEGIES]
+    with ProcessPoolExecutor(args.workers) as pool:
+        results = list(pool.map(one_world, jobs, chunksize=1))
+    print(f"certified curation over seeded SIMULATED worlds: target {args.target:.1%}, risk {args.risk}, "
+          f"{args.pairs:,} pairs a world, {args.worlds} worlds a setting and strategy "
+          f"({time.perf_counter() - started:.0f} s)")
+    if args.worlds:  # --worlds 0: only the coverage gap or the CLI runs
+        print_worlds(args, chosen, {(r["setting"], r["strategy"], r["seed"]): r for r in results})
 
     if args.gap:
         print("\n(d) where certify's coverage goes: kept pairs of swap's pool with the second order removed where "
