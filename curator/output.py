@@ -118,7 +118,10 @@ def staged_group():
         def list_commands(self, ctx):
             names = super().list_commands(ctx)
             for name in names:
-                self.commands[name].rich_help_panel = panel.get(name, "Other")
+                command = self.commands[name]
+                command.rich_help_panel = panel.get(name, "Other")
+                if not command.short_help and command.help:  # the listing keeps a docstring's line breaks: one line
+                    command.short_help = " ".join(command.help.split("\n\n")[0].split())
             return sorted(names, key=lambda n: order.index(n) if n in order else len(order))
 
     return StagedGroup

@@ -275,6 +275,27 @@ def test_commands_are_listed_by_stage():
     assert {name.split()[0] for name, _ in _commands()} <= staged
 
 
+def test_the_command_listing_says_each_summary_as_one_paragraph():
+    """A summary written over several docstring lines is listed as one paragraph, each row filled before the next,
+    not broken where the source broke it ("... `--strategy certify[:K]` judges" then "in rounds ..." on a row of
+    its own)."""
+    text = runner.invoke(app, ["--help"], env={"COLUMNS": "120"}).output
+    rows = [line[1:-1] for line in text.splitlines() if line.startswith("│") and line.endswith("│")]
+    names = {name for name, _ in _commands() if " " not in name}
+    starts = {row.index(row.split()[1], len(row.split()[0]) + 1) for row in rows
+              if row.split() and row.split()[0] in names and len(row.split()) > 1}
+    assert len(starts) == 1, starts  # one description column
+    at = starts.pop()
+    width = max(len(row[at:].rstrip()) for row in rows)
+    continued = 0
+    for row, after in zip(rows, rows[1:]):
+        if not row[at:].strip() or after[:at].strip() or not after[at:].strip():
+            continue  # the next row starts another command, or a panel ends
+        continued += 1
+        assert len(row[at:].rstrip()) + 1 + len(after[at:].split()[0]) > width, f"a summary broken early:\n{text}"
+    assert continued  # some summary does take two rows, so the check ran
+
+
 def test_tables_are_plain_whole_rows_when_piped(dashboard_warehouse):
     warehouse, _, _ = dashboard_warehouse
     from warehouse.store import Warehouse
