@@ -42,6 +42,12 @@ def rate(x: Any) -> str:
     return f"{x:.3g}"
 
 
+def significant(x: float, digits: int = 6) -> float:
+    """`x` to `digits` significant digits: a small figure (a budget's GPU-hours on a short run) keeps its size where
+    rounding to decimals would make it 0."""
+    return float(f"{x:.{digits}g}")
+
+
 def jsonable(value: Any) -> Any:
     """`json.dumps(..., default=jsonable)`: numpy scalars as numbers, anything else as its text."""
     value = plain(value)

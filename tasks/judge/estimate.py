@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from common.numbers import significant
+
 REQUEST_OVERHEAD_TOKENS = 64  # a GenRM request's own template tokens (as the ingest's counts add them)
 
 
@@ -68,7 +70,7 @@ def declared_rate(kind: str, server_tokens_per_second: float, gpus: int, max_tok
     generates from no token to `max_tokens`, a reward model's none."""
     out = (0.0, 0.0) if kind == "reward_model" else (0.0, float(max_tokens))
     return Rate(kind, None, gpus / server_tokens_per_second, out,
-                f"declared: {gpus} GPUs / {server_tokens_per_second:g} tokens/s assumed (no earlier run measured it)")
+                f"declared: {gpus} GPU{'s' if gpus != 1 else ''} / {server_tokens_per_second:g} tokens/s assumed (no earlier run measured it)")
 
 
 def measured_rate(kind: str, runs: Iterable[dict[str, Any]]) -> Rate | None:
@@ -245,9 +247,9 @@ class Budget:
 
     def said(self, spent: float) -> dict[str, Any]:
         total = self.spent_before + spent
-        return {"gpu_hours": round(self.limit / 3600.0, 6), "spent_gpu_hours": round(total / 3600.0, 6),
-                "left_gpu_hours": round(max(self.limit - total, 0.0) / 3600.0, 6), "stopped": self.stopped,
-                **({"next_step_gpu_hours": round(self.next_step / 3600.0, 6)} if self.stopped else {})}
+        return {"gpu_hours": significant(self.limit / 3600.0), "spent_gpu_hours": significant(total / 3600.0),
+                "left_gpu_hours": significant(max(self.limit - total, 0.0) / 3600.0), "stopped": self.stopped,
+                **({"next_step_gpu_hours": significant(self.next_step / 3600.0)} if self.stopped else {})}
 
 
 def first_request_seconds(rate: Rate, pairs: Sequence[PairTokens]) -> float:
@@ -274,13 +276,15 @@ def pair_tokens(wh: Any, pair_ids: list[str]) -> list[PairTokens]:
 
 
 def budget_of(wh: Any, run: Any, pending: list[str], spent_before: float = 0.0,
-              stopped: bool = False) -> Budget | None:
+              refused: float | None = None) -> Budget | None:
     """The budget of `run` (CURATE_JUDGE_BUDGET_GPU_HOURS, `--budget-gpu-hours`; None: none) on its `pending`
-    pairs, `spent_before` GPU-seconds spent by an earlier rung of the same run (`stopped`: which stopped on it)."""
+    pairs, `spent_before` GPU-seconds spent by an earlier rung of the same run (`refused`: the GPU-seconds of the
+    step it stopped on; None: it did not stop)."""
     hours = run.settings.judge_budget_gpu_hours
     if hours is None:
         return None
     rate = rate_of(wh, run.config.kind, run.settings, run.settings.gpus_per_server)
     budget = Budget(hours, first_request_seconds(rate, pair_tokens(wh, pending)), spent_before)
-    budget.stopped = stopped
+    if refused is not None:  # stopped there: the step it refused is the one the run's stop names
+        budget.stopped, budget.next_step = True, refused
     return budget

@@ -89,16 +89,17 @@ def judge_ladder(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Rounds) 
     scored, asked = score_rung(wh, run)
     # the GenRM's first round asks nothing: which pairs climb to it is decided once the reward model's scores are in
     # within a budget, the GenRM's rounds have what the reward model left of it
-    spent, stopped = rung_spent(scored)
-    genrm = judge_and_record(wh, replace(work, pending=[]), run, rounds, spent_before=spent, stopped=stopped)
+    spent, refused = rung_spent(scored)
+    genrm = judge_and_record(wh, replace(work, pending=[]), run, rounds, spent_before=spent, refused=refused)
     return ladder_summary(scored, asked, genrm)
 
 
-def rung_spent(scored: dict[str, Any]) -> tuple[float, bool]:
-    """What the reward model's rung (its summary) spent of a budget: its measured GPU-seconds, and whether the budget
-    stopped it."""
-    return (float((scored.get("cost") or {}).get("gpu_seconds") or 0.0),
-            bool((scored.get("budget") or {}).get("stopped")))
+def rung_spent(scored: dict[str, Any]) -> tuple[float, float | None]:
+    """What the reward model's rung (its summary) spent of a budget: its measured GPU-seconds, and the GPU-seconds
+    of the step the budget refused it (None: the budget did not stop it), which the run's stop then names."""
+    budget = scored.get("budget") or {}
+    refused = float(budget.get("next_step_gpu_hours") or 0.0) * 3600.0 if budget.get("stopped") else None
+    return float((scored.get("cost") or {}).get("gpu_seconds") or 0.0), refused
 
 
 def ladder_summary(rm: dict[str, Any], asked: int, genrm: dict[str, Any]) -> dict[str, Any]:

@@ -45,16 +45,17 @@ def work_of(wh: Warehouse, run: JudgeRun) -> JudgeWork:
 
 
 def judge_and_record(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Rounds | None = None,
-                     spent_before: float = 0.0, stopped: bool = False) -> JudgeSummary:
+                     spent_before: float = 0.0, refused: float | None = None) -> JudgeSummary:
     """Judge the pending pairs (their texts read only now: a rerun with nothing left reads none) as `run`, in the
     rounds `rounds` decides when its strategy judges in rounds, within its GPU-hour budget where it has one
-    (`spent_before`: GPU-seconds an earlier rung of the same run spent of it, `stopped` when it stopped on it);
+    (`spent_before`: GPU-seconds an earlier rung of the same run spent of it, `refused` the GPU-seconds of the step
+    it stopped on, None when it did not stop);
     recorded in the warehouse whether it
     completes or fails."""
     from tasks.judge.estimate import budget_of
 
     config, targets = run.config, list(run.targets)
-    budget = budget_of(wh, run, work.pending or work.ids, spent_before, stopped)
+    budget = budget_of(wh, run, work.pending or work.ids, spent_before, refused)
     wh.judging.register_judge_config(config_record(config))
     with wh.runs.recorded_run("judge", run.run_id, **run.start_record()) as outcome:
         summary = run_judging(run, wh.judging.pair_texts(work.pending), work.states, work.done,

@@ -116,6 +116,10 @@ def test_a_ladder_stopped_at_its_budget_on_the_reward_models_rung_resumes_withou
         assert stopped.returncode == 3, stopped.stderr[-3000:]
         summary = json.loads(stopped.stdout.strip().splitlines()[-1])
         assert summary["budget"]["stopped"] and genrm.stats()["requests"] == 0
+        # the stop names the step the reward model's rung refused, not the GenRM's rounds that asked nothing
+        budget = summary["budget"]
+        assert budget["next_step_gpu_hours"] > 0, budget
+        assert f"(expected {budget['next_step_gpu_hours']:.6g} GPU-hours)" in stopped.stderr
         scored = rm.stats()["requests"]
         assert 0 < scored < pairs and summary["reward_model"]["judged"] == scored
         again = ladder("--budget-gpu-hours", "10")
