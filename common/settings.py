@@ -38,7 +38,8 @@ class MultiTurnPolicy(str, Enum):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CURATE_", env_file=None, extra="ignore")
+    # inf or nan is no setting: a budget, a timeout or a threshold of either would print as invalid JSON or never hold
+    model_config = SettingsConfigDict(env_prefix="CURATE_", env_file=None, extra="ignore", allow_inf_nan=False)
 
     # -- the warehouse and the pipeline around it --------------------------------------------------
     warehouse: Path = Field(Path("data/warehouse.duckdb"), description="DuckDB warehouse file")

@@ -14,8 +14,9 @@ from common.numbers import plain
 
 # No markup unless a call asks for it (`markup=True`, its text escaped): paths, positions such as `file[train][3]`
 # and TOML headers are printed as they are, never taken for style tags and dropped.
-err = Console(stderr=True, markup=False)
-out = Console(soft_wrap=True, markup=False)  # a line is never broken at 80 columns in a pipe or a log
+# a line is never broken at 80 columns in a pipe or a log (a terminal wraps it at its own width)
+err = Console(stderr=True, soft_wrap=True, markup=False)
+out = Console(soft_wrap=True, markup=False)
 
 
 def is_terminal(stream: Any = None) -> bool:

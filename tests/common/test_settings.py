@@ -39,6 +39,17 @@ def test_a_value_that_is_no_number_or_no_choice_is_named_too():
         settings_with(batch_size="many")
 
 
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_inf_or_nan_is_no_setting(value, monkeypatch):
+    """A budget of inf would print `Infinity` in a summary's JSON (invalid JSON) and a nan one never binds."""
+    with pytest.raises(InvalidInputError, match=r"judge_budget_gpu_hours = (inf|nan): input should be a finite number"):
+        settings_with(judge_budget_gpu_hours=value)
+    monkeypatch.setenv("CURATE_JUDGE_REQUEST_TIMEOUT", str(value))
+    get_settings.cache_clear()  # settings_with read the environment once already
+    with pytest.raises(InvalidInputError, match=r"CURATE_JUDGE_REQUEST_TIMEOUT = '(inf|nan)': input should be a finite"):
+        get_settings()
+
+
 def test_every_bad_value_of_one_call_is_said_at_once():
     with pytest.raises(InvalidInputError) as caught:
         settings_with(batch_size=0, judge_max_in_flight=0)
