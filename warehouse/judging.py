@@ -221,27 +221,35 @@ class JudgingStore(Part):
         those that can never have one as they are (`pairs_over_budget`: without a verdict, and a judgment failed
         for its length: over the judge's input budget, never sent, or too long for the server's context, never
         sent again), those without a verdict and a judgment at the attempt limit (`pairs_exhausted`: `max_attempts`
-        answers without a verdict; runs ask it no more unless told to retry them), and the rest
+        answers without a verdict; runs ask it no more unless told to retry them), those a judge ladder's reward
+        model scored and its rounds did not send on to this GenRM configuration (`pairs_at_reward_model`: left there
+        as sure, or as hopeless; a later round climbs one on only if the rounds' rule then says so), and the rest
         (`pairs_pending`): what a run would still ask."""
         cur = self.con.execute(
             "WITH per AS (SELECT judge_config_id, count(*) FILTER (WHERE status = 'ok') AS ok, "
             "count(*) FILTER (WHERE status <> 'ok') AS failed FROM judgments GROUP BY 1), "
+            "scored AS (SELECT DISTINCT l.judge_config_id, r.pair_id FROM judge_ladders l JOIN judgments r "
+            "ON r.judge_config_id = l.rm_config_id AND r.status = 'ok'), "
             "pair_state AS (SELECT c.judge_config_id, p.pair_id, "
-            "bool_or(j.status = 'ok') AS judged, "
+            "bool_or(j.status = 'ok') AS judged, bool_or(s.pair_id IS NOT NULL) AS at_rm, "
             "bool_or(j.status <> 'ok' AND j.failure_reason IN (?, ?)) AS too_long, "
             "bool_or(j.status <> 'ok' AND j.attempts >= ?) AS exhausted "
             "FROM judge_configs c CROSS JOIN pairs_for_curation p LEFT JOIN judgments j "
-            "ON j.pair_id = p.pair_id AND j.judge_config_id = c.judge_config_id GROUP BY ALL), "
+            "ON j.pair_id = p.pair_id AND j.judge_config_id = c.judge_config_id "
+            "LEFT JOIN scored s ON s.pair_id = p.pair_id AND s.judge_config_id = c.judge_config_id GROUP BY ALL), "
             "pairs AS (SELECT judge_config_id, count(*) FILTER (WHERE judged) AS pairs_judged, "
             "count(*) FILTER (WHERE judged IS NOT TRUE AND too_long) AS pairs_over_budget, "
             "count(*) FILTER (WHERE judged IS NOT TRUE AND too_long IS NOT TRUE AND exhausted) AS pairs_exhausted, "
-            "count(*) FILTER (WHERE judged IS NOT TRUE AND too_long IS NOT TRUE AND exhausted IS NOT TRUE) "
-            "AS pairs_pending FROM pair_state GROUP BY 1) "
+            "count(*) FILTER (WHERE judged IS NOT TRUE AND too_long IS NOT TRUE AND exhausted IS NOT TRUE "
+            "AND at_rm) AS pairs_at_reward_model, "
+            "count(*) FILTER (WHERE judged IS NOT TRUE AND too_long IS NOT TRUE AND exhausted IS NOT TRUE "
+            "AND at_rm IS NOT TRUE) AS pairs_pending FROM pair_state GROUP BY 1) "
             "SELECT c.judge_config_id, c.model, coalesce(c.simulated, false) AS simulated, c.weights, "
             "coalesce(per.ok, 0) AS ok, coalesce(per.failed, 0) AS failed, "
             "coalesce(pairs.pairs_judged, 0) AS pairs_judged, coalesce(pairs.pairs_pending, 0) AS pairs_pending, "
             "coalesce(pairs.pairs_over_budget, 0) AS pairs_over_budget, "
-            "coalesce(pairs.pairs_exhausted, 0) AS pairs_exhausted "
+            "coalesce(pairs.pairs_exhausted, 0) AS pairs_exhausted, "
+            "coalesce(pairs.pairs_at_reward_model, 0) AS pairs_at_reward_model "
             "FROM judge_configs c LEFT JOIN per USING (judge_config_id) LEFT JOIN pairs USING (judge_config_id) "
             "WHERE per.judge_config_id IS NOT NULL ORDER BY c.created_at",
             [JudgeFailure.OVER_BUDGET.value, JudgeFailure.TOO_LONG.value, max_attempts])

@@ -43,13 +43,15 @@ def status(
     print_summary("warehouse", {k: count(v) for k, v in counts.items()}, False)
     if judging:
         # a pair over the judge's budget is never sent, one at the attempt limit is not asked again unless a run is
-        # told to (--retry-exhausted): neither is pending, each is counted apart
+        # told to (--retry-exhausted), a judge ladder's rounds left one at its reward model: none is pending, each is
+        # counted apart
         print_table(out, ["judge configuration", "model", "judgments ok", "failed", "pairs judged", "pairs pending",
-                          "at the attempt limit", "over budget, never sent"],
+                          "at the attempt limit", "over budget, never sent", "left at the reward model"],
                     [(j["judge_config_id"], "SIMULATED stand-in" if j["simulated"] else
                       judge_label(False, j["weights"], j["model"]), count(j["ok"]),
                       count(j["failed"]), count(j["pairs_judged"]), count(j["pairs_pending"]),
-                      count(j["pairs_exhausted"]), count(j["pairs_over_budget"])) for j in judging], title="judging")
+                      count(j["pairs_exhausted"]), count(j["pairs_over_budget"]), count(j["pairs_at_reward_model"]))
+                     for j in judging], title="judging")
     if found:
         def figure(v: dict[str, Any], key: str) -> Any:
             return (v["figures"] or {}).get(key)

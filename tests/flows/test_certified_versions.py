@@ -463,10 +463,11 @@ def test_status_counts_pairs_over_budget_apart_and_shows_the_reviews(judged, tmp
 
     table = CliRunner().invoke(app, ["status", "--warehouse", str(warehouse)]).stdout
     judging_table = table.split("\njudging\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert judging_table[0].endswith("pairs judged  pairs pending  at the attempt limit  over budget, never sent")
+    assert judging_table[0].endswith("pairs judged  pairs pending  at the attempt limit  over budget, never sent  "
+                                     "left at the reward model")
     line = next(row for row in judging_table if row.startswith(judging["judge_config_id"]))
-    assert line.split()[-4:] == [count(judging["pairs_judged"]), str(len(pending)), str(len(exhausted)),
-                                 str(len(over) + len(too_long))]
+    assert line.split()[-5:] == [count(judging["pairs_judged"]), str(len(pending)), str(len(exhausted)),
+                                 str(len(over) + len(too_long)), "0"]  # no judge ladder here
     header, row = table.split("\nreviews\n", 1)[1].splitlines()[:2]
     assert header.split("  ")[0] == "review project" and header.endswith("judge agrees, audit (unbiased)")
     assert row.startswith("review 1 ") and row.endswith(agreement_text(review["audit_judge_agrees"], 40))

@@ -68,6 +68,12 @@ def test_a_ladder_judged_warehouse_makes_a_certified_version(tmp_path, prefect_s
         sure_on_rm_alone = wh.query("SELECT count(*) FROM judgments r WHERE r.\"order\" = 'none' AND NOT EXISTS "
                                     "(SELECT 1 FROM judgments g WHERE g.pair_id = r.pair_id AND g.\"order\" <> 'none')")
     assert kinds == {"reward_model": pairs, "genrm": genrm_requests}
+    # curate status: the pairs the rounds left at the reward model are not pending for the GenRM
+    status = {j["judge_config_id"]: j for j in curate("status")["judging"]}
+    mine = status[s["judge_config_id"]]
+    assert mine["pairs_pending"] == 0 and mine["pairs_at_reward_model"] == sure_on_rm_alone[0][0]
+    assert mine["pairs_judged"] + mine["pairs_at_reward_model"] == pairs
+    assert status[s["reward_model"]["judge_config_id"]]["pairs_at_reward_model"] == 0
     assert rm_rows[0][0] is None and rm_rows[0][1] is None and "score_a" in json.loads(rm_rows[0][3])
     assert sure_on_rm_alone[0][0] > 0
 
