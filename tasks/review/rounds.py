@@ -98,6 +98,13 @@ def _copied(pool: JudgedPool, order: np.ndarray) -> JudgedPool:
 
 def replayed_shares(pool: JudgedPool, labels: CertificationLabels, policy: FilterPolicy,
                     ladder: list[list[Slot]], pending: int) -> list[float] | None:
+    """`first_decision`'s shares alone."""
+    replayed = first_decision(pool, labels, policy, ladder, pending)
+    return None if replayed is None else replayed[0]
+
+
+def first_decision(pool: JudgedPool, labels: CertificationLabels, policy: FilterPolicy, ladder: list[list[Slot]],
+                   pending: int, held: np.ndarray | None = None) -> tuple[list[float], int] | None:
     """Per rung of `ladder` past its first (asked of every pair), the share of a run's `pending` new pairs expected
     to climb to it, from the pairs judged before (None: fewer than `MIN_REPLAYED` hold the first rung). A replay:
     the earlier pairs holding the first rung, stripped to that rung's verdicts, copied in turn until there are as
@@ -106,7 +113,11 @@ def replayed_shares(pool: JudgedPool, labels: CertificationLabels, policy: Filte
     label: a copy never calibrates), beside the pool as the warehouse holds it. The rounds' rule (`round_plan`)
     asks the copies their next rungs, and the share it sends to the second rung is that rung's. A deeper rung's is
     the one before's times the share of the earlier pairs holding that one that hold it too. Label-blind as the
-    rounds are; the later rounds that send a stopped pair on after a refit are not replayed."""
+    rounds are; the later rounds that send a stopped pair on after a refit are not replayed.
+
+    Returns the shares and, of the pool's pairs `held` (a run's pending pairs that already hold the first rung: a
+    run stopped within it, say), how many the same decision sends to the second rung: the run decides on them
+    once its new pairs are scored too, with the labels those bring, not on the pool as it stands."""
     first = holds(pool, list(ladder[0]))
     if int(first.sum()) < MIN_REPLAYED or len(ladder) < 2 or pending < 1:
         return None
@@ -129,8 +140,10 @@ def replayed_shares(pool: JudgedPool, labels: CertificationLabels, policy: Filte
                          [labels.audited, np.zeros(len(copies), bool)]))
     c = with_reward_model(both, pool_confidences(len(both), both.v_pair, both.v_ab, both.v_margin,
                                                  both.v_scores_agree, both.human_label))
-    asked = np.r_[np.zeros(len(pool), bool), np.ones(len(copies), bool)]
-    rungs = round_plan(both, c, replay, policy, ladder, asked).rungs[len(pool):]
+    ours = np.zeros(len(pool), bool) if held is None else held
+    planned = round_plan(both, c, replay, policy, ladder, np.r_[ours, np.ones(len(copies), bool)]).rungs
+    held_climbing = int((planned[:len(pool)][ours] == 1).sum())
+    rungs = planned[len(pool):]
     share = float((rungs == 1).sum()) / len(copies)
     shares = [share]
     held = list(ladder[0]) + list(ladder[1])
@@ -141,7 +154,7 @@ def replayed_shares(pool: JudgedPool, labels: CertificationLabels, policy: Filte
         share *= float(now.sum()) / float(before.sum()) if before.any() else 0.0
         shares.append(share)
         before = now
-    return shares
+    return shares, held_climbing
 
 
 def climb_shares(wh: Warehouse, run: JudgeRun, pending: list[str]) -> list[float] | None:
@@ -159,11 +172,15 @@ def climb_shares(wh: Warehouse, run: JudgeRun, pending: list[str]) -> list[float
     ours = np.isin(pool.pair_id, np.array(pending, dtype=object))
     held = holds(pool, list(ladder[0]))
     new = len(pending) - int((ours & held).sum())
-    replayed = replayed_shares(pool, labels, run.policy, ladder, new) if new else [0.0] * (len(ladder) - 1)
-    if replayed is None:
-        return None
-    now = round_plan(pool, read.judge, labels, run.policy, ladder, ours & held).rungs
-    second = (int((now[ours & held] == 1).sum()) + replayed[0] * new) / len(pending)
+    if new:
+        replayed = first_decision(pool, labels, run.policy, ladder, new, ours & held)
+        if replayed is None:
+            return None
+        replayed, climbing = replayed
+    else:  # every pending pair holds the first rung: the rule sends them on from the pool as it stands
+        replayed = [0.0] * (len(ladder) - 1)
+        climbing = int((round_plan(pool, read.judge, labels, run.policy, ladder, ours & held).rungs == 1).sum())
+    second = (climbing + replayed[0] * new) / len(pending)
     return [second * (r / replayed[0]) if replayed[0] else 0.0 for r in replayed] if replayed[0] else \
         [second] + [0.0] * (len(replayed) - 1)
 

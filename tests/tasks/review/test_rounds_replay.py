@@ -8,11 +8,12 @@ from dataclasses import replace
 import numpy as np
 
 from tasks.curate.certification import CertificationLabels, calibration_pairs
+from tasks.curate.ladder import with_reward_model
 from tasks.curate.policy import make_policy
 from tasks.judge.strategies import parse_strategy
-from tasks.review.rounds import MIN_REPLAYED, replayed_shares, round_plan
+from tasks.review.rounds import MIN_REPLAYED, first_decision, replayed_shares, round_plan
 from testing.simulated_worlds import judge, make_world
-from tests.tasks.curate.test_certification import source_labels
+from tests.tasks.curate.test_certification import confidences, source_labels
 from tests.tasks.curate.test_ladder import ladder_pool
 
 LADDER = parse_strategy("ladder").ladder()
@@ -47,6 +48,35 @@ def test_the_replay_expects_about_the_share_a_run_then_sends():
         sent = round_plan(pool, c, source_labels(pool), POLICY, LADDER, ~earlier).rungs[~earlier]
         off.append(shares[0] / np.mean(sent == 1))
     assert all(0.75 < x < 1.33 for x in off), off  # seen: 1.02 to 1.11
+
+
+def test_pairs_a_run_stopped_within_the_reward_models_rung_are_decided_beside_the_new_ones():
+    """A run stopped at its budget part-way through the reward model's rung: its rerun scores the rest, then decides
+    on every pair at once, with the training labels the new pairs bring. The estimate decides the scored pairs
+    the same way, beside the replayed new ones, not on the pool as it stands (whose fewer labels make the reward
+    model's stricter threshold stricter still, so that more pairs climb). Over seeded worlds, the expected count
+    against what the rounds' rule then sends: unbiased, and closer than deciding them on the pool as it stands
+    (over 16 worlds: mean 0.995 against 1.119 after 900 of 3,000 pairs were scored, 1.059 against 1.304 after
+    500)."""
+    n, k = 3000, 700
+    beside, alone = [], []
+    for seed in range(8):
+        world = make_world(400 + seed, n)
+        scored = np.arange(n) < k  # the reward model scored these; the GenRM nothing yet
+        pool, c = ladder_pool(world)
+        sent = int((round_plan(pool, c, source_labels(pool), POLICY, LADDER, np.ones(n, bool)).rungs == 1).sum())
+        before = replace(pool, rm_margin=np.where(scored, pool.rm_margin, np.nan))
+        decided = first_decision(before, source_labels(before), POLICY, LADDER, n - k, scored)
+        assert decided is not None
+        shares, climbing = decided
+        beside.append((climbing + shares[0] * (n - k)) / sent)
+        now = with_reward_model(before, confidences(before))
+        climbing_now = int((round_plan(before, now, source_labels(before), POLICY, LADDER, scored).rungs == 1).sum())
+        alone.append((climbing_now + shares[0] * (n - k)) / sent)
+    print(f"expected / sent, decided beside the new pairs: {[round(x, 3) for x in beside]}; "
+          f"on the pool as it stands: {[round(x, 3) for x in alone]}")
+    assert 0.9 < np.mean(beside) < 1.1, beside
+    assert np.mean(np.abs(np.array(beside) - 1)) < np.mean(np.abs(np.array(alone) - 1)), (beside, alone)
 
 
 def test_the_replay_never_reads_a_calibration_label_and_needs_earlier_pairs():
