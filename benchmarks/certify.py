@@ -48,6 +48,7 @@ import numpy as np
 from scipy.stats import beta
 
 from common.errors import UserError
+from common.settings import get_settings
 from tasks.curate.certification import decisive_verdict
 from tasks.curate.confidence import pool_confidences
 from tasks.curate.policy import make_policy
@@ -58,7 +59,7 @@ from tasks.judge.kinds import NO_ORDER
 from tasks.judge.strategies import parse_strategy
 from tasks.review.certification import certification_labels, certify_version
 from tasks.review.overrides import PoolReviews
-from tasks.review.rounds import round_plan
+from tasks.review.rounds import least_round, round_plan
 from testing.simulated_worlds import (
     CLEAR_STEP,
     OTHER_SOURCE,
@@ -129,26 +130,33 @@ def _read(pool):
     return pool, confidences(pool)
 
 
-def judge_in_rounds(world, ladder, policy, read) -> None:
+def judge_in_rounds(world, ladder, policy, read) -> int:
     """The rounds after the first (the rounds' cap, the first included): each asks the rungs the rounds' own rule
     (`round_plan`) gives the pool as `read()` returns it (the pool and its confidences); a slot with no order (a
-    judge ladder's reward model, which scored every pair before the rounds) is never asked again."""
+    judge ladder's reward model, which scored every pair before the rounds) is never asked again; a round of fewer
+    judgments than a run's least (`least_round`, CURATE_JUDGE_MIN_ROUND) is not sent and ends the rounds, as a
+    run's. Returns how many rounds were sent (each a dispatch)."""
     n = len(world.pairs)
+    least = least_round(get_settings().judge_min_round, n)
+    sent = 0
     for _ in range(2 * len(ladder) - 1):
         pool, c = read()
         labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
         rungs = round_plan(pool, c, labels, policy, ladder, np.ones(n, bool)).rungs
-        if not (rungs >= 0).any():
+        asked = [(int(i), order, sample) for i in np.flatnonzero(rungs >= 0) for order, sample in ladder[rungs[i]]
+                 if order != NO_ORDER and (int(i), order, sample) not in world.verdicts]
+        if not asked or len(asked) < least:
             break
-        for i in np.flatnonzero(rungs >= 0):
-            for order, sample in ladder[rungs[i]]:
-                if order != NO_ORDER:
-                    judge(world, int(i), order, sample)
+        for key in asked:
+            judge(world, *key)
+        sent += 1
+    return sent
 
 
-def judge_world(world, strategy: str, policy) -> None:
+def judge_world(world, strategy: str, policy) -> int:
     """Judge every pair as the strategy would: `certify` in rounds (the rounds' own rule, on the labels the CLI
-    reads), `adaptive` by its borderline rule, `swap` both orders."""
+    reads), `adaptive` by its borderline rule, `swap` both orders. Returns the GenRM's dispatches (one, but for
+    `certify`'s later rounds)."""
     s = parse_strategy(strategy)
     n = len(world.pairs)
     if strategy == "certify":
@@ -156,14 +164,14 @@ def judge_world(world, strategy: str, policy) -> None:
         for i in range(n):
             for order, sample in ladder[0]:
                 judge(world, i, order, sample)
-        judge_in_rounds(world, ladder, policy, lambda: _read(pool_of(world, one_order_on_purpose=True)))
-        return
+        return 1 + judge_in_rounds(world, ladder, policy, lambda: _read(pool_of(world, one_order_on_purpose=True)))
     for i in range(n):
         for order, sample in s.initial():
             judge(world, i, order, sample)
         known = {(o, smp): world.verdicts[(i, o, smp)] for o, smp in s.initial()}
         for order, sample in s.follow_ups(known):
             judge(world, i, order, sample)
+    return 1
 
 
 def _phi(x: np.ndarray) -> np.ndarray:

@@ -119,10 +119,10 @@ def ladder_pool(world, margins: np.ndarray):
     return pool, with_reward_model(pool, confidences(pool))
 
 
-def judge_ladder(world, margins: np.ndarray, policy) -> None:
+def judge_ladder(world, margins: np.ndarray, policy) -> int:
     """The ladder's rounds after the reward model's rung (every pair scored): the GenRM's rungs as the rounds' own
-    rule decides them, on the pool with the reward model's margins."""
-    judge_in_rounds(world, parse_strategy("ladder").ladder(), policy, lambda: ladder_pool(world, margins))
+    rule decides them, on the pool with the reward model's margins. Returns the GenRM's dispatches."""
+    return judge_in_rounds(world, parse_strategy("ladder").ladder(), policy, lambda: ladder_pool(world, margins))
 
 
 def one_world(job: tuple[int, int, str, float, float, int]) -> dict:
@@ -132,16 +132,16 @@ def one_world(job: tuple[int, int, str, float, float, int]) -> dict:
     policy = make_policy(policy_of(target, risk))
     if strategy == "ladder":
         margins = rm_margins(world, s.rm)
-        judge_ladder(world, margins, policy)
+        dispatches = judge_ladder(world, margins, policy)
         pool, c = ladder_pool(world, margins)
     else:
-        judge_world(world, strategy, policy)
+        dispatches = judge_world(world, strategy, policy)
         pool = pool_of(world, one_order_on_purpose=strategy != "swap")
         c = confidences(pool)
     certified, _, _ = certify_version(pool, c, PoolReviews.none(len(pool)), policy, FACTS)
     kept = certified.accepted
     return {"setting": setting, "strategy": strategy, "seed": seed, "kept": int(kept.sum()), "pairs": pairs,
-            "genrm": world.requests, "rm": pairs if strategy == "ladder" else 0,
+            "genrm": world.requests, "rm": pairs if strategy == "ladder" else 0, "dispatches": dispatches,
             "exact": clear_agreement(world, c.direction, kept), "certified": bool(certified.certified),
             "oracle": oracle_coverage(world, target) if strategy == "ladder" else None}
 
@@ -209,7 +209,9 @@ def efficiency(at: dict, setting: int, compare: int, worlds: int, pairs: int) ->
         rm = sum(r["rm"] for r in mine[s]) / (pairs * len(paired))
         print(f"    {s:<8} {genrm[s]:>14.3f} {rm:>11.3f} {coverage[s]:>8.3f} {coverage[s] / coverage['swap']:>6.3f} "
               f"{coverage[s] / oracle:>7.3f}  " + "  ".join(f"{p:>16.3f} {p / q:>6.3f}" for p, q in zip(per_kept, swap)))
-    print(f"    oracle coverage {oracle:.3f}")
+    print(f"    oracle coverage {oracle:.3f}; the GenRM's dispatches a world (each waits for its slowest request): "
+          + ", ".join(f"{s} {np.mean([r['dispatches'] for r in mine[s]]):.2f} (at most "
+                      f"{max(r['dispatches'] for r in mine[s])})" for s in STRATEGIES))
     if setting == 0:
         for x in COST_RATIOS:
             ratio = (sum(gpu_seconds(r, x) for r in mine["ladder"]) / kept["ladder"]) / (

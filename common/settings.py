@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     judge_max_retries: int = Field(4, ge=0, description="transient failures retried within a run")
     judge_max_attempts: int = Field(3, ge=1, description="answers without a verdict per judgment over all runs")
     judge_write_batch: int = Field(64, ge=1, description="judgments per warehouse write")
+    judge_min_round: int = Field(32, ge=1, description="a run in rounds sends no climbing round of fewer "
+                                 "judgments than this (or than 5% of its pairs, if fewer): each round waits for its "
+                                 "slowest request with the server's batch emptying (1: every round goes)")
     # Sharded judging across GPU workers (the pipeline's `judge_shards`)
     judge_exchange: str = Field("data/judge-exchange", description="where the orchestrator and GPU workers exchange "
                                 "work and results: a local folder, or an fsspec URL such as s3://bucket/prefix")

@@ -17,12 +17,16 @@ limit). What is certified is what `build-version` would certify at the same targ
 For an estimate (`curate judge --estimate`), `climb_shares` replays the same rule on copies of the pairs judged
 before, to say how many of a run's pairs are expected to climb to each rung.
 
+A climbing round of fewer judgments than the run's least (`least_round`: CURATE_JUDGE_MIN_ROUND, or 5% of a small
+run's pairs) is not sent: it would wait for its slowest request with the server's batch emptying. A retry is.
+
 Nothing here remembers a round: each decision is made from the warehouse as it stands, so a rerun (of a run
 that was killed, say) decides its rounds afresh, and the cache answers every verdict already paid for.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -44,7 +48,7 @@ from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
 from tasks.judge.kinds import NO_ORDER
-from tasks.judge.run import Round, RoundOutcome, as_states, split_pending
+from tasks.judge.run import Round, RoundOutcome, States, as_states, split_pending
 from tasks.judge.strategies import Slot, slots_said
 from tasks.review.certification import certification_labels
 from tasks.review.pool import ReviewedPool
@@ -55,6 +59,26 @@ if TYPE_CHECKING:
     from warehouse.store import Warehouse
 
 NOTHING_MORE = "no pair needs more judgments"
+TOO_FEW = "fewer than a round's least"  # how the rounds end when the next would ask too few judgments
+MIN_ROUND_SHARE = 0.05  # of a run's pairs: a smaller run's least climbing round (CURATE_JUDGE_MIN_ROUND caps it)
+
+
+def least_round(setting: int, pairs: int) -> int:
+    """The fewest judgments a climbing round of a run of `pairs` pairs may ask: the setting, or 5% of the pairs
+    where that is fewer (so that a small run still climbs), at least one."""
+    return max(1, min(setting, math.ceil(MIN_ROUND_SHARE * pairs)))
+
+
+def asked_of(pending: list[str], wanted: dict[str, tuple[Slot, ...]], states: States) -> tuple[int, bool]:
+    """(the judgments a round asks of `pending`, whether any of them is a retry: asked before, with no verdict)."""
+    asked, retry = 0, False
+    for pair in pending:
+        for order, sample in wanted[pair]:
+            state = states.get((pair, order, sample))
+            if state is None or state.status != "ok":
+                asked += 1
+                retry = retry or state is not None
+    return asked, retry
 
 
 def round_plan(pool: JudgedPool, c: Confidences, labels: CertificationLabels, policy: FilterPolicy,
@@ -202,6 +226,7 @@ class CertifyRounds:
         self.ids = set(ids)
         self.policy: FilterPolicy = run.policy
         self.cap = 2 * len(ladder)
+        self.least = least_round(run.settings.judge_min_round, len(self.ids))
         self._decided: tuple[str, tuple[dict[str, int], dict[str, int], str, str]] | None = None
 
     def _decide(self) -> tuple[dict[str, int], dict[str, int], str, str]:
@@ -245,6 +270,13 @@ class CertifyRounds:
         if not pending:
             return RoundOutcome(achieved, None, f"{len(nxt):,} pairs not yet sure, their next judgments failed "
                                                 f"{self.run.max_attempts} times (the attempt limit)")
+        judgments, retry = asked_of(pending, wanted, states)
+        if judgments < self.least and not retry:  # a retry goes whatever its size: it was due last round
+            return RoundOutcome(achieved, None, f"{len(pending):,} pairs not yet sure would be asked {judgments:,} "
+                                                f"judgment{'s' if judgments != 1 else ''}, {TOO_FEW} "
+                                                f"({self.least}, CURATE_JUDGE_MIN_ROUND): a round waits for its "
+                                                "slowest request with the server's batch emptying; a run with more "
+                                                "pairs asks them")
         rungs = Counter(nxt[pair] for pair in pending)
         asked = "; ".join(f"{slots_said(self.ladder[r])} of {n:,}" for r, n in sorted(rungs.items()))
         return RoundOutcome(achieved, Round(self.wh.judging.pair_texts(pending), {p: wanted[p] for p in pending},

@@ -28,7 +28,7 @@ from tasks.ingest.sources import known_facts
 from tasks.judge.strategies import parse_strategy
 from tasks.review.certification import certification_labels
 from tasks.review.pool import ReviewedPool
-from tasks.review.rounds import NOTHING_MORE, round_plan
+from tasks.review.rounds import NOTHING_MORE, TOO_FEW, round_plan
 from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.flows.conftest import ingest_clean_pairs, killed_part_way
 from tests.summary_checks import assert_summary
@@ -170,6 +170,51 @@ def test_certify_asks_each_round_only_what_the_last_left_unsure_and_fewer_than_s
     assert runs == 4
 
 
+def test_a_round_of_fewer_judgments_than_a_runs_least_is_not_sent_and_a_rerun_agrees(clean, tmp_path, monkeypatch):
+    """CURATE_JUDGE_MIN_ROUND (32 by default): a climbing round that would ask fewer judgments is not sent (it would
+    wait for its slowest request with the server's batch emptying); the rounds end saying so. On a judge ladder,
+    where a refit after a small round often sends a few pairs more: every decision is made from the warehouse, so
+    a rerun decides the same and sends nothing; with every round allowed (1), a rerun asks what was left and ends
+    where a run that sent every round ended, verdict for verdict."""
+    from common.settings import get_settings
+    from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+
+    every_at, least_at = _copy(clean, tmp_path / "every.duckdb"), _copy(clean, tmp_path / "least.duckdb")
+
+    def run(at: Path, least: int | None = None) -> dict:
+        if least is None:
+            monkeypatch.delenv("CURATE_JUDGE_MIN_ROUND", raising=False)
+        else:
+            monkeypatch.setenv("CURATE_JUDGE_MIN_ROUND", str(least))
+        get_settings.cache_clear()
+        return judge(endpoints=[genrm.url], rm_endpoints=[rm.url], strategy="ladder", target_agreement=TARGET,
+                     warehouse=str(at))
+
+    try:
+        with (StandinProcess(StandinConfig(**STANDIN)) as genrm,
+              RewardStandinProcess(RewardStandinConfig(latency_mean=0.0)) as rm):
+            every = run(every_at, least=1)
+            genrm.reset_stats()
+            held = run(least_at)
+            sent = genrm.stats()["requests"]
+            again = run(least_at)
+            after_again = genrm.stats()["requests"]
+            rest = run(least_at, least=1)
+    finally:
+        get_settings.cache_clear()
+    later = [r["requests"] for r in every["rounds"][1:]]  # the GenRM's rounds, after the reward model's
+    cut = next(k for k, asked in enumerate(later) if asked < 32)
+    print(f"every round: {later}; held back from round {cut + 1}")
+    assert every["rounds_ended"] == NOTHING_MORE and rest["rounds_ended"] == NOTHING_MORE and cut > 0
+    # the same rounds as the run that sent every one, up to the one held back
+    assert [r["requests"] for r in held["rounds"][1:]] == later[:cut] and sent == sum(later[:cut])
+    assert f"judgments, {TOO_FEW} (32, CURATE_JUDGE_MIN_ROUND)" in held["rounds_ended"]
+    assert f"would be asked {later[cut]:,} judgment" in held["rounds_ended"]
+    assert again["requests"] == 0 and after_again == sent and again["rounds_ended"] == held["rounds_ended"]
+    assert rest["requests"] == every["requests"] - held["requests"] > 0
+    assert _verdicts(least_at) == _verdicts(every_at)
+
+
 def test_a_limited_run_asks_rounds_of_its_own_pairs_only(clean, tmp_path):
     at = _copy(clean, tmp_path / "limited.duckdb")
     with Warehouse(at, read_only=True) as wh:
@@ -245,7 +290,9 @@ def test_sigkill_mid_rounds_then_rerun_pays_nothing_twice(clean, tmp_path, prefe
     print(f"killed after {killed} requests ({len(before)} verdicts written), rerun rounds "
           f"{[(r['pairs_asked'], r['requests']) for r in summary['rounds']]}, {total} requests in all against "
           f"{reference['requests']} uninterrupted")
-    assert summary["rounds_ended"] == NOTHING_MORE and summary["skipped_cached"] >= len(_holding(before, "ab", 0))
+    # it ends as a run ends: nothing more to ask, or (the pairs of a half-written round, say) too few for a round
+    assert summary["rounds_ended"] == NOTHING_MORE or TOO_FEW in summary["rounds_ended"], summary["rounds_ended"]
+    assert summary["skipped_cached"] >= len(_holding(before, "ab", 0))
     # the stand-in's verdicts depend on the request alone: a judgment both runs asked got the same verdict
     assert all(after[k] == wanted[k] for k in after.keys() & wanted.keys())
     assert Counter(v[0] for v in after.values()) == {"ok": len(after)}

@@ -20,7 +20,7 @@ import pytest
 from flows.judge import judge
 from flows.judge_shards import ShardsIncompleteError, judge_sharded_here
 from schemas.summaries import ShardedJudgeSummary
-from tasks.review.rounds import NOTHING_MORE
+from tasks.review.rounds import NOTHING_MORE, TOO_FEW
 from testing.genrm_standin import StandinConfig, StandinProcess
 from tests.flows.conftest import ingest_clean_pairs, killed_part_way
 from tests.summary_checks import assert_summary
@@ -143,7 +143,8 @@ def test_sigkill_of_the_coordinator_mid_rounds_then_rerun_pays_nothing_twice(cle
           f"{[(r['pairs_asked'], r['requests']) for r in summary['rounds']]}, {total} requests in all against "
           f"{reference['requests']} uninterrupted")
     assert_summary(summary, ShardedJudgeSummary)
-    assert summary["rounds_ended"] == NOTHING_MORE
+    # it ends as a run ends: nothing more to ask, or (the pairs of a half-written round, say) too few for a round
+    assert summary["rounds_ended"] == NOTHING_MORE or TOO_FEW in summary["rounds_ended"], summary["rounds_ended"]
     # the stand-in's verdicts depend on the request alone: a judgment both runs asked got the same verdict
     assert all(after[k][:4] == wanted[k][:4] for k in after.keys() & wanted.keys())
     assert {v[0] for v in after.values()} == {"ok"}

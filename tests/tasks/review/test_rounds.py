@@ -1,0 +1,23 @@
+"""A run in rounds sends no climbing round of fewer judgments than its least (`tasks.review.rounds.least_round`):
+each round waits for its slowest request with the server's batch emptying, so a round of a few judgments pays a
+whole request's time on every GPU of the server for them. A retry goes whatever its size."""
+
+from __future__ import annotations
+
+from tasks.judge.run import JudgmentState
+from tasks.review.rounds import asked_of, least_round
+
+
+def test_a_rounds_least_is_the_setting_or_5_percent_of_a_small_runs_pairs():
+    assert least_round(32, 10_000) == 32
+    assert least_round(32, 1_000) == 32  # 5% would be 50
+    assert least_round(32, 200) == 10  # a small run still climbs
+    assert least_round(32, 10) == 1 and least_round(32, 0) == 1
+    assert least_round(1, 10_000) == 1  # CURATE_JUDGE_MIN_ROUND=1: every round goes
+
+
+def test_a_rounds_judgments_count_what_is_missing_and_say_whether_one_is_a_retry():
+    wanted = {"p": (("ba", 0),), "q": (("ab", 1), ("ba", 1)), "r": (("ba", 0),)}
+    states = {("q", "ab", 1): JudgmentState("ok", 1), ("r", "ba", 0): JudgmentState("failed", 1)}
+    assert asked_of(["p", "q"], wanted, states) == (2, False)  # p's ba 0, q's ba 1 (its ab 1 is held)
+    assert asked_of(["p", "q", "r"], wanted, states) == (3, True)  # r's ba 0 was asked before, with no verdict
