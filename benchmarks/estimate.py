@@ -50,6 +50,8 @@ def one_run(pairs: int, first: int, strategy: str, latency: float, capacity: int
     return {"estimate": estimate["gpu_hours"], "requests": estimate["requests"], "baseline": baseline,
             "measured": run["cost"]["gpu_seconds"] / 3600.0, "measured_requests": run["requests"],
             "basis": estimate["rungs"][0]["basis"],
+            "rungs": [r["requests"].get("expected", r["requests"]["high"]) for r in estimate["rungs"]],
+            "rounds": [r["requests"] for r in run.get("rounds") or []],
             "dispatches": {kind: (earlier["cost"]["by_judge"].get(kind, {}).get("dispatches"), j.get("dispatches"))
                            for kind, j in run["cost"]["by_judge"].items()}}
 
@@ -79,7 +81,8 @@ def main() -> None:
               f"{r['baseline'] / measured:.3f}; within the range: {est['low'] <= measured <= est['high']}")
         print(f"         {r['basis']}")
         print("         dispatches (earlier run, this run): " + ", ".join(
-            f"{kind} {before} / {now}" for kind, (before, now) in r["dispatches"].items()))
+            f"{kind} {before} / {now}" for kind, (before, now) in r["dispatches"].items())
+              + f"; requests expected a rung {r['rungs']}, sent a round {r['rounds']}")
     print(f"worst |expected / measured - 1| over {args.seeds} seeds: {worst:.3f} (target: at most 0.25): "
           f"{'PASS' if worst <= 0.25 else 'FAIL'}")
 

@@ -135,9 +135,12 @@ def first_decision(pool: JudgedPool, labels: CertificationLabels, policy: Filter
     many copies as pending pairs (at most `MAX_REPLAYED`; the run's training labels grow with its pairs, and the
     thresholds the rule finds with them), each as a new pair comes (with its training label, never a calibration
     label: a copy never calibrates), beside the pool as the warehouse holds it. The rounds' rule (`round_plan`)
-    asks the copies their next rungs, and the share it sends to the second rung is that rung's. A deeper rung's is
-    the one before's times the share of the earlier pairs holding that one that hold it too. Label-blind as the
-    rounds are; the later rounds that send a stopped pair on after a refit are not replayed.
+    asks the copies their next rungs, and the share it sends to the second rung is that rung's. The third rung's is
+    replayed the same way, from the copies sent to the second whose originals hold it, stripped to the first two
+    rungs' verdicts: the share of them the rule sends on, times the second's (an earlier run's own share climbing
+    on, read before, came from a rule that had fitted no model yet and sent every pair on). A deeper rung's is the
+    one before's times the share of the earlier pairs holding that one that hold it too. Label-blind as the rounds
+    are; the later rounds that send a stopped pair on after a refit are not replayed.
 
     Returns the shares and, of the pool's pairs `held` (a run's pending pairs that already hold the first rung: a
     run stopped within it, say), how many the same decision sends to the second rung: the run decides on them
@@ -145,40 +148,57 @@ def first_decision(pool: JudgedPool, labels: CertificationLabels, policy: Filter
     first = holds(pool, list(ladder[0]))
     if int(first.sum()) < MIN_REPLAYED or len(ladder) < 2 or pending < 1:
         return None
-    kept_slots = {(order == "ab", sample) for order, sample in ladder[0] if order != NO_ORDER}
-    firsts = np.array([(ab, sample) in kept_slots for ab, sample in zip(pool.v_ab.tolist(), pool.v_sample.tolist())],
-                      bool)
-    stripped = replace(pool, **{name: getattr(pool, name)[firsts] for name in pool.__slots__ if name.startswith("v_")})
-    mine = np.resize(np.flatnonzero(first), min(pending, MAX_REPLAYED))
-    copies = _copied(stripped, mine)
-    # a copy keeps its pair id: cross-fitting folds pairs by it, so no copy's label scores its own original
-    copies = replace(copies, human_label=np.full(len(copies), np.nan))
-    both = _stacked(pool, copies)
-    # a new pair brings its training label (never a calibration pair's: a copy never calibrates)
-    teaching = np.where(calibration_pairs(pool.pair_id, labels), 0, labels.training)[mine]
-    replay = replace(labels, calibration=np.concatenate([labels.calibration, np.zeros(len(copies), np.int8)]),
-                     training=np.concatenate([labels.training, teaching]),
-                     population=None if labels.population is None else np.concatenate(
-                         [labels.population, labels.population[mine]]),
-                     audited=None if labels.audited is None else np.concatenate(
-                         [labels.audited, np.zeros(len(copies), bool)]))
-    c = with_reward_model(both, pool_confidences(len(both), both.v_pair, both.v_ab, both.v_margin,
-                                                 both.v_scores_agree, both.human_label))
     ours = np.zeros(len(pool), bool) if held is None else held
-    planned = round_plan(both, c, replay, policy, ladder, np.r_[ours, np.ones(len(copies), bool)]).rungs
+    mine = np.resize(np.flatnonzero(first), min(pending, MAX_REPLAYED))
+    planned = _replayed(pool, labels, policy, ladder, mine, 0, ours)
     held_climbing = int((planned[:len(pool)][ours] == 1).sum())
-    rungs = planned[len(pool):]
-    share = float((rungs == 1).sum()) / len(copies)
+    climbed = planned[len(pool):] == 1
+    share = float(climbed.sum()) / len(mine)
     shares = [share]
-    held = list(ladder[0]) + list(ladder[1])
-    before = holds(pool, held)
-    for rung in ladder[2:]:
-        held += list(rung)
-        now = holds(pool, held)
+    through = list(ladder[0]) + list(ladder[1])
+    before = holds(pool, through)
+    # the second rung's climbers, replayed the same way: the copies sent on to it whose originals hold it, stripped
+    # to the first two rungs; the share of them the rule sends on is the third rung's, of the second's
+    onward = mine[climbed & before[mine]]
+    if len(ladder) > 2 and len(onward) >= MIN_REPLAYED // 4:
+        again = _replayed(pool, labels, policy, ladder, np.resize(onward, int(climbed.sum())), 1, None)[len(pool):]
+        share *= float((again == 2).sum()) / len(again)
+        shares.append(share)
+        through += list(ladder[2])
+        before = holds(pool, through)
+    for rung in ladder[len(shares) + 1:]:  # deeper: the earlier pairs' own ratio, rung to rung
+        through += list(rung)
+        now = holds(pool, through)
         share *= float(now.sum()) / float(before.sum()) if before.any() else 0.0
         shares.append(share)
         before = now
     return shares, held_climbing
+
+
+def _replayed(pool: JudgedPool, labels: CertificationLabels, policy: FilterPolicy, ladder: list[list[Slot]],
+              originals: np.ndarray, rung: int, ours: np.ndarray | None) -> np.ndarray:
+    """The rounds' rule's next rungs over `pool` beside copies of its pairs `originals` (indices, repeats allowed),
+    each stripped to its verdicts of the ladder's rungs up to `rung` and brought as a new pair (its training label,
+    never a calibration label): the pool's pairs `ours` and the copies asked. Returns the rungs, the pool's pairs'
+    first, then the copies'."""
+    slots = {(order == "ab", sample) for r in ladder[:rung + 1] for order, sample in r if order != NO_ORDER}
+    kept = np.array([(ab, sample) in slots for ab, sample in zip(pool.v_ab.tolist(), pool.v_sample.tolist())], bool)
+    stripped = replace(pool, **{name: getattr(pool, name)[kept] for name in pool.__slots__ if name.startswith("v_")})
+    copies = _copied(stripped, originals)
+    # a copy keeps its pair id: cross-fitting folds pairs by it, so no copy's label scores its own original
+    copies = replace(copies, human_label=np.full(len(copies), np.nan))
+    both = _stacked(pool, copies)
+    teaching = np.where(calibration_pairs(pool.pair_id, labels), 0, labels.training)[originals]
+    replay = replace(labels, calibration=np.concatenate([labels.calibration, np.zeros(len(copies), np.int8)]),
+                     training=np.concatenate([labels.training, teaching]),
+                     population=None if labels.population is None else np.concatenate(
+                         [labels.population, labels.population[originals]]),
+                     audited=None if labels.audited is None else np.concatenate(
+                         [labels.audited, np.zeros(len(copies), bool)]))
+    c = with_reward_model(both, pool_confidences(len(both), both.v_pair, both.v_ab, both.v_margin,
+                                                 both.v_scores_agree, both.human_label))
+    asked = np.r_[np.zeros(len(pool), bool) if ours is None else ours, np.ones(len(copies), bool)]
+    return round_plan(both, c, replay, policy, ladder, asked).rungs
 
 
 def climb_shares(wh: Warehouse, run: JudgeRun, pending: list[str]) -> list[float] | None:
@@ -205,8 +225,21 @@ def climb_shares(wh: Warehouse, run: JudgeRun, pending: list[str]) -> list[float
         replayed = [0.0] * (len(ladder) - 1)
         climbing = int((round_plan(pool, read.judge, labels, run.policy, ladder, ours & held).rungs == 1).sum())
     second = (climbing + replayed[0] * new) / len(pending)
-    return [second * (r / replayed[0]) if replayed[0] else 0.0 for r in replayed] if replayed[0] else \
+    shares = [second * (r / replayed[0]) if replayed[0] else 0.0 for r in replayed] if replayed[0] else \
         [second] + [0.0] * (len(replayed) - 1)
+    return sent_at_least(shares, ladder, len(pending), least_round(run.settings.judge_min_round, len(pending)))
+
+
+def sent_at_least(shares: list[float], ladder: list[list[Slot]], pending: int, least: int) -> list[float]:
+    """`shares` (per rung past the first) as a run sends them: the first rung whose expected judgments fall short of
+    the run's `least` is not sent, and the rounds end there (`CertifyRounds.after`), so it and every rung after it
+    expect none."""
+    out = list(shares)
+    for k, share in enumerate(shares):
+        if share * pending * sum(order != NO_ORDER for order, _ in ladder[k + 1]) < least:
+            out[k:] = [0.0] * (len(shares) - k)
+            break
+    return out
 
 
 class CertifyRounds:

@@ -21,3 +21,15 @@ def test_a_rounds_judgments_count_what_is_missing_and_say_whether_one_is_a_retry
     states = {("q", "ab", 1): JudgmentState("ok", 1), ("r", "ba", 0): JudgmentState("failed", 1)}
     assert asked_of(["p", "q"], wanted, states) == (2, False)  # p's ba 0, q's ba 1 (its ab 1 is held)
     assert asked_of(["p", "q", "r"], wanted, states) == (3, True)  # r's ba 0 was asked before, with no verdict
+
+
+def test_an_estimate_expects_no_rung_a_run_would_not_send():
+    from tasks.judge.strategies import parse_strategy
+    from tasks.review.rounds import sent_at_least
+
+    ladder = parse_strategy("ladder").ladder()  # the reward model, ab 0, ba 0, ab 1 + ba 1
+    assert [len(r) for r in ladder[1:]] == [1, 1, 2]
+    # 1,000 pending pairs: 300, 40 and 2 x 10 judgments expected; a least of 32 ends the rounds before the third
+    assert sent_at_least([0.3, 0.04, 0.01], ladder, 1000, 32) == [0.3, 0.04, 0.0]
+    assert sent_at_least([0.3, 0.03, 0.02], ladder, 1000, 32) == [0.3, 0.0, 0.0]  # 30 < 32: none from there on
+    assert sent_at_least([0.3, 0.03, 0.01], ladder, 1000, 1) == [0.3, 0.03, 0.01]

@@ -50,6 +50,34 @@ def test_the_replay_expects_about_the_share_a_run_then_sends():
     assert all(0.75 < x < 1.33 for x in off), off  # seen: 1.02 to 1.11
 
 
+def test_the_third_rung_is_replayed_too_not_read_off_an_earlier_run_that_sent_every_pair_on():
+    """An earlier run whose rule had fitted no model yet sends every pair on to both GenRM orders; a run after it,
+    with the model, sends the other order to few. The third rung's expected share is replayed (the copies sent to
+    the second, stripped to the first two rungs), not read off the earlier pairs (there: all of them)."""
+    n = 1500
+    expected, sent, firsts = [], [], []
+    for seed in range(4):
+        world = make_world(300 + seed, 2 * n)
+        earlier = np.arange(2 * n) < n
+        for i in np.flatnonzero(earlier):
+            judge(world, int(i), "ab", 0)
+            judge(world, int(i), "ba", 0)
+        pool, c = ladder_pool(world)
+        before = replace(pool, rm_margin=np.where(earlier, pool.rm_margin, np.nan))
+        shares = replayed_shares(before, source_labels(before), POLICY, LADDER, n)
+        rungs = round_plan(pool, c, source_labels(pool), POLICY, LADDER, ~earlier).rungs
+        for i in np.flatnonzero((rungs == 1) & ~earlier):
+            judge(world, int(i), "ab", 0)
+        pool, c = ladder_pool(world)
+        then = round_plan(pool, c, source_labels(pool), POLICY, LADDER, ~earlier).rungs
+        firsts.append(shares[0] * n)
+        expected.append(shares[1] * n)
+        sent.append(int(((then == 2) & ~earlier).sum()))
+    print(f"third rung expected {[round(x) for x in expected]}, sent {sent}; second expected {[round(x) for x in firsts]}")
+    assert sum(expected) <= 0.1 * sum(firsts)  # the earlier pairs' own ratio would expect as many as the second's
+    assert abs(sum(expected) - sum(sent)) <= 0.05 * len(sent) * n
+
+
 def test_pairs_a_run_stopped_within_the_reward_models_rung_are_decided_beside_the_new_ones():
     """A run stopped at its budget part-way through the reward model's rung: its rerun scores the rest, then decides
     on every pair at once, with the training labels the new pairs bring. The estimate decides the scored pairs
