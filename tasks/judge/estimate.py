@@ -69,8 +69,9 @@ def declared_rate(kind: str, server_tokens_per_second: float, gpus: int, max_tok
     """A judge no run measured yet: its server's GPUs over the assumed throughput, per token; a GenRM request
     generates from no token to `max_tokens`, a reward model's none."""
     out = (0.0, 0.0) if kind == "reward_model" else (0.0, float(max_tokens))
+    gpu_said = f"{gpus} GPU{'s' if gpus != 1 else ''}"
     return Rate(kind, None, gpus / server_tokens_per_second, out,
-                f"declared: {gpus} GPU{'s' if gpus != 1 else ''} / {server_tokens_per_second:g} tokens/s assumed (no earlier run measured it)")
+                f"declared: {gpu_said} / {server_tokens_per_second:g} tokens/s assumed (no earlier run measured it)")
 
 
 def measured_rate(kind: str, runs: Iterable[dict[str, Any]]) -> Rate | None:

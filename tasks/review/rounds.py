@@ -48,7 +48,8 @@ from tasks.curate.policy import FilterPolicy
 from tasks.curate.pool import JudgedPool
 from tasks.curate.select import certifiable
 from tasks.judge.kinds import NO_ORDER
-from tasks.judge.run import Round, RoundOutcome, States, as_states, split_pending
+from tasks.judge.run import Plan as JudgePlan
+from tasks.judge.run import Planner, Round, RoundOutcome, as_states, split_pending
 from tasks.judge.strategies import Slot, slots_said
 from tasks.review.certification import certification_labels
 from tasks.review.pool import ReviewedPool
@@ -69,16 +70,12 @@ def least_round(setting: int, pairs: int) -> int:
     return max(1, min(setting, math.ceil(MIN_ROUND_SHARE * pairs)))
 
 
-def asked_of(pending: list[str], wanted: dict[str, tuple[Slot, ...]], states: States) -> tuple[int, bool]:
-    """(the judgments a round asks of `pending`, whether any of them is a retry: asked before, with no verdict)."""
-    asked, retry = 0, False
-    for pair in pending:
-        for order, sample in wanted[pair]:
-            state = states.get((pair, order, sample))
-            if state is None or state.status != "ok":
-                asked += 1
-                retry = retry or state is not None
-    return asked, retry
+def asked_of(pending: list[str], wanted: dict[str, tuple[Slot, ...]], planner: Planner) -> tuple[int, bool]:
+    """(the judgments a round sends `pending`, as the run's `planner` plans them: neither cached nor at the attempt
+    limit; whether any of them is a retry: asked before, with no verdict)."""
+    plan = JudgePlan()  # counts what the cache answers, unread here
+    slots = [slot for pair in pending for slot in planner.slots(pair, plan, wanted[pair])]
+    return len(slots), any(state is not None for _, _, state in slots)
 
 
 def round_plan(pool: JudgedPool, c: Confidences, labels: CertificationLabels, policy: FilterPolicy,
@@ -303,7 +300,7 @@ class CertifyRounds:
         if not pending:
             return RoundOutcome(achieved, None, f"{len(nxt):,} pairs not yet sure, their next judgments failed "
                                                 f"{self.run.max_attempts} times (the attempt limit)")
-        judgments, retry = asked_of(pending, wanted, states)
+        judgments, retry = asked_of(pending, wanted, Planner(self.run.strategy, states, self.run.max_attempts))
         if judgments < self.least and not retry:  # a retry goes whatever its size: it was due last round
             return RoundOutcome(achieved, None, f"{len(pending):,} pairs not yet sure would be asked {judgments:,} "
                                                 f"judgment{'s' if judgments != 1 else ''}, {TOO_FEW} "

@@ -4,7 +4,8 @@ whole request's time on every GPU of the server for them. A retry goes whatever 
 
 from __future__ import annotations
 
-from tasks.judge.run import JudgmentState
+from tasks.judge.run import JudgmentState, Planner
+from tasks.judge.strategies import parse_strategy
 from tasks.review.rounds import asked_of, least_round
 
 
@@ -17,10 +18,14 @@ def test_a_rounds_least_is_the_setting_or_5_percent_of_a_small_runs_pairs():
 
 
 def test_a_rounds_judgments_count_what_is_missing_and_say_whether_one_is_a_retry():
-    wanted = {"p": (("ba", 0),), "q": (("ab", 1), ("ba", 1)), "r": (("ba", 0),)}
-    states = {("q", "ab", 1): JudgmentState("ok", 1), ("r", "ba", 0): JudgmentState("failed", 1)}
-    assert asked_of(["p", "q"], wanted, states) == (2, False)  # p's ba 0, q's ba 1 (its ab 1 is held)
-    assert asked_of(["p", "q", "r"], wanted, states) == (3, True)  # r's ba 0 was asked before, with no verdict
+    wanted = {"p": (("ba", 0),), "q": (("ab", 1), ("ba", 1)), "r": (("ba", 0),), "s": (("ab", 1), ("ba", 1))}
+    states = {("q", "ab", 1): JudgmentState("ok", 1), ("r", "ba", 0): JudgmentState("failed", 1),
+              ("s", "ab", 1): JudgmentState("failed", 3)}
+    planner = Planner(parse_strategy("certify:2"), states, max_attempts=3)
+    assert asked_of(["p", "q"], wanted, planner) == (2, False)  # p's ba 0, q's ba 1 (its ab 1 is held)
+    assert asked_of(["p", "q", "r"], wanted, planner) == (3, True)  # r's ba 0 was asked before, with no verdict
+    # s's ab 1 is at the attempt limit: not sent, so neither counted nor a retry; its ba 1 is new
+    assert asked_of(["p", "s"], wanted, planner) == (2, False)
 
 
 def test_an_estimate_expects_no_rung_a_run_would_not_send():
