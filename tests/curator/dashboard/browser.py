@@ -67,12 +67,14 @@ class Browser:
         return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
 
     def open(self, url: str, ready_text: str, timeout: float = 60) -> str:
-        """Load `url` and wait until the page's text contains `ready_text` and stops changing."""
+        """Load `url` and wait until the page's text contains `ready_text` and stops changing, with Streamlit's
+        script no longer running and no element still a placeholder (a section late to render under load would
+        otherwise be read before it is there)."""
         self.call("Page.navigate", url=url)
         deadline, last = time.time() + timeout, None
         while time.time() < deadline:
             text = self.evaluate("document.body ? document.body.innerText : ''") or ""
-            if ready_text in text and text == last:
+            if ready_text in text and text == last and not self.evaluate(BUSY):
                 return text
             last = text
             time.sleep(1.0)
@@ -93,6 +95,11 @@ class Browser:
             pass
         self.proc.wait(10)
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+# Streamlit still at work: its status widget's running icon, or an element still drawn as a placeholder
+BUSY = ("!!document.querySelector('[data-testid=stStatusWidgetRunningIcon], "
+        "[data-testid=stStatusWidgetRunningManIcon], [data-testid=stSkeleton]')")
 
 
 @contextmanager
