@@ -130,19 +130,21 @@ def _read(pool):
     return pool, confidences(pool)
 
 
-def judge_in_rounds(world, ladder, policy, read) -> int:
+def judge_in_rounds(world, ladder, policy, read, among: np.ndarray | None = None) -> int:
     """The rounds after the first (the rounds' cap, the first included): each asks the rungs the rounds' own rule
     (`round_plan`) gives the pool as `read()` returns it (the pool and its confidences); a slot with no order (a
     judge ladder's reward model, which scored every pair before the rounds) is never asked again; a round of fewer
     judgments than a run's least (`least_round`, CURATE_JUDGE_MIN_ROUND) is not sent and ends the rounds, as a
-    run's. Returns how many rounds were sent (each a dispatch)."""
+    run's. `among`: the run's pairs (bool per pair; default every pair). Returns how many rounds were sent (each a
+    dispatch)."""
     n = len(world.pairs)
-    least = least_round(get_settings().judge_min_round, n)
+    among = np.ones(n, bool) if among is None else among
+    least = least_round(get_settings().judge_min_round, int(among.sum()))
     sent = 0
     for _ in range(2 * len(ladder) - 1):
         pool, c = read()
         labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
-        rungs = round_plan(pool, c, labels, policy, ladder, np.ones(n, bool)).rungs
+        rungs = round_plan(pool, c, labels, policy, ladder, among).rungs
         asked = [(int(i), order, sample) for i in np.flatnonzero(rungs >= 0) for order, sample in ladder[rungs[i]]
                  if order != NO_ORDER and (int(i), order, sample) not in world.verdicts]
         if not asked or len(asked) < least:

@@ -1,0 +1,112 @@
+"""How close a ladder's estimate comes to what its run then asks of the GenRM, over many seeded simulated worlds
+(SIMULATED: the GenRM stand-in's verdict law, the reward-model stand-in's scoring law and synthetic raters).
+
+    python benchmarks/estimate_worlds.py [--worlds 40] [--first 500] [--pairs 1000] [--setting 0] [--target 0.9]
+
+`benchmarks/estimate.py` times a few runs through the CLI; this one counts requests in process, over enough worlds
+for a share with its interval. Each world (`benchmarks/ladder.py`'s setting, `--first` + `--pairs` pairs): an
+earlier ladder run over the first pairs (the reward model scores them, then the GenRM's rounds as the rounds' own
+rule decides them); the estimate's expected GenRM judgments for the pairs left (`tasks.review.rounds.first_decision`
+and `sent_at_least`, as `curate judge --estimate` reads them); then the run over the pairs left, the reward model
+scoring them and the GenRM's rounds as before. Printed: per world the expected and sent GenRM judgments; over the
+worlds the share whose expected figure lies within ±25% of what was sent, with its 95% Clopper-Pearson interval,
+the ratio's quantiles, and the same for the baseline in the same process: the earlier run's own GenRM judgments a
+pair times the pairs left (what an estimate without the replay would say); PASS when every world's expected figure
+lies within ±25% (the judge ladder's issue asks it of the estimate). The judgments only: a run's GPU-seconds
+also spread with its dispatches and the server's timing, which `benchmarks/estimate.py` measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np
+from certify import FACTS, interval, judge_in_rounds
+from ladder import SETTINGS, ladder_pool, rm_margins, world_of
+
+from common.settings import get_settings
+from tasks.curate.policy import make_policy
+from tasks.judge.kinds import NO_ORDER
+from tasks.judge.strategies import parse_strategy
+from tasks.review.certification import certification_labels
+from tasks.review.overrides import PoolReviews
+from tasks.review.rounds import first_decision, least_round, sent_at_least
+
+WITHIN = 0.25
+
+
+def one_world(job: tuple[int, int, int, int, float]) -> dict:
+    seed, setting, first, pending, target = job
+    s = SETTINGS[setting]
+    n = first + pending
+    world = world_of(seed, n, s)
+    margins = rm_margins(world, s.rm)
+    policy = make_policy({"target_agreement": target})
+    ladder = parse_strategy("ladder").ladder()
+    earlier = np.arange(n) < first
+    scored = np.where(earlier, margins, np.nan)  # before the run the reward model scored the earlier pairs alone
+    judge_in_rounds(world, ladder, policy, lambda: ladder_pool(world, scored), earlier)
+    before = len(world.verdicts)
+    pool, c = ladder_pool(world, scored)
+    labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
+    decided = first_decision(pool, labels, policy, ladder, pending)
+    expected = None
+    if decided is not None:
+        shares = sent_at_least(decided[0], ladder, pending, least_round(get_settings().judge_min_round, pending))
+        expected = sum(share * pending * sum(order != NO_ORDER for order, _ in ladder[k + 1])
+                       for k, share in enumerate(shares))
+    judge_in_rounds(world, ladder, policy, lambda: ladder_pool(world, margins), ~earlier)
+    return {"seed": seed, "expected": expected, "sent": len(world.verdicts) - before,
+            "baseline": before / first * pending}
+
+
+def summary(name: str, ratios: list[float]) -> str:
+    r = np.array(ratios, float)
+    ok = int((np.abs(r - 1.0) <= WITHIN).sum())
+    low, high = interval(ok, len(r))
+    q = np.quantile(r, [0.1, 0.5, 0.9]) if len(r) else [np.nan] * 3
+    return (f"{name}: within ±{WITHIN:.0%} in {ok}/{len(r)} worlds = {ok / len(r) if len(r) else 0:.3f} "
+            f"({low:.3f}-{high:.3f}); expected / sent 10%, 50%, 90%: {q[0]:.3f}, {q[1]:.3f}, {q[2]:.3f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worlds", type=int, default=40)
+    ap.add_argument("--first", type=int, default=500, help="pairs the earlier run judged")
+    ap.add_argument("--pairs", type=int, default=1000, help="pairs the run judges, estimated before it")
+    ap.add_argument("--setting", type=int, default=0, help=f"benchmarks/ladder.py's setting (0-{len(SETTINGS) - 1})")
+    ap.add_argument("--target", type=float, default=0.9)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=500, help="the first world's seed")
+    args = ap.parse_args()
+    print(f"SIMULATED worlds ({SETTINGS[args.setting].name}): {args.first} pairs judged first, then {args.pairs}; "
+          f"target {args.target:.0%}; the GenRM's judgments the estimate expects against those the run sends")
+    jobs = [(args.seed + k, args.setting, args.first, args.pairs, args.target) for k in range(args.worlds)]
+    with ProcessPoolExecutor(args.workers) as pool:
+        results = list(pool.map(one_world, jobs))
+    replayed, baseline, missing = [], [], 0
+    for r in results:
+        said = "-" if r["expected"] is None else f"{r['expected']:.0f}"
+        print(f"  seed {r['seed']}: expected {said}, sent {r['sent']}, baseline {r['baseline']:.0f}")
+        if not r["sent"]:
+            continue
+        if r["expected"] is None:
+            missing += 1  # no expected figure: a miss
+            replayed.append(np.inf)
+        else:
+            replayed.append(r["expected"] / r["sent"])
+        baseline.append(r["baseline"] / r["sent"])
+    print(summary("the estimate (the replay)", replayed) + (f"; {missing} with no figure" if missing else ""))
+    print(summary("baseline (the earlier run's judgments a pair)", baseline))
+    every = all(abs(r - 1.0) <= WITHIN for r in replayed)
+    print(f"target: the expected judgments within ±{WITHIN:.0%} of those sent in every world: "
+          f"{'PASS' if every and replayed else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    main()
