@@ -12,7 +12,11 @@ some pairs climb to are expected from the estimate's replay of the rounds' rule
 (`tasks.review.rounds.climb_shares`); a run with no expected figure counts as a miss.
 
     python benchmarks/estimate.py [--pairs 1000] [--first 200] [--strategy swap|certify|ladder] [--latency 0.05]
-                                  [--capacity 64] [--seeds 3]
+                                  [--capacity 64] [--seeds 3] [--rm-first]
+
+`--rm-first` (a ladder): between the earlier run and the estimate, `curate judge --budget-gpu-hours` of the
+reward model's rung as the estimate prices it (its high end), so that the run stops at the GenRM's first step with
+the reward model's scores in; the estimate then decides the GenRM's first rung as the run will.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from cli_runs import bench_env, clean_warehouse, curate
 from testing.genrm_standin import StandinConfig, StandinProcess
 
 
-def one_run(pairs: int, first: int, strategy: str, latency: float, capacity: int, gpus: int, seed: int) -> dict:
+def one_run(pairs: int, first: int, strategy: str, latency: float, capacity: int, gpus: int, seed: int,
+            rm_first: bool = False) -> dict:
     from contextlib import nullcontext
 
     from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
@@ -43,6 +48,9 @@ def one_run(pairs: int, first: int, strategy: str, latency: float, capacity: int
               RewardStandinProcess(RewardStandinConfig(seed=seed)) if ladder else nullcontext() as rm):
             judge += ["--endpoint", server.url, *(["--rm-endpoint", rm.url] if ladder else [])]
             earlier = curate(*judge, "--limit", str(first), env=env)
+            if rm_first:  # pay for the reward model's rung alone: a budget of what the estimate says it costs
+                rung = curate(*judge, "--estimate", env=env)["estimate"]["rungs"][0]
+                curate(*judge, "--budget-gpu-hours", str(rung["gpu_hours"]["high"]), env=env, ok=(0, 3))
             estimate = curate(*judge, "--estimate", env=env)["estimate"]
             run = curate(*judge, env=env)
     spent = earlier["cost"]
@@ -65,12 +73,15 @@ def main() -> None:
     ap.add_argument("--capacity", type=int, default=64, help="the stand-in's batch")
     ap.add_argument("--gpus", type=int, default=8)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--rm-first", action="store_true", help="with ladder: before the estimate, a run with a budget "
+                    "of the reward model's rung alone (its scores in, the estimate decides the GenRM's first rung)")
     args = ap.parse_args()
     print(f"SIMULATED stand-in (latency {args.latency} s, capacity {args.capacity}); {args.pairs} pairs, "
           f"{args.first} judged first, --strategy {args.strategy}, {args.gpus} GPUs declared")
     worst = 0.0
     for seed in range(args.seeds):
-        r = one_run(args.pairs, args.first, args.strategy, args.latency, args.capacity, args.gpus, seed)
+        r = one_run(args.pairs, args.first, args.strategy, args.latency, args.capacity, args.gpus, seed,
+                    args.rm_first)
         est, measured = r["estimate"], r["measured"]
         ratio = est["expected"] / measured if est["expected"] is not None and measured else float("nan")
         worst = max(worst, abs(ratio - 1.0)) if ratio == ratio else float("inf")  # no expected figure: a miss

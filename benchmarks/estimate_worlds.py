@@ -4,16 +4,22 @@
     python benchmarks/estimate_worlds.py [--worlds 40] [--first 500] [--pairs 1000] [--setting 0] [--target 0.9]
 
 `benchmarks/estimate.py` times a few runs through the CLI; this one counts requests in process, over enough worlds
-for a share with its interval. Each world (`benchmarks/ladder.py`'s setting, `--first` + `--pairs` pairs): an
-earlier ladder run over the first pairs (the reward model scores them, then the GenRM's rounds as the rounds' own
-rule decides them); the estimate's expected GenRM judgments for the pairs left (`tasks.review.rounds.first_decision`
-and `sent_at_least`, as `curate judge --estimate` reads them); then the run over the pairs left, the reward model
-scoring them and the GenRM's rounds as before. Printed: per world the expected and sent GenRM judgments; over the
-worlds the share whose expected figure lies within ±25% of what was sent, with its 95% Clopper-Pearson interval,
-the ratio's quantiles, and the same for the baseline in the same process: the earlier run's own GenRM judgments a
-pair times the pairs left (what an estimate without the replay would say); PASS when every world's expected figure
-lies within ±25% (the judge ladder's issue asks it of the estimate). The judgments only: a run's GPU-seconds
-also spread with its dispatches and the server's timing, which `benchmarks/estimate.py` measures.
+for a share with its interval. Each world (`benchmarks/ladder.py`'s setting, `--first` + `--pairs` pairs):
+
+1. an earlier ladder run over the first pairs (the reward model scores them, then the GenRM's rounds as the rounds'
+   own rule decides them);
+2. the estimate's expected GenRM judgments for the pairs left, as `curate judge --estimate` reads them
+   (`tasks.review.rounds.pending_shares`): before the run, and again once the reward model has scored them (a run
+   stopped at a budget that held the reward model's rung alone: the GenRM's first rung is then the rule's own
+   decision, and only the rungs after it are replayed);
+3. the run over the pairs left: the reward model's scores, then the GenRM's rounds as before.
+
+Printed: per world the expected and sent GenRM judgments; for each estimate the share of worlds whose expected
+figure lies within ±25% of what was sent, with its 95% Clopper-Pearson interval, and the ratio's quantiles; the
+same for the baseline in the same process, the earlier run's own GenRM judgments a pair times the pairs left (what
+an estimate without the replay would say). PASS when every world's expected figure lies within ±25% (what the
+judge ladder's issue asks of the estimate). The judgments only: a run's GPU-seconds also spread with its
+dispatches and the server's timing, which `benchmarks/estimate.py` measures.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from tasks.judge.kinds import NO_ORDER
 from tasks.judge.strategies import parse_strategy
 from tasks.review.certification import certification_labels
 from tasks.review.overrides import PoolReviews
-from tasks.review.rounds import first_decision, least_round, sent_at_least
+from tasks.review.rounds import least_round, pending_shares
 
 WITHIN = 0.25
 
@@ -52,17 +58,23 @@ def one_world(job: tuple[int, int, int, int, float]) -> dict:
     scored = np.where(earlier, margins, np.nan)  # before the run the reward model scored the earlier pairs alone
     judge_in_rounds(world, ladder, policy, lambda: ladder_pool(world, scored), earlier)
     before = len(world.verdicts)
-    pool, c = ladder_pool(world, scored)
-    labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
-    decided = first_decision(pool, labels, policy, ladder, pending)
-    expected = None
-    if decided is not None:
-        shares = sent_at_least(decided[0], ladder, pending, least_round(get_settings().judge_min_round, pending))
-        expected = sum(share * pending * sum(order != NO_ORDER for order, _ in ladder[k + 1])
-                       for k, share in enumerate(shares))
+    least = least_round(get_settings().judge_min_round, pending)
+
+    def expected_now(margins_now: np.ndarray) -> float | None:
+        """The GenRM judgments the estimate expects of the pending pairs, on the pool as it stands
+        (`pending_shares`, what `curate judge --estimate` reads)."""
+        pool, c = ladder_pool(world, margins_now)
+        labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
+        shares = pending_shares(pool, c, labels, policy, ladder, ~earlier, least)
+        return None if shares is None else sum(
+            share * pending * sum(order != NO_ORDER for order, _ in ladder[k + 1]) for k, share in enumerate(shares))
+
+    expected = expected_now(scored)
+    # after the reward model's rung (a run stopped at a budget that held it alone): every pending pair scored
+    rm_first = expected_now(margins)
     judge_in_rounds(world, ladder, policy, lambda: ladder_pool(world, margins), ~earlier)
     return {"seed": seed, "expected": expected, "sent": len(world.verdicts) - before,
-            "baseline": before / first * pending}
+            "baseline": before / first * pending, "rm_first": rm_first}
 
 
 def summary(name: str, ratios: list[float]) -> str:
@@ -89,10 +101,12 @@ def main() -> None:
     jobs = [(args.seed + k, args.setting, args.first, args.pairs, args.target) for k in range(args.worlds)]
     with ProcessPoolExecutor(args.workers) as pool:
         results = list(pool.map(one_world, jobs))
-    replayed, baseline, missing = [], [], 0
+    replayed, baseline, rm_first, missing = [], [], [], 0
     for r in results:
         said = "-" if r["expected"] is None else f"{r['expected']:.0f}"
-        print(f"  seed {r['seed']}: expected {said}, sent {r['sent']}, baseline {r['baseline']:.0f}")
+        after = "-" if r["rm_first"] is None else f"{r['rm_first']:.0f}"
+        print(f"  seed {r['seed']}: expected {said}, sent {r['sent']}, baseline {r['baseline']:.0f}; "
+              f"after the reward model's rung, expected {after}")
         if not r["sent"]:
             continue
         if r["expected"] is None:
@@ -101,11 +115,14 @@ def main() -> None:
         else:
             replayed.append(r["expected"] / r["sent"])
         baseline.append(r["baseline"] / r["sent"])
+        rm_first.append(np.inf if r["rm_first"] is None else r["rm_first"] / r["sent"])
     print(summary("the estimate (the replay)", replayed) + (f"; {missing} with no figure" if missing else ""))
     print(summary("baseline (the earlier run's judgments a pair)", baseline))
-    every = all(abs(r - 1.0) <= WITHIN for r in replayed)
-    print(f"target: the expected judgments within ±{WITHIN:.0%} of those sent in every world: "
-          f"{'PASS' if every and replayed else 'FAIL'}")
+    print(summary("after the reward model's rung (its scores in, the GenRM's first rung decided)", rm_first))
+    for name, ratios in (("before the run", replayed), ("after the reward model's rung", rm_first)):
+        every = bool(ratios) and all(abs(r - 1.0) <= WITHIN for r in ratios)
+        print(f"target, {name}: the expected judgments within ±{WITHIN:.0%} of those sent in every world: "
+              f"{'PASS' if every else 'FAIL'}")
 
 
 if __name__ == "__main__":

@@ -79,9 +79,11 @@ def measured_rate(kind: str, runs: Iterable[dict[str, Any]]) -> Rate | None:
     and the run's tokens); None when none measured a request of it. Where every such run timed its requests
     (`steady_gpu_seconds_per_request`, `dispatches`), the rate also has their steady cost a request, weighted by
     requests, and the rest of what they spent a dispatch: a run's ramp-up and drain, which a longer run spreads
-    over more requests."""
+    over more requests. A run that timed its requests but made too few for a steady figure (a run stopped at its
+    budget after a few, say) adds what it spent beyond that steady cost to its dispatches'."""
     seconds = requests = tokens_in = tokens_out = 0.0
-    steady_seconds = overhead = dispatches = 0.0
+    steady_seconds = steady_requests = overhead = dispatches = 0.0
+    short: list[tuple[float, float, float]] = []  # (GPU-seconds, requests, dispatches) of timed runs too short
     timed = True
     counted = 0
     for summary in runs:
@@ -94,24 +96,33 @@ def measured_rate(kind: str, runs: Iterable[dict[str, Any]]) -> Rate | None:
         tokens_in += float(summary.get("tokens_in") or 0)
         tokens_out += float(summary.get("tokens_out") or 0)
         steady = judge.get("steady_gpu_seconds_per_request")
+        if steady is None and judge.get("dispatches") and "steady_gpu_seconds_per_request" in judge:
+            short.append((float(judge["gpu_seconds"]), float(judge["requests"]), float(judge["dispatches"])))
+            continue
         if steady is None or not judge.get("dispatches"):
             timed = False
             continue
         steady_seconds += float(steady) * float(judge["requests"])
+        steady_requests += float(judge["requests"])
         overhead += max(float(judge["gpu_seconds"]) - float(steady) * float(judge["requests"]), 0.0)
         dispatches += float(judge["dispatches"])
     if not requests:
         return None
+    timed = timed and steady_requests > 0
+    per = steady_seconds / steady_requests if timed else None
+    if per is not None:
+        for spent, asked, times in short:
+            overhead += max(spent - per * asked, 0.0)
+            dispatches += times
     tokens = tokens_in + tokens_out
     out = tokens_out / requests
     basis = (f"measured: {seconds:.3f} GPU-seconds over {int(requests):,} requests of {counted} earlier "
              f"run{'s' if counted != 1 else ''}")
-    if timed:
-        basis += (f"; {steady_seconds / requests:.4f} GPU-seconds a request once running, "
-                  f"{overhead / dispatches:.3f} a dispatch's ramp-up and drain")
+    if per is not None:
+        basis += (f"; {per:.4f} GPU-seconds a request once running, {overhead / dispatches:.3f} a dispatch's "
+                  "ramp-up and drain")
     return Rate(kind, seconds / requests, seconds / tokens if tokens else None, (out, out), basis,
-                steady=steady_seconds / requests if timed else None,
-                per_dispatch=overhead / dispatches if timed else 0.0)
+                steady=per, per_dispatch=overhead / dispatches if per is not None else 0.0)
 
 
 def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate) -> dict[str, Any]:
@@ -127,7 +138,7 @@ def rung_estimate(rung: Rung, pairs: Sequence[PairTokens], rate: Rate) -> dict[s
     costs = [(rate.per_request * requests[0], rate.per_request * requests[1])] if rate.per_request is not None else []
     if rate.per_token is not None:
         costs.append((rate.per_token * tokens[0], rate.per_token * tokens[1]))
-    expected = None
+    expected = None if pairs else 0.0  # a rung with no pair pending (a ladder's scored rung) costs nothing
     if rate.steady is not None and pairs:
         timed = [rate.steady * n + (rate.per_dispatch if n else 0.0) for n in requests]
         costs.append((timed[0], timed[1]))

@@ -200,10 +200,8 @@ def _replayed(pool: JudgedPool, labels: CertificationLabels, policy: FilterPolic
 
 def climb_shares(wh: Warehouse, run: JudgeRun, pending: list[str]) -> list[float] | None:
     """For the estimate of a run in rounds: per rung past its first, the expected share of its `pending` pairs that
-    climb to it (None: not a run in rounds, or too few pairs judged before to replay). A pending pair that already
-    holds the first rung (a pair an earlier run stopped low) climbs to the second as the rounds' rule sends it now;
-    a new pair as `replayed_shares` expects; a deeper rung's share is the second's times the earlier pairs' ratio
-    (`replayed_shares`)."""
+    climb to it (None: not a run in rounds, or too few pairs judged before to replay): `pending_shares` on the
+    warehouse as it stands."""
     ladder = run.strategy.ladder()
     if ladder is None or not isinstance(run.policy, FilterPolicy) or not pending:
         return None
@@ -211,20 +209,34 @@ def climb_shares(wh: Warehouse, run: JudgeRun, pending: list[str]) -> list[float
     pool = read.pool
     labels = certification_labels(pool, read.judge, read.reviews, run.policy, read.facts)
     ours = np.isin(pool.pair_id, np.array(pending, dtype=object))
-    held = holds(pool, list(ladder[0]))
-    new = len(pending) - int((ours & held).sum())
+    return pending_shares(pool, read.judge, labels, run.policy, ladder, ours,
+                          least_round(run.settings.judge_min_round, len(pending)))
+
+
+def pending_shares(pool: JudgedPool, c: Confidences, labels: CertificationLabels, policy: FilterPolicy,
+                   ladder: list[list[Slot]], ours: np.ndarray, least: int) -> list[float] | None:
+    """Per rung past the first, the expected share of a run's pending pairs (`ours`, bool per pair) that climb to
+    it, as a run whose least round is `least` sends them (`sent_at_least`). A pending pair that already holds the
+    first rung (a pair an earlier run stopped low, or a run stopped at its budget within or right after the reward
+    model's rung) climbs to the second as the rounds' rule decides it beside the new pairs (`first_decision`); a
+    new pair as the replay expects. Where every pending pair holds the first rung, the second rung's count is the
+    rule's own decision on the pool as it stands, exact, and a later rung's share of it is the replay's."""
+    pending = int(ours.sum())
+    held = ours & holds(pool, list(ladder[0]))
+    new = pending - int(held.sum())
     if new:
-        replayed = first_decision(pool, labels, run.policy, ladder, new, ours & held)
-        if replayed is None:
+        decided = first_decision(pool, labels, policy, ladder, new, held)
+        if decided is None:
             return None
-        replayed, climbing = replayed
-    else:  # every pending pair holds the first rung: the rule sends them on from the pool as it stands
-        replayed = [0.0] * (len(ladder) - 1)
-        climbing = int((round_plan(pool, read.judge, labels, run.policy, ladder, ours & held).rungs == 1).sum())
-    second = (climbing + replayed[0] * new) / len(pending)
-    shares = [second * (r / replayed[0]) if replayed[0] else 0.0 for r in replayed] if replayed[0] else \
+        replayed, climbing = decided
+    else:  # the rule sends them on from the pool as it stands; the replay, if any, says how many climb further
+        climbing = int((round_plan(pool, c, labels, policy, ladder, held).rungs == 1).sum())
+        decided = first_decision(pool, labels, policy, ladder, pending)
+        replayed = decided[0] if decided is not None else [0.0] * (len(ladder) - 1)
+    second = (climbing + replayed[0] * new) / pending
+    shares = [second * (r / replayed[0]) for r in replayed] if replayed[0] else \
         [second] + [0.0] * (len(replayed) - 1)
-    return sent_at_least(shares, ladder, len(pending), least_round(run.settings.judge_min_round, len(pending)))
+    return sent_at_least(shares, ladder, pending, least)
 
 
 def sent_at_least(shares: list[float], ladder: list[list[Slot]], pending: int, least: int) -> list[float]:

@@ -182,3 +182,29 @@ def test_a_rung_with_an_expected_share_of_climbing_pairs_has_an_expected_cost():
     assert got["rungs"][2]["gpu_hours"]["expected"] == 0.0  # no pair expected: no dispatch either
     assert got["requests"]["expected"] == 1000 + 300
     assert got["gpu_hours"]["low"] <= got["gpu_hours"]["expected"] <= got["gpu_hours"]["high"]
+
+
+def test_a_rung_with_no_pair_pending_expects_nothing_whatever_its_rate():
+    """A ladder whose reward model already scored every pending pair (a run stopped at a budget that held that rung
+    alone): its rung asks nothing and costs nothing, and the run's expected figure stands on the GenRM's."""
+    genrm = measured_rate("genrm", [_timed(16.0, 200, 0.05, 1)])
+    rm = measured_rate("reward_model", [{"tokens_in": 5, "tokens_out": 0, "cost": {  # never timed: no steady figure
+        "by_judge": {"reward_model": {"gpu_seconds": 1.0, "requests": 10}}}}])
+    rungs = strategy_rungs(parse_strategy("ladder", None), shares=[0.3, 0.0, 0.0])
+    got = estimate(rungs, {"reward_model": [], "genrm": PAIRS}, {"reward_model": rm, "genrm": genrm})
+    assert got["rungs"][0]["requests"] == {"low": 0, "high": 0} and got["rungs"][0]["gpu_hours"]["expected"] == 0.0
+    assert got["gpu_hours"]["expected"] == pytest.approx(sum(r["gpu_hours"]["expected"] for r in got["rungs"][1:]))
+    assert got["gpu_hours"]["expected"] > 0
+
+
+def test_a_timed_run_too_short_for_a_steady_figure_adds_to_the_dispatches_not_the_steady_cost():
+    """A run stopped at its budget after a few requests timed them, but too few for a slope: its spend beyond the
+    steady cost is its dispatch's, and the other runs' steady figure stands (it no longer takes the expected
+    figure away, as a run recorded before requests were timed does)."""
+    long = _timed(16.0, 200, 0.05, 1)  # 10 steady, 6 a dispatch
+    rate = measured_rate("genrm", [long, _timed(3.0, 10, None, 1)])
+    assert rate.steady == pytest.approx(0.05)
+    assert rate.per_dispatch == pytest.approx((6.0 + (3.0 - 0.05 * 10)) / 2)
+    assert rate.per_request == pytest.approx(19.0 / 210)
+    alone = measured_rate("genrm", [_timed(3.0, 10, None, 1)])  # nothing to take a steady figure from
+    assert alone.steady is None and alone.per_dispatch == 0.0
