@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from tasks.curate.certification import CertificationLabels, calibration_pairs
 from tasks.curate.ladder import with_reward_model
@@ -121,3 +122,28 @@ def test_the_replay_never_reads_a_calibration_label_and_needs_earlier_pairs():
     few = make_world(42, MIN_REPLAYED - 1)
     few_pool, _ = ladder_pool(few)
     assert replayed_shares(few_pool, source_labels(few_pool), POLICY, LADDER, 500) is None
+
+
+def test_once_the_reward_model_scored_every_pending_pair_its_first_rung_is_the_rules_own_decision():
+    """A run that paid for the reward model's rung alone (a budget that held it): the estimate's GenRM first rung
+    is what the rounds' rule sends from the pool as it stands, exactly, not a replay; the rungs after it are
+    replayed as a share of it."""
+    from tasks.review.rounds import pending_shares
+
+    for seed in range(2):
+        world = make_world(500 + seed, 1500)
+        earlier = np.arange(1500) < 500
+        for i in np.flatnonzero(earlier):
+            judge(world, int(i), "ab", 0)
+            judge(world, int(i), "ba", 0)
+        pool, c = ladder_pool(world)  # every pair scored by the reward model, the new ones too
+        labels = source_labels(pool)
+        sent = int((round_plan(pool, c, labels, POLICY, LADDER, ~earlier).rungs == 1).sum())
+        shares = pending_shares(pool, c, labels, POLICY, LADDER, ~earlier, 1)
+        assert shares is not None and round(shares[0] * 1000) == sent > 0
+        replayed = first_decision(pool, labels, POLICY, LADDER, 1000)
+        assert replayed is not None
+        assert shares[1] == pytest.approx((sent / 1000) * replayed[0][1] / replayed[0][0])
+        before = replace(pool, rm_margin=np.where(earlier, pool.rm_margin, np.nan))  # before the rung: a replay
+        assert pending_shares(before, c, source_labels(before), POLICY, LADDER, ~earlier, 1)[0] == \
+            replayed_shares(before, source_labels(before), POLICY, LADDER, 1000)[0]
