@@ -14,9 +14,9 @@ some pairs climb to are expected from the estimate's replay of the rounds' rule
     python benchmarks/estimate.py [--pairs 1000] [--first 200] [--strategy swap|certify|ladder] [--latency 0.05]
                                   [--capacity 64] [--seeds 3] [--rm-first]
 
-`--rm-first` (a ladder): between the earlier run and the estimate, `curate judge --budget-gpu-hours` of the
-reward model's rung as the estimate prices it (its high end), so that the run stops at the GenRM's first step with
-the reward model's scores in; the estimate then decides the GenRM's first rung as the run will.
+`--rm-first` (a ladder): between the earlier run and the estimate, `curate judge --reward-model-only`, which
+scores the reward model's rung and stops before the GenRM's; the estimate then decides the GenRM's first rung as
+the run will.
 """
 
 from __future__ import annotations
@@ -48,9 +48,8 @@ def one_run(pairs: int, first: int, strategy: str, latency: float, capacity: int
               RewardStandinProcess(RewardStandinConfig(seed=seed)) if ladder else nullcontext() as rm):
             judge += ["--endpoint", server.url, *(["--rm-endpoint", rm.url] if ladder else [])]
             earlier = curate(*judge, "--limit", str(first), env=env)
-            if rm_first:  # pay for the reward model's rung alone: a budget of what the estimate says it costs
-                rung = curate(*judge, "--estimate", env=env)["estimate"]["rungs"][0]
-                curate(*judge, "--budget-gpu-hours", str(rung["gpu_hours"]["high"]), env=env, ok=(0, 3))
+            if rm_first:  # pay for the reward model's rung alone
+                curate(*judge, "--reward-model-only", env=env)
             estimate = curate(*judge, "--estimate", env=env)["estimate"]
             run = curate(*judge, env=env)
     spent = earlier["cost"]
@@ -73,8 +72,8 @@ def main() -> None:
     ap.add_argument("--capacity", type=int, default=64, help="the stand-in's batch")
     ap.add_argument("--gpus", type=int, default=8)
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--rm-first", action="store_true", help="with ladder: before the estimate, a run with a budget "
-                    "of the reward model's rung alone (its scores in, the estimate decides the GenRM's first rung)")
+    ap.add_argument("--rm-first", action="store_true", help="with ladder: before the estimate, `curate judge "
+                    "--reward-model-only` (its scores in, the estimate decides the GenRM's first rung)")
     args = ap.parse_args()
     print(f"SIMULATED stand-in (latency {args.latency} s, capacity {args.capacity}); {args.pairs} pairs, "
           f"{args.first} judged first, --strategy {args.strategy}, {args.gpus} GPUs declared")

@@ -9,9 +9,9 @@ for a share with its interval. Each world (`benchmarks/ladder.py`'s setting, `--
 1. an earlier ladder run over the first pairs (the reward model scores them, then the GenRM's rounds as the rounds'
    own rule decides them);
 2. the estimate's expected GenRM judgments for the pairs left, as `curate judge --estimate` reads them
-   (`tasks.review.rounds.pending_shares`): before the run, and again once the reward model has scored them (a run
-   stopped at a budget that held the reward model's rung alone: the GenRM's first rung is then the rule's own
-   decision, and only the rungs after it are replayed);
+   (`tasks.review.rounds.pending_shares`): before the run, and again once the reward model has scored them
+   (`curate judge --reward-model-only`: the GenRM's first rung is then the rule's own decision, and only the rungs
+   after it are replayed);
 3. the run over the pairs left: the reward model's scores, then the GenRM's rounds as before.
 
 Printed: per world the expected and sent GenRM judgments; for each estimate the share of worlds whose expected
@@ -70,7 +70,7 @@ def one_world(job: tuple[int, int, int, int, float]) -> dict:
             share * pending * sum(order != NO_ORDER for order, _ in ladder[k + 1]) for k, share in enumerate(shares))
 
     expected = expected_now(scored)
-    # after the reward model's rung (a run stopped at a budget that held it alone): every pending pair scored
+    # after the reward model's rung (`--reward-model-only`): every pending pair scored
     rm_first = expected_now(margins)
     judge_in_rounds(world, ladder, policy, lambda: ladder_pool(world, margins), ~earlier)
     return {"seed": seed, "expected": expected, "sent": len(world.verdicts) - before,

@@ -73,7 +73,7 @@ def judge_in_rounds(wh: Warehouse, work: JudgeWork, run: JudgeRun) -> JudgeSumma
 @flow(name="judge", log_prints=False)
 @takes_parameters_of(JudgeRun.of, "endpoints", "strategy", "shard", "limit", "launch", "port", "max_in_flight",
                      "request_timeout", "target_agreement", "risk", "policy_path", "warehouse", "retry_exhausted",
-                     "rm_endpoints", "gpus", "rm_gpus", "budget_gpu_hours")
+                     "rm_endpoints", "gpus", "rm_gpus", "budget_gpu_hours", "reward_model_only")
 def judge(**parameters: Any) -> JudgeSummary:
     """Judge the pending pairs (of one shard "i/n") on the given endpoints, or on a server launched here; a
     strategy that judges in rounds (`certify`) escalates toward `target_agreement` at `risk` (over the policy

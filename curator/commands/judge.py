@@ -131,6 +131,9 @@ def judge(
     retry_exhausted: bool = retry_exhausted_option(),
     rm_endpoint: Optional[list[str]] = typer.Option(None, "--rm-endpoint", help="with ladder: a reward model's vLLM "
                                                     "pooling server (repeatable), rung 0 of the ladder"),
+    reward_model_only: bool = typer.Option(False, "--reward-model-only", help="with ladder: score the reward "
+                                           "model's rung and stop before the GenRM's; an --estimate then decides "
+                                           "the GenRM's first rung as the run will"),
     gpus: Optional[int] = cost_option("--gpus"),
     rm_gpus: Optional[int] = cost_option("--rm-gpus"),
     estimate: bool = cost_option("--estimate"),
@@ -158,7 +161,8 @@ def judge(
                   launch=launch, port=port, max_in_flight=max_in_flight, request_timeout=request_timeout,
                   target_agreement=target_agreement, risk=risk, policy_path=None if policy is None else str(policy),
                   warehouse=str(get_settings().warehouse), retry_exhausted=retry_exhausted,
-                  rm_endpoints=rm_endpoint or None, gpus=gpus, rm_gpus=rm_gpus, budget_gpu_hours=budget_gpu_hours)
+                  rm_endpoints=rm_endpoint or None, gpus=gpus, rm_gpus=rm_gpus, budget_gpu_hours=budget_gpu_hours,
+                  reward_model_only=reward_model_only)
     run = guarded(in_rounds, run)
     guarded(refusals.warehouse, run.settings)
     report = check_judge(endpoint, launch)

@@ -86,6 +86,9 @@ class JudgeRun:
     policy: Any = None
     # a judge ladder's reward-model endpoints (`ladder[:K]`: rung 0, tasks/judge/ladder.py)
     rm_targets: tuple[str, ...] = ()
+    # a judge ladder that stops after its reward model's rung (so that an estimate decides the GenRM's first rung
+    # as the run will: docs/judge-ladder.md#estimate-and-budget)
+    reward_model_only: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "targets", tuple(self.targets))
@@ -120,7 +123,8 @@ class JudgeRun:
            warehouse: str | None = None, exchange: str | None = None, deployment: str | None = None,
            stale_seconds: float | None = None, start_timeout: float = 3600.0,
            retry_exhausted: bool = False, rm_endpoints: list[str] | None = None, gpus: int | None = None,
-           rm_gpus: int | None = None, budget_gpu_hours: float | None = None) -> JudgeRun:
+           rm_gpus: int | None = None, budget_gpu_hours: float | None = None,
+           reward_model_only: bool = False) -> JudgeRun:
         """The judge run asked for, its arguments checked in the order a person fixes them: the settings it
         overrides (each in its bounds), the strategy (the settings' default when None), the shard, the counts, and
         what judging in rounds needs (`check_rounds`). Filed under a fresh run id until a flow files it under its
@@ -138,12 +142,18 @@ class JudgeRun:
         check_ladder(parsed, rm_endpoints)
         if rm_gpus is not None and not rm_endpoints:
             raise InvalidInputError("--rm-gpus applies to a judge ladder's reward model: give --rm-endpoint URL too")
+        if reward_model_only and not rm_endpoints:
+            raise InvalidInputError("--reward-model-only applies to a judge ladder: give --strategy ladder and "
+                                    "--rm-endpoint URL")
+        if reward_model_only and shards:
+            raise InvalidInputError("--reward-model-only scores the reward model's rung in this run: leave out "
+                                    "--shards (the rung is scored here before any shard anyway)")
         from tasks.judge.targets import judge_config_from
 
         return cls(settings, judge_config_from(settings), parsed, str(uuid.uuid4()), (), shard, limit,
                    target_agreement, risk, None if policy_path is None else str(policy_path), False,
                    bool(retry_exhausted), None if endpoints is None else tuple(endpoints), launch, port, shards,
-                   start_timeout, rm_targets=tuple(rm_endpoints or ()))
+                   start_timeout, rm_targets=tuple(rm_endpoints or ()), reward_model_only=bool(reward_model_only))
 
     @classmethod
     def with_config(cls, settings: Settings, *, config: JudgeConfig, run_id: str, strategy: str | None = None,
@@ -178,7 +188,7 @@ class JudgeRun:
                  "retry_exhausted": self.retry_exhausted,
                  "rm_endpoints": list(self.rm_targets) or None, "gpus": s.judge_gpus,
                  "rm_gpus": s.judge_rm_gpus if self.rm_targets else None,
-                 "budget_gpu_hours": s.judge_budget_gpu_hours}
+                 "budget_gpu_hours": s.judge_budget_gpu_hours, "reward_model_only": self.reward_model_only}
         return given
 
     def served_by(self, targets: list[str], config: JudgeConfig) -> JudgeRun:

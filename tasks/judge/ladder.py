@@ -84,9 +84,17 @@ def score_rung(wh: Warehouse, run: JudgeRun) -> tuple[dict[str, Any], int]:
     return judge_and_record(wh, rm_work, rm), len(rm_work.pending)
 
 
+# how a run with --reward-model-only ends: its GenRM's rounds not begun
+REWARD_MODEL_ONLY = ("stopped after the reward model's rung (--reward-model-only): `curate judge --estimate` now "
+                     "decides the GenRM's first rung as the run will, and the run without the flag goes on from here")
+
+
 def judge_ladder(wh: Warehouse, work: JudgeWork, run: JudgeRun, rounds: Rounds) -> JudgeSummary:
     """Rung 0 on the reward model (every pair of the run it has not scored yet), then the GenRM's rounds."""
     scored, asked = score_rung(wh, run)
+    if run.reward_model_only:  # stopped after rung 0: the GenRM asked nothing, its rounds not begun
+        genrm = judge_and_record(wh, replace(work, pending=[]), run)
+        return {**ladder_summary(scored, asked, genrm), "rounds_ended": REWARD_MODEL_ONLY}
     # the GenRM's first round asks nothing: which pairs climb to it is decided once the reward model's scores are in
     # within a budget, the GenRM's rounds have what the reward model left of it
     spent, refused = rung_spent(scored)

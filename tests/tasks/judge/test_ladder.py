@@ -141,3 +141,37 @@ def test_a_ladder_killed_in_either_rung_resumes_and_pays_for_nothing_twice(tmp_p
     # paid once each, but for the two kills' in-flight and unwritten requests
     assert asked["rm"] <= pairs + 2 * (batch + capacity)
     assert asked["genrm"] <= kinds["genrm"] + 2 * (batch + capacity)
+
+
+def test_a_ladder_scored_by_the_reward_model_alone_is_estimated_as_its_run_then_asks(tmp_path, prefect_server):
+    """`--reward-model-only` scores the reward model's rung and stops, the GenRM asked nothing. An `--estimate`
+    then expects of the GenRM's first rung exactly the pairs the run's first GenRM round asks (the rounds' rule's
+    own decision, not a replay), and the run pays the reward model nothing twice."""
+    warehouse = tmp_path / "w.duckdb"
+    pairs = ingest_clean_pairs(tmp_path, warehouse, ROWS, seed=53)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+           "CURATE_WAREHOUSE": str(warehouse), "PREFECT_API_URL": prefect_server}
+    with (StandinProcess(StandinConfig(latency_mean=0.005, capacity=64)) as genrm,
+          RewardStandinProcess(RewardStandinConfig(latency_mean=0.002, capacity=64)) as rm):
+        argv = [CURATE, "judge", "--strategy", "ladder", "--rm-endpoint", rm.url, "--endpoint", genrm.url,
+                "--target-agreement", "0.9", "--json"]
+
+        def curate(*extra: str) -> dict:
+            done = subprocess.run([*argv, *extra], env=env, capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stderr[-3000:]
+            return json.loads(done.stdout.strip().splitlines()[-1])
+
+        curate("--limit", str(pairs // 2))  # an earlier run: the estimate's measured rates and training labels
+        asked = {"genrm": genrm.stats()["requests"], "rm": rm.stats()["requests"]}
+        alone = curate("--reward-model-only")
+        assert "--reward-model-only" in alone["rounds_ended"]
+        assert genrm.stats()["requests"] == asked["genrm"]  # the GenRM was asked nothing
+        assert rm.stats()["requests"] - asked["rm"] == pairs - pairs // 2  # the reward model scored the rest
+        scored = rm.stats()["requests"]
+        found = curate("--estimate")["estimate"]
+        assert found["rungs"][0]["judge"] == "reward_model" and found["rungs"][0]["requests"]["high"] == 0
+        expected = found["rungs"][1]["requests"]["expected"]
+        s = curate()
+        assert rm.stats()["requests"] == scored  # nothing paid twice
+    first = [r for r in s["rounds"] if r["judge"] == "genrm"][0]
+    assert expected > 0 and first["requests"] == expected, (expected, s["rounds"])
