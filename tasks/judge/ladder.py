@@ -122,6 +122,13 @@ def ladder_summary(rm: dict[str, Any], asked: int, genrm: dict[str, Any]) -> dic
     for key in ("requests", "judged", "tokens_in", "tokens_out"):
         out[key] = genrm.get(key, 0) + rm.get(key, 0)
     out["failed"] = dict(Counter(genrm.get("failed") or {}) + Counter(rm.get("failed") or {}))
+    # the rungs run one after the other: the run judged for both their times (a run stopped after the reward
+    # model's rung said the GenRM's 0.001 s alone)
+    if "seconds" in genrm:
+        out["seconds"] = round(float(genrm["seconds"] or 0.0) + float(rm.get("seconds") or 0.0), 3)
+    if "judgments_per_second" in genrm:  # a sharded run's coordinator has no rate of its own
+        done = out["judged"] + sum(out["failed"].values())
+        out["judgments_per_second"] = round(done / out["seconds"], 3) if out.get("seconds") else 0.0
     out["reward_model"] = {k: rm.get(k) for k in _RUNG_KEYS}
     spent = [s.get("cost") or {} for s in (genrm, rm)]
     out["cost"] = {**spent[0], "gpu_seconds": round(sum(c.get("gpu_seconds", 0.0) for c in spent), 3),

@@ -175,3 +175,15 @@ def test_a_ladder_scored_by_the_reward_model_alone_is_estimated_as_its_run_then_
         assert rm.stats()["requests"] == scored  # nothing paid twice
     first = [r for r in s["rounds"] if r["judge"] == "genrm"][0]
     assert expected > 0 and first["requests"] == expected, (expected, s["rounds"])
+
+
+def test_a_ladders_summary_counts_both_rungs_time_and_rate():
+    from tasks.judge.ladder import ladder_summary
+
+    rm = {"requests": 100, "judged": 100, "failed": {}, "tokens_in": 5000, "tokens_out": 0, "seconds": 2.0}
+    genrm = {"requests": 40, "judged": 38, "failed": {"timeout": 2}, "tokens_in": 9000, "tokens_out": 700,
+             "seconds": 3.0, "judgments_per_second": 13.333, "rounds": []}
+    s = ladder_summary(rm, 100, genrm)
+    assert (s["requests"], s["judged"], s["seconds"]) == (140, 138, 5.0)
+    assert s["judgments_per_second"] == 28.0  # 138 judged and 2 failed in 5 s
+    assert ladder_summary(rm, 100, {**genrm, "seconds": 0.0})["seconds"] == 2.0
