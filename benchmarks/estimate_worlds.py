@@ -37,11 +37,10 @@ from ladder import SETTINGS, ladder_pool, rm_margins, world_of
 
 from common.settings import get_settings
 from tasks.curate.policy import make_policy
-from tasks.judge.kinds import NO_ORDER
 from tasks.judge.strategies import parse_strategy
 from tasks.review.certification import certification_labels
 from tasks.review.overrides import PoolReviews
-from tasks.review.rounds import least_round, pending_shares
+from tasks.review.rounds import judgments_a_pair, least_round, pending_shares
 
 WITHIN = 0.25
 
@@ -67,7 +66,7 @@ def one_world(job: tuple[int, int, int, int, float]) -> dict:
         labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
         shares = pending_shares(pool, c, labels, policy, ladder, ~earlier, least)
         return None if shares is None else sum(
-            share * pending * sum(order != NO_ORDER for order, _ in ladder[k + 1]) for k, share in enumerate(shares))
+            share * pending * judgments_a_pair(ladder[k + 1]) for k, share in enumerate(shares))
 
     expected = expected_now(scored)
     # after the reward model's rung (`--reward-model-only`): every pending pair scored

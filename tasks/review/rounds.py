@@ -239,13 +239,18 @@ def pending_shares(pool: JudgedPool, c: Confidences, labels: CertificationLabels
     return sent_at_least(shares, ladder, pending, least)
 
 
+def judgments_a_pair(rung: list[Slot]) -> int:
+    """The GenRM judgments a rung asks of one pair: its slots with an order (a reward model's slot has none)."""
+    return sum(order != NO_ORDER for order, _ in rung)
+
+
 def sent_at_least(shares: list[float], ladder: list[list[Slot]], pending: int, least: int) -> list[float]:
     """`shares` (per rung past the first) as a run sends them: the first rung whose expected judgments fall short of
     the run's `least` is not sent, and the rounds end there (`CertifyRounds.after`), so it and every rung after it
     expect none."""
     out = list(shares)
     for k, share in enumerate(shares):
-        if share * pending * sum(order != NO_ORDER for order, _ in ladder[k + 1]) < least:
+        if share * pending * judgments_a_pair(ladder[k + 1]) < least:
             out[k:] = [0.0] * (len(shares) - k)
             break
     return out
