@@ -65,7 +65,7 @@ def one_world(job: tuple[int, int, int, int, float]) -> dict:
         pool, c = ladder_pool(world, margins_now)
         labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
         shares = pending_shares(pool, c, labels, policy, ladder, ~earlier, least)
-        return None if shares is None else sum(
+        return None if shares is None or None in shares else sum(
             share * pending * judgments_a_pair(ladder[k + 1]) for k, share in enumerate(shares))
 
     expected = expected_now(scored)

@@ -44,7 +44,7 @@ from tasks.judge.exchange import (
 )
 from tasks.judge.exchange import plan_id as make_plan_id
 from tasks.judge.exchange_checks import KEY_ENV
-from tasks.judge.ladder import SCORED, ladder_summary, rung_spent, score_rung
+from tasks.judge.ladder import REWARD_MODEL_ONLY, SCORED, ladder_summary, rung_spent, score_rung
 from tasks.judge.merge import merge_exchange_into, nothing_merged
 from tasks.judge.run import States, Wanted, as_states, split_pending
 from tasks.judge.shards import pair_bucket, pairs_of_shard
@@ -339,6 +339,8 @@ def _in_shards(run: JudgeRun, shards: int, ex: Exchange, warehouse: str, dispatc
     current: dict[str, Any] | None = {**plan, "pairs_asked": plan["pending"]}
     runs: list[ShardRun] = []
     ended = None
+    if run.reward_model_only:  # stopped after rung 0, scored here: no shard dispatched, the GenRM's rounds not begun
+        current, ended = None, REWARD_MODEL_ONLY
     while current is not None:
         if budget is not None and current["work"] and not budget.allows(
                 *_spent(every, warehouse, run.config.kind), current["requests_planned"]):
@@ -421,7 +423,7 @@ def _coordinator(shards: int, parameters: dict[str, Any]) -> JudgeRun:
 @flow(name="judge-sharded", log_prints=False)
 @takes_parameters_of(JudgeRun.of, "strategy", "deployment", "exchange", "warehouse", "limit", "stale_seconds",
                      "start_timeout", "target_agreement", "risk", "policy_path", "retry_exhausted", "rm_endpoints",
-                     "rm_gpus", "gpus", "budget_gpu_hours", subject="shards")
+                     "rm_gpus", "gpus", "budget_gpu_hours", "reward_model_only", subject="shards")
 def judge_sharded(shards: int, **parameters: Any) -> ShardedJudgeSummary:
     """Judge the pending pairs in `shards` shards, one run of the judge deployment per shard; a strategy in
     rounds (`certify`) judges each round so, toward `target_agreement` at `risk` (over the policy file's).
@@ -439,7 +441,7 @@ def judge_sharded(shards: int, **parameters: Any) -> ShardedJudgeSummary:
 @flow(name="judge-sharded-here", log_prints=False)
 @takes_parameters_of(JudgeRun.of, "endpoints", "strategy", "launch", "port", "exchange", "warehouse", "limit",
                      "max_in_flight", "request_timeout", "target_agreement", "risk", "policy_path", "retry_exhausted",
-                     "rm_endpoints", "rm_gpus", "gpus", "budget_gpu_hours", subject="shards")
+                     "rm_endpoints", "rm_gpus", "gpus", "budget_gpu_hours", "reward_model_only", subject="shards")
 def judge_sharded_here(shards: int, **parameters: Any) -> ShardedJudgeSummary:
     """`curate judge --shards N`: the pending pairs planned in `shards` signed shards through the exchange, as
     for GPU workers, each judged here by the worker's flow on the given endpoints (or a server launched here),

@@ -87,6 +87,10 @@ def _stages(run: PipelineRun, judging: JudgeRun | None) -> PipelineSummary:
                                               f"GPU-hours spent, {budget['left_gpu_hours']:.6g} left"))
         log.warning("judging stopped at its GPU-hour budget: no version built, nothing published")
         skip = skip | {"version", "publish"}
+    elif run.reward_model_only and judging is not None:  # asked for: judging stopped after the reward model's rung
+        log.info("judging stopped after the reward model's rung (reward_model_only): no version built, nothing "
+                 "published; estimate the GenRM's rungs now (`curate run --estimate`), then run without it")
+        skip = skip | {"version", "publish"}
     if "version" not in skip:
         try:
             summary["version"] = build_version(run.dataset, policy_path=run.policy_path, warehouse=warehouse)

@@ -37,6 +37,9 @@ def run(
     endpoint: Optional[list[str]] = typer.Option(None, "--endpoint", "-e", help="judge base URL, repeatable"),
     rm_endpoint: Optional[list[str]] = typer.Option(None, "--rm-endpoint", help="with ladder: a reward model's vLLM "
                                                     "pooling server (repeatable), rung 0 of the ladder"),
+    reward_model_only: bool = typer.Option(False, "--reward-model-only", help="with ladder: judging scores the "
+                                           "reward model's rung and stops (no version); an --estimate then decides "
+                                           "the GenRM's first rung as the run will"),
     launch_vllm: bool = typer.Option(False, "--launch-vllm", help="start vLLM's OpenAI server on this host to judge"),
     strategy: Optional[str] = typer.Option(None, "--strategy", help=f"{strategy_usage(sep=' | ')}, K >= 1 "
                                                                     "(default: CURATE_JUDGE_STRATEGY)"),
@@ -76,6 +79,7 @@ def run(
                   "dataset": dataset, "policy_path": str(policy) if policy else None, "publish_to": publish_to,
                   "skip": skip, "judge_shards": shards, "allow_other_weights": allow_other_weights,
                   "retry_exhausted": retry_exhausted, "budget_gpu_hours": budget_gpu_hours,
+                  "reward_model_only": reward_model_only,
                   "warehouse": str(settings.warehouse),
                   "sources_file": str(settings.sources_file) if settings.sources_file is not None else None}
     # the run's arguments and files as the flow checks them, then the warehouse, the endpoints and the Hub
@@ -119,6 +123,7 @@ def run(
 def print_pipeline(summary: PipelineSummary) -> None:
     """A pipeline run in a line a stage."""
     from common.numbers import count
+    from tasks.judge.ladder import REWARD_MODEL_ONLY
 
     for name, s in summary["ingest"].items():
         if s.get("format"):  # a declared source: its format, and whether it was told from the rows
@@ -138,6 +143,8 @@ def print_pipeline(summary: PipelineSummary) -> None:
             served = ", ".join(j.get("served_models") or [])
             out.print(f"judge: {count(j['judged'])} judged, {count(failed)} failed, {count(j['skipped_cached'])} from "
                       f"the cache, {count(j['requests'])} requests in {j['seconds']:,.1f} s" + (f" ({served})" if served else ""))
+        if j.get("rounds_ended") == REWARD_MODEL_ONLY:
+            out.print(f"judge: {REWARD_MODEL_ONLY}; no version built, nothing published")
     if summary.get("version"):
         v = summary["version"]
         out.print(f"version: {v.get('name')} v{v.get('version')} with {count(v.get('rows'))} rows" +

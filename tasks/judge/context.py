@@ -145,9 +145,6 @@ class JudgeRun:
         if reward_model_only and not rm_endpoints:
             raise InvalidInputError("--reward-model-only applies to a judge ladder: give --strategy ladder and "
                                     "--rm-endpoint URL")
-        if reward_model_only and shards:
-            raise InvalidInputError("--reward-model-only scores the reward model's rung in this run: leave out "
-                                    "--shards (the rung is scored here before any shard anyway)")
         from tasks.judge.targets import judge_config_from
 
         return cls(settings, judge_config_from(settings), parsed, str(uuid.uuid4()), (), shard, limit,

@@ -85,7 +85,7 @@ def score_rung(wh: Warehouse, run: JudgeRun) -> tuple[dict[str, Any], int]:
 
 
 # how a run with --reward-model-only ends: its GenRM's rounds not begun
-REWARD_MODEL_ONLY = ("stopped after the reward model's rung (--reward-model-only): `curate judge --estimate` now "
+REWARD_MODEL_ONLY = ("stopped after the reward model's rung (--reward-model-only): an --estimate now "
                      "decides the GenRM's first rung as the run will, and the run without the flag goes on from here")
 
 

@@ -42,6 +42,9 @@ class PipelineRun(RunContext):
                                   "count of attempts")
     budget_gpu_hours: float | None = Field(None, gt=0, description="judging sends no pair whose judgments would "
                                            "take what it spent past this many GPU-hours (no version then)")
+    reward_model_only: bool = Field(False, description="with a judge ladder: judging stops after the reward "
+                                    "model's rung (no version then), so that an estimate decides the GenRM's first "
+                                    "rung as the next run will")
 
     @classmethod
     def of(cls, *, sources: list[str] | None = None, endpoints: list[str] | None = None, launch: str | None = None,
@@ -51,7 +54,7 @@ class PipelineRun(RunContext):
            exchange: str | None = None, stale_seconds: float | None = None,
            allow_other_weights: bool = False, sources_file: str | None = None,
            retry_exhausted: bool = False, budget_gpu_hours: float | None = None,
-           rm_endpoints: list[str] | None = None) -> PipelineRun:
+           rm_endpoints: list[str] | None = None, reward_model_only: bool = False) -> PipelineRun:
         """The run's arguments checked (the stages, the sources' names, built-in or declared in the sources file, a
         judge to ask, the strategy, the dataset's name, an hf:// target's repository); its files are
         `check_files`'s."""
@@ -66,6 +69,9 @@ class PipelineRun(RunContext):
                                  judge_shard_stale_seconds=stale_seconds, sources_file=sources_file)
         if "judge" not in (skip or []) and not judge_shards:
             require_endpoint(endpoints, launch, settings)
+        if reward_model_only and (not rm_endpoints or "judge" in (skip or [])):
+            raise InvalidInputError("--reward-model-only applies to a judge ladder's judge stage: give --strategy "
+                                    "ladder and --rm-endpoint URL, and do not skip judge")
         check_name(dataset)
         if publish_to and "publish" not in (skip or []):
             hub_repo(publish_to)  # an hf:// target that names no repository
@@ -79,7 +85,8 @@ class PipelineRun(RunContext):
                                "judge_shards": judge_shards, "judge_deployment": judge_deployment,
                                "exchange": exchange, "stale_seconds": stale_seconds,
                                "allow_other_weights": allow_other_weights, "retry_exhausted": retry_exhausted,
-                               "budget_gpu_hours": budget_gpu_hours, "settings": settings},
+                               "budget_gpu_hours": budget_gpu_hours, "reward_model_only": reward_model_only,
+                               "settings": settings},
                          "invalid pipeline run")
 
     def check_files(self) -> JudgeRun | None:
@@ -111,7 +118,7 @@ class PipelineRun(RunContext):
         return in_rounds(JudgeRun.of(**sharded, strategy=self.strategy, warehouse=self.warehouse,
                                      policy_path=self.policy_path if self.judges_in_rounds else None,
                                      retry_exhausted=self.retry_exhausted, budget_gpu_hours=self.budget_gpu_hours,
-                                     rm_endpoints=self.rm_endpoints))
+                                     rm_endpoints=self.rm_endpoints, reward_model_only=self.reward_model_only))
 
     @property
     def judges_in_rounds(self) -> bool:

@@ -118,14 +118,14 @@ def _copied(pool: JudgedPool, order: np.ndarray) -> JudgedPool:
 
 
 def replayed_shares(pool: JudgedPool, labels: CertificationLabels, policy: FilterPolicy,
-                    ladder: list[list[Slot]], pending: int) -> list[float] | None:
+                    ladder: list[list[Slot]], pending: int) -> list[float | None] | None:
     """`first_decision`'s shares alone."""
     replayed = first_decision(pool, labels, policy, ladder, pending)
     return None if replayed is None else replayed[0]
 
 
 def first_decision(pool: JudgedPool, labels: CertificationLabels, policy: FilterPolicy, ladder: list[list[Slot]],
-                   pending: int, held: np.ndarray | None = None) -> tuple[list[float], int] | None:
+                   pending: int, held: np.ndarray | None = None) -> tuple[list[float | None], int] | None:
     """Per rung of `ladder` past its first (asked of every pair), the share of a run's `pending` new pairs expected
     to climb to it, from the pairs judged before (None: fewer than `MIN_REPLAYED` hold the first rung). A replay:
     the earlier pairs holding the first rung, stripped to that rung's verdicts, copied in turn until there are as
@@ -136,8 +136,9 @@ def first_decision(pool: JudgedPool, labels: CertificationLabels, policy: Filter
     replayed the same way, from the copies sent to the second whose originals hold it, stripped to the first two
     rungs' verdicts: the share of them the rule sends on, times the second's (an earlier run's own share climbing
     on, read before, came from a rule that had fitted no model yet and sent every pair on). A deeper rung's is the
-    one before's times the share of the earlier pairs holding that one that hold it too. Label-blind as the rounds
-    are; the later rounds that send a stopped pair on after a refit are not replayed.
+    one before's times the share of the earlier pairs holding that one that hold it too (None where no earlier pair
+    holds the second rung: nothing was ever asked past the first). Label-blind as the rounds are; the later rounds
+    that send a stopped pair on after a refit are not replayed.
 
     Returns the shares and, of the pool's pairs `held` (a run's pending pairs that already hold the first rung: a
     run stopped within it, say), how many the same decision sends to the second rung: the run decides on them
@@ -163,11 +164,14 @@ def first_decision(pool: JudgedPool, labels: CertificationLabels, policy: Filter
         shares.append(share)
         through += list(ladder[2])
         before = holds(pool, through)
+    # no earlier pair holds the second rung (a ladder's GenRM never asked): the rounds never ran on such verdicts,
+    # and nothing says how many climb past it. Where they ran and stopped short of a rung, none is expected there.
+    ran = bool(holds(pool, list(ladder[0]) + list(ladder[1])).any())
     for rung in ladder[len(shares) + 1:]:  # deeper: the earlier pairs' own ratio, rung to rung
         through += list(rung)
         now = holds(pool, through)
         share *= float(now.sum()) / float(before.sum()) if before.any() else 0.0
-        shares.append(share)
+        shares.append(share if ran else None)
         before = now
     return shares, held_climbing
 
@@ -198,7 +202,7 @@ def _replayed(pool: JudgedPool, labels: CertificationLabels, policy: FilterPolic
     return round_plan(both, c, replay, policy, ladder, asked).rungs
 
 
-def climb_shares(wh: Warehouse, run: JudgeRun, pending: list[str]) -> list[float] | None:
+def climb_shares(wh: Warehouse, run: JudgeRun, pending: list[str]) -> list[float | None] | None:
     """For the estimate of a run in rounds: per rung past its first, the expected share of its `pending` pairs that
     climb to it (None: not a run in rounds, or too few pairs judged before to replay): `pending_shares` on the
     warehouse as it stands."""
@@ -214,13 +218,14 @@ def climb_shares(wh: Warehouse, run: JudgeRun, pending: list[str]) -> list[float
 
 
 def pending_shares(pool: JudgedPool, c: Confidences, labels: CertificationLabels, policy: FilterPolicy,
-                   ladder: list[list[Slot]], ours: np.ndarray, least: int) -> list[float] | None:
+                   ladder: list[list[Slot]], ours: np.ndarray, least: int) -> list[float | None] | None:
     """Per rung past the first, the expected share of a run's pending pairs (`ours`, bool per pair) that climb to
     it, as a run whose least round is `least` sends them (`sent_at_least`). A pending pair that already holds the
     first rung (a pair an earlier run stopped low, or a run stopped at its budget within or right after the reward
     model's rung) climbs to the second as the rounds' rule decides it beside the new pairs (`first_decision`); a
     new pair as the replay expects. Where every pending pair holds the first rung, the second rung's count is the
-    rule's own decision on the pool as it stands, exact, and a later rung's share of it is the replay's."""
+    rule's own decision on the pool as it stands, exact, and a later rung's share of it is the replay's (None, no
+    expected figure, where nothing was judged before to replay: a first run that paid for the reward model's rung)."""
     pending = int(ours.sum())
     held = ours & holds(pool, list(ladder[0]))
     new = pending - int(held.sum())
@@ -232,10 +237,11 @@ def pending_shares(pool: JudgedPool, c: Confidences, labels: CertificationLabels
     else:  # the rule sends them on from the pool as it stands; the replay, if any, says how many climb further
         climbing = int((round_plan(pool, c, labels, policy, ladder, held).rungs == 1).sum())
         decided = first_decision(pool, labels, policy, ladder, pending)
-        replayed = decided[0] if decided is not None else [0.0] * (len(ladder) - 1)
-    second = (climbing + replayed[0] * new) / pending
-    shares = [second * (r / replayed[0]) for r in replayed] if replayed[0] else \
-        [second] + [0.0] * (len(replayed) - 1)
+        replayed = decided[0] if decided is not None else [None] * (len(ladder) - 1)
+    first = replayed[0] or 0.0
+    second = (climbing + first * new) / pending
+    shares: list[float | None] = [second] + ([None if r is None else second * (r / first) for r in replayed[1:]]
+                                             if first else [None if decided is None else 0.0] * (len(replayed) - 1))
     return sent_at_least(shares, ladder, pending, least)
 
 
@@ -244,13 +250,14 @@ def judgments_a_pair(rung: list[Slot]) -> int:
     return sum(order != NO_ORDER for order, _ in rung)
 
 
-def sent_at_least(shares: list[float], ladder: list[list[Slot]], pending: int, least: int) -> list[float]:
+def sent_at_least(shares: list[float | None], ladder: list[list[Slot]], pending: int,
+                  least: int) -> list[float | None]:
     """`shares` (per rung past the first) as a run sends them: the first rung whose expected judgments fall short of
     the run's `least` is not sent, and the rounds end there (`CertifyRounds.after`), so it and every rung after it
-    expect none."""
+    expect none. A share not known (None) stays so."""
     out = list(shares)
     for k, share in enumerate(shares):
-        if share * pending * judgments_a_pair(ladder[k + 1]) < least:
+        if share is not None and share * pending * judgments_a_pair(ladder[k + 1]) < least:
             out[k:] = [0.0] * (len(shares) - k)
             break
     return out

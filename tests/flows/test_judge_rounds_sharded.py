@@ -271,6 +271,41 @@ def test_a_sharded_ladder_scores_rung_0_here_and_asks_the_genrm_what_one_process
     assert again["requests"] == 0
 
 
+def test_a_sharded_ladder_stopped_after_rung_0_goes_on_as_one_process_judges(clean, tmp_path):
+    """`--strategy ladder --shards N --reward-model-only`: the coordinator scores rung 0 and dispatches no shard;
+    the run without the flag then pays the reward model nothing twice, and its GenRM rounds decide, ask and
+    certify what one process's ladder does."""
+    from tasks.judge.ladder import REWARD_MODEL_ONLY
+    from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+
+    n = clean[1]
+    one_at, sharded_at = _copy(clean, tmp_path / "one.duckdb"), _copy(clean, tmp_path / "sharded.duckdb")
+    exchange = tmp_path / "exchange"
+    ladder = {"strategy": "ladder", "target_agreement": TARGET}
+    with StandinProcess(StandinConfig(**STANDIN)) as genrm, RewardStandinProcess(RewardStandinConfig()) as rm:
+        one = judge(endpoints=[genrm.url], rm_endpoints=[rm.url], warehouse=str(one_at), **ladder)
+        genrm.reset_stats()
+        rm_before = rm.stats()["requests"]
+        sharded = {"endpoints": [genrm.url], "rm_endpoints": [rm.url], "exchange": str(exchange),
+                   "warehouse": str(sharded_at), **ladder}
+        alone = judge_sharded_here(3, reward_model_only=True, **sharded)
+        assert genrm.stats()["requests"] == 0 and rm.stats()["requests"] - rm_before == n
+        assert not list(exchange.glob("plans/*/*.parquet"))  # no shard's work was written
+        s = judge_sharded_here(3, **sharded)
+        assert rm.stats()["requests"] - rm_before == n  # nothing paid twice
+        asked_genrm = genrm.stats()["requests"]
+    assert_summary(alone, ShardedJudgeSummary)
+    assert alone["rounds_ended"] == REWARD_MODEL_ONLY and alone["reward_model"]["judged"] == n
+    assert alone["requests"] == n == alone["cost"]["by_judge"]["reward_model"]["requests"]
+    assert "genrm" not in alone["cost"]["by_judge"] or alone["cost"]["by_judge"]["genrm"]["requests"] == 0
+    assert s["reward_model"]["requests"] == 0 and s["rounds_ended"] != REWARD_MODEL_ONLY
+    keys = tuple(k for k in ROUND_KEYS if k not in ("requests", "judged", "pairs_asked"))  # rung 0 asked nothing now
+    assert [{k: r[k] for k in keys} for r in s["rounds"]] == [{k: r[k] for k in keys} for r in one["rounds"]]
+    assert 0 < asked_genrm == one["cost"]["by_judge"]["genrm"]["requests"]
+    assert _verdicts(sharded_at) == _verdicts(one_at)
+    assert _certified(sharded_at) == _certified(one_at)
+
+
 def test_a_sharded_run_stops_at_its_budget_between_rounds_and_a_rerun_pays_for_nothing_twice(clean, tmp_path,
                                                                                               monkeypatch):
     """`--budget-gpu-hours H --shards N`: the coordinator checks, before each round goes to the shards, what the

@@ -100,3 +100,31 @@ def test_the_judge_stage_runs_the_judge_ladder_with_a_reward_model(tmp_path, war
     assert judged["rounds"][0]["judge"] == "reward_model" and judged["reward_model"]["judged"] == pairs
     assert scored == 2 * pairs and genrm_requests == judged["cost"]["by_judge"]["genrm"]["requests"] < 2 * pairs
     assert set(judged["cost"]["by_judge"]) == {"genrm", "reward_model"}
+
+
+def test_a_nightly_ladder_can_stop_after_the_reward_models_rung_and_the_next_run_goes_on(tmp_path, warehouse_path):
+    """`reward_model_only`: the judge stage scores the reward model's rung and stops; no version is built and
+    nothing is published, and that is not a failure. The next run without it asks the GenRM, builds the version
+    and pays the reward model nothing twice."""
+    from tasks.judge.ladder import REWARD_MODEL_ONLY
+    from testing.reward_model_standin import RewardStandinConfig, RewardStandinProcess
+
+    data = tmp_path / "hs.jsonl"
+    write_synth(data, "helpsteer3", 600, seed=44, pair_bytes=500, bad_rate=0.0)
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[policy]\ntarget_agreement = 0.9\n")
+    out = tmp_path / "published"
+    given = {"sources": [f"helpsteer3={data}"], "strategy": "ladder", "policy_path": str(policy),
+             "dataset": "laddered", "publish_to": str(out), "warehouse": str(warehouse_path)}
+    with (StandinProcess(StandinConfig(latency_mean=0.002)) as genrm,
+          RewardStandinProcess(RewardStandinConfig(latency_mean=0.0)) as rm):
+        alone = curate_pipeline(**given, endpoints=[genrm.url], rm_endpoints=[rm.url], reward_model_only=True)
+        assert genrm.stats()["requests"] == 0 and not out.exists()  # nothing published
+        scored = rm.stats()["requests"]
+        s = curate_pipeline(**given, endpoints=[genrm.url], rm_endpoints=[rm.url])
+        assert rm.stats()["requests"] == scored and genrm.stats()["requests"] > 0
+    pairs = alone["ingest"]["helpsteer3"]["new_pairs"]
+    assert alone["judge"]["rounds_ended"] == REWARD_MODEL_ONLY and alone["judge"]["reward_model"]["judged"] == pairs
+    assert (alone["version"], alone["publish"], alone["failed"]) == (None, None, [])
+    assert s["failed"] == [] and s["version"]["rows"] > 0 and s["publish"]["target"]
+    assert s["judge"]["reward_model"]["requests"] == 0 and s["judge"]["rounds_ended"] != REWARD_MODEL_ONLY

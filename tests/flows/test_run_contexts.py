@@ -197,4 +197,14 @@ def test_a_pipeline_run_takes_a_judge_ladder_and_refuses_a_reward_model_without_
     cli = runner.invoke(app, ["run", "--skip", "ingest", "--strategy", "swap", "--endpoint", "http://127.0.0.1:9/v1",
                               "--rm-endpoint", "http://127.0.0.1:10/v1", "--warehouse", str(warehouse_path)])
     assert cli.exit_code == 2 and "--rm-endpoint applies to --strategy ladder" in _one_line(cli.output)
+    # stopped after the reward model's rung: a ladder's judge stage only
+    alone = PipelineRun.of(**given, strategy="ladder", rm_endpoints=["http://127.0.0.1:10/v1"], reward_model_only=True)
+    assert alone.judge_run().reward_model_only
+    for wrong in ({"strategy": "ladder"}, {"strategy": "ladder", "rm_endpoints": ["http://127.0.0.1:10/v1"],
+                                           "skip": ["ingest", "judge"]}):
+        with pytest.raises(InvalidInputError, match="--reward-model-only applies to a judge ladder's judge stage"):
+            PipelineRun.of(**{**given, **wrong}, reward_model_only=True)
+    cli = runner.invoke(app, ["run", "--skip", "ingest", "--endpoint", "http://127.0.0.1:9/v1", "--reward-model-only",
+                              "--warehouse", str(warehouse_path)])
+    assert cli.exit_code == 2 and "--reward-model-only applies to a judge ladder" in _one_line(cli.output)
     assert not warehouse_path.exists()

@@ -83,8 +83,6 @@ def test_of_is_the_judge_flows_parameters_checked_once(tmp_path):
     ({"budget_gpu_hours": 0}, "judge_budget_gpu_hours = 0"),
     ({"rm_gpus": 2}, "--rm-gpus applies to a judge ladder's reward model"),
     ({"reward_model_only": True}, "--reward-model-only applies to a judge ladder"),
-    ({"strategy": "ladder", "rm_endpoints": [URL], "target_agreement": 0.9, "shards": 2, "reward_model_only": True},
-     "--reward-model-only scores the reward model's rung in this run: leave out --shards"),
 ])
 def test_of_refuses_a_bad_parameter_in_one_line(given, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -105,6 +103,8 @@ def test_the_gpus_and_the_budget_are_the_runs_settings_and_its_parameters(tmp_pa
     # judged in shards too: the coordinator checks the budget before each plan, and scores a ladder's rung 0
     sharded = JudgeRun.of(**{**given, "shards": 2})
     assert sharded.shards == 2 and sharded.settings.judge_budget_gpu_hours == 1.5 and sharded.rm_targets == (URL,)
+    # and stopped after its rung, scored by the coordinator before any shard is planned
+    assert JudgeRun.of(**{**given, "shards": 2, "reward_model_only": True}).reward_model_only
     plain = JudgeRun.of(endpoints=[URL], warehouse=warehouse)
     assert plain.settings.gpus_per_server == plain.settings.vllm_tensor_parallel_size * \
         plain.settings.vllm_data_parallel_size and plain.parameters()["budget_gpu_hours"] is None

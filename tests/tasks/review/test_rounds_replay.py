@@ -147,3 +147,13 @@ def test_once_the_reward_model_scored_every_pending_pair_its_first_rung_is_the_r
         before = replace(pool, rm_margin=np.where(earlier, pool.rm_margin, np.nan))  # before the rung: a replay
         assert pending_shares(before, c, source_labels(before), POLICY, LADDER, ~earlier, 1)[0] == \
             replayed_shares(before, source_labels(before), POLICY, LADDER, 1000)[0]
+    # a first run that paid for the reward model's rung alone: the GenRM's first rung is still the rule's own
+    # decision, but no pair was ever judged by the GenRM, so nothing says how many climb past it (no figure, not 0)
+    world = make_world(510, 1500)
+    pool, c = ladder_pool(world)
+    labels = source_labels(pool)
+    every = np.ones(1500, bool)
+    sent = int((round_plan(pool, c, labels, POLICY, LADDER, every).rungs == 1).sum())
+    shares = pending_shares(pool, c, labels, POLICY, LADDER, every, 1)
+    assert shares is not None and round(shares[0] * 1500) == sent > 0
+    assert shares[1:] == [None] * (len(LADDER) - 2)
