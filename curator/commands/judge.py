@@ -197,6 +197,7 @@ def print_estimate(run: Any, report: Any, as_json: bool) -> None:
     """What `run` is expected to cost (`tasks.judge.estimate.estimate_run`), sending no judging request: as JSON
     (`estimate`), or one line per rung."""
     from tasks.judge.estimate_run import estimate_run
+    from tasks.judge.kinds import REWARD_MODEL
     from tasks.judge.targets import judge_config_from
     from tasks.review.rounds import climb_shares
     from warehouse.store import Warehouse
@@ -221,6 +222,10 @@ def print_estimate(run: Any, report: Any, as_json: bool) -> None:
                   f"{r['gpu_hours']['high']:.6g} GPU-hours"
                   + (f" (expected {r['gpu_hours']['expected']:.6g})" if r["gpu_hours"]["expected"] is not None else "")
                   + f" ({r['basis']})", highlight=False, soft_wrap=True)
+    if any(r["judge"] == REWARD_MODEL.name and r["requests"]["high"] for r in found["rungs"]) and len(found["rungs"]) > 1:
+        out.print("  the GenRM's rungs are replayed from earlier pairs until the reward model has scored these: "
+                  "`--reward-model-only` first makes its first rung the run's own decision (docs/judge-ladder.md"
+                  "#estimate-and-budget)", highlight=False, soft_wrap=True)
 
 
 def budget_outcome(summary: dict[str, Any] | None) -> None:

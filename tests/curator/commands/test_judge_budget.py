@@ -83,7 +83,10 @@ def test_a_ladders_estimate_names_the_reward_models_rung_then_the_genrms_and_ask
                                "--json"], env=env, capture_output=True,
                               text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
+        said = subprocess.run(done.args[:-1], env=env, capture_output=True, text=True, timeout=600)
         assert genrm.stats()["requests"] == 0 and rm.stats()["requests"] == 0
+    # the pairs lack the reward model's scores: the text says how to make the GenRM's first rung exact
+    assert said.returncode == 0 and "`--reward-model-only` first makes its first rung" in " ".join(said.stdout.split())
     estimate = json.loads(done.stdout.strip().splitlines()[-1])["estimate"]
     rungs = estimate["rungs"]
     assert rungs[0]["judge"] == "reward_model" and rungs[0]["requests"] == {"low": pairs, "high": pairs}

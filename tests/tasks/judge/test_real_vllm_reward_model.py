@@ -89,3 +89,58 @@ def test_a_ladder_through_the_cli_stores_the_raw_scores_of_exactly_the_rendered_
             # the raw score, not the server's default activation (a sigmoid of it for one label)
             assert probabilities == pytest.approx([1 / (1 + math.exp(-v)) for v in scores], abs=1e-3)
             assert scores != pytest.approx(probabilities, abs=1e-3)
+
+
+def test_a_ladder_on_real_vllm_scored_by_the_reward_model_alone_is_estimated_stopped_at_a_budget_and_resumed(
+        tmp_path, tiny_rm_server, tiny_genrm_server, prefect_server):
+    """Through the CLI on the real servers: `--reward-model-only` scores the rung and asks the GenRM nothing (its
+    /metrics say so); `--estimate` sends nothing; a budget below one GenRM request stops before the first (exit 3,
+    one line); the run without it asks the reward model nothing twice."""
+    rm, genrm = tiny_rm_server, tiny_genrm_server
+    pairs = 24
+    rows = tmp_path / "hs.jsonl"
+    write_helpsteer3_rows(rows, pairs, seed=23)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CURATE_")},
+           "CURATE_WAREHOUSE": str(tmp_path / "w.duckdb"), "PREFECT_API_URL": prefect_server,
+           "CURATE_JUDGE_RM_MODEL": RM_SERVED_NAME, "CURATE_JUDGE_MAX_MODEL_LEN": "4096",
+           "CURATE_JUDGE_MAX_TOKENS": "200", "CURATE_JUDGE_RM_MAX_MODEL_LEN": "4096", "CURATE_JUDGE_MIN_ROUND": "1"}
+    ladder = ["judge", "--strategy", "ladder", "--rm-endpoint", rm.url, "--endpoint", genrm.url,
+              "--target-agreement", "0.9", "--json"]
+
+    def curate(*args: str, rc: int = 0) -> subprocess.CompletedProcess:
+        done = subprocess.run([CURATE, *args], env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == rc, done.stderr[-3000:]
+        return done
+
+    def last(done: subprocess.CompletedProcess) -> dict:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def served(server) -> float:  # the server's own count of requests it finished
+        text = httpx.get(f"{server.root_url}/metrics", timeout=30).text
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("vllm:request_success_total{"))
+
+    curate("ingest", "--source", "helpsteer3", "--path", str(rows))
+    judged = {"ingested": None}
+    with Warehouse(tmp_path / "w.duckdb", read_only=True) as wh:
+        judged["ingested"] = wh.query("SELECT count(*) FROM candidate_pairs")[0][0]
+    n = judged["ingested"]
+    before = served(genrm)
+    alone = last(curate(*ladder, "--reward-model-only"))
+    assert "--reward-model-only" in alone["rounds_ended"] and not alone["simulated"]
+    assert alone["cost"]["by_judge"]["reward_model"]["requests"] == n and served(genrm) == before
+    found = last(curate(*ladder, "--estimate"))["estimate"]
+    assert served(genrm) == before  # the estimate sent nothing
+    assert found["rungs"][0]["judge"] == "reward_model" and found["rungs"][0]["requests"]["high"] == 0
+    first = found["rungs"][1]
+    assert first["judge"] == "genrm" and 0 <= first["requests"]["expected"] <= first["requests"]["high"] == n
+    stopped = curate(*ladder, "--budget-gpu-hours", "0.000001", rc=3)
+    said = [line for line in stopped.stderr.splitlines() if "stopped at the GPU-hour budget" in line]
+    assert len(said) == 1 and "a rerun with a larger --budget-gpu-hours resumes" in said[0], stopped.stderr[-2000:]
+    assert served(genrm) == before  # below one request: none was sent
+    s = last(curate(*ladder))
+    assert s["reward_model"]["requests"] == 0  # nothing paid twice
+    sent = s["cost"]["by_judge"]["genrm"]["requests"]
+    assert served(genrm) - before == sent
+    firsts = [r for r in s["rounds"] if r["judge"] == "genrm"]
+    assert firsts and firsts[0]["requests"] == first["requests"]["expected"], (first, s["rounds"])
