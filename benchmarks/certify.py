@@ -130,13 +130,14 @@ def _read(pool):
     return pool, confidences(pool)
 
 
-def judge_in_rounds(world, ladder, policy, read, among: np.ndarray | None = None) -> int:
+def judge_in_rounds(world, ladder, policy, read, among: np.ndarray | None = None,
+                    counts: list[int] | None = None) -> int:
     """The rounds after the first (the rounds' cap, the first included): each asks the rungs the rounds' own rule
     (`round_plan`) gives the pool as `read()` returns it (the pool and its confidences); a slot with no order (a
     judge ladder's reward model, which scored every pair before the rounds) is never asked again; a round of fewer
     judgments than a run's least (`least_round`, CURATE_JUDGE_MIN_ROUND) is not sent and ends the rounds, as a
-    run's. `among`: the run's pairs (bool per pair; default every pair). Returns how many rounds were sent (each a
-    dispatch)."""
+    run's. `among`: the run's pairs (bool per pair; default every pair); `counts`, if given, gets each round's
+    judgments. Returns how many rounds were sent (each a dispatch)."""
     n = len(world.pairs)
     among = np.ones(n, bool) if among is None else among
     least = least_round(get_settings().judge_min_round, int(among.sum()))
@@ -152,6 +153,8 @@ def judge_in_rounds(world, ladder, policy, read, among: np.ndarray | None = None
         for key in asked:
             judge(world, *key)
         sent += 1
+        if counts is not None:
+            counts.append(len(asked))
     return sent
 
 

@@ -14,7 +14,8 @@ for a share with its interval. Each world (`benchmarks/ladder.py`'s setting, `--
    after it are replayed);
 3. the run over the pairs left: the reward model's scores, then the GenRM's rounds as before.
 
-Printed: per world the expected and sent GenRM judgments; for each estimate the share of worlds whose expected
+Printed: per world the expected and sent GenRM judgments, and the run's judgments round by round beside the first
+GenRM rung expected after the reward model's (the share of worlds where the two are equal); for each estimate the share of worlds whose expected
 figure lies within ±25% of what was sent, with its 95% Clopper-Pearson interval, and the ratio's quantiles; the
 same for the baseline in the same process, the earlier run's own GenRM judgments a pair times the pairs left (what
 an estimate without the replay would say). PASS when every world's expected figure lies within ±25% (what the
@@ -69,11 +70,16 @@ def one_world(job: tuple[int, int, int, int, float]) -> dict:
             share * pending * judgments_a_pair(ladder[k + 1]) for k, share in enumerate(shares))
 
     expected = expected_now(scored)
-    # after the reward model's rung (`--reward-model-only`): every pending pair scored
+    # after the reward model's rung (`--reward-model-only`): every pending pair scored; its first GenRM rung apart
     rm_first = expected_now(margins)
-    judge_in_rounds(world, ladder, policy, lambda: ladder_pool(world, margins), ~earlier)
+    pool, c = ladder_pool(world, margins)
+    labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
+    first_rung = pending_shares(pool, c, labels, policy, ladder, ~earlier, least)
+    rounds: list[int] = []
+    judge_in_rounds(world, ladder, policy, lambda: ladder_pool(world, margins), ~earlier, rounds)
     return {"seed": seed, "expected": expected, "sent": len(world.verdicts) - before,
-            "baseline": before / first * pending, "rm_first": rm_first}
+            "baseline": before / first * pending, "rm_first": rm_first, "rounds": rounds,
+            "first_rung": None if first_rung is None else round(first_rung[0] * pending * judgments_a_pair(ladder[1]))}
 
 
 def summary(name: str, ratios: list[float]) -> str:
@@ -105,7 +111,8 @@ def main() -> None:
         said = "-" if r["expected"] is None else f"{r['expected']:.0f}"
         after = "-" if r["rm_first"] is None else f"{r['rm_first']:.0f}"
         print(f"  seed {r['seed']}: expected {said}, sent {r['sent']}, baseline {r['baseline']:.0f}; "
-              f"after the reward model's rung, expected {after}")
+              f"after the reward model's rung, expected {after} (its first GenRM rung {r['first_rung']}); "
+              f"the run's rounds {r['rounds']}")
         if not r["sent"]:
             continue
         if r["expected"] is None:
@@ -118,6 +125,9 @@ def main() -> None:
     print(summary("the estimate (the replay)", replayed) + (f"; {missing} with no figure" if missing else ""))
     print(summary("baseline (the earlier run's judgments a pair)", baseline))
     print(summary("after the reward model's rung (its scores in, the GenRM's first rung decided)", rm_first))
+    exact = sum(r["rounds"][:1] == [r["first_rung"]] for r in results if r["rounds"])
+    print(f"after the reward model's rung, the GenRM's first rung expected exactly as the run's first round sent it: "
+          f"{exact}/{sum(bool(r['rounds']) for r in results)} worlds")
     for name, ratios in (("before the run", replayed), ("after the reward model's rung", rm_first)):
         every = bool(ratios) and all(abs(r - 1.0) <= WITHIN for r in ratios)
         print(f"target, {name}: the expected judgments within ±{WITHIN:.0%} of those sent in every world: "
