@@ -15,12 +15,12 @@ for a share with its interval. Each world (`benchmarks/ladder.py`'s setting, `--
 3. the run over the pairs left: the reward model's scores, then the GenRM's rounds as before.
 
 Printed: per world the expected and sent GenRM judgments, and the run's judgments round by round beside the first
-GenRM rung expected after the reward model's (the share of worlds where the two are equal); for each estimate the share of worlds whose expected
-figure lies within ±25% of what was sent, with its 95% Clopper-Pearson interval, and the ratio's quantiles; the
-same for the baseline in the same process, the earlier run's own GenRM judgments a pair times the pairs left (what
-an estimate without the replay would say). PASS when every world's expected figure lies within ±25% (what the
-judge ladder's issue asks of the estimate). The judgments only: a run's GPU-seconds also spread with its
-dispatches and the server's timing, which `benchmarks/estimate.py` measures.
+GenRM rung expected after the reward model's (the share of worlds where the two are equal); for each estimate the
+share of worlds whose expected figure lies within ±25% of what was sent, with its 95% Clopper-Pearson interval, and
+the ratio's quantiles; the same for the baseline in the same process, the earlier run's own GenRM judgments a pair
+times the pairs left (what an estimate without the replay would say). PASS when every world's expected figure lies
+within ±25% (what the judge ladder's issue asks of the estimate). The judgments only: a run's GPU-seconds also
+spread with its dispatches and the server's timing, which `benchmarks/estimate.py` measures.
 """
 
 from __future__ import annotations
@@ -60,26 +60,24 @@ def one_world(job: tuple[int, int, int, int, float]) -> dict:
     before = len(world.verdicts)
     least = least_round(get_settings().judge_min_round, pending)
 
-    def expected_now(margins_now: np.ndarray) -> float | None:
-        """The GenRM judgments the estimate expects of the pending pairs, on the pool as it stands
-        (`pending_shares`, what `curate judge --estimate` reads)."""
+    def expected_now(margins_now: np.ndarray) -> list[float] | None:
+        """The GenRM judgments the estimate expects of the pending pairs per rung past the first, on the pool as it
+        stands (`pending_shares`, what `curate judge --estimate` reads); None where it has no figure."""
         pool, c = ladder_pool(world, margins_now)
         labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
         shares = pending_shares(pool, c, labels, policy, ladder, ~earlier, least)
-        return None if shares is None or None in shares else sum(
-            share * pending * judgments_a_pair(ladder[k + 1]) for k, share in enumerate(shares))
+        return None if shares is None or None in shares else [
+            share * pending * judgments_a_pair(ladder[k + 1]) for k, share in enumerate(shares)]
 
-    expected = expected_now(scored)
+    before_rung = expected_now(scored)
     # after the reward model's rung (`--reward-model-only`): every pending pair scored; its first GenRM rung apart
-    rm_first = expected_now(margins)
-    pool, c = ladder_pool(world, margins)
-    labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
-    first_rung = pending_shares(pool, c, labels, policy, ladder, ~earlier, least)
+    after_rung = expected_now(margins)
     rounds: list[int] = []
     judge_in_rounds(world, ladder, policy, lambda: ladder_pool(world, margins), ~earlier, rounds)
-    return {"seed": seed, "expected": expected, "sent": len(world.verdicts) - before,
-            "baseline": before / first * pending, "rm_first": rm_first, "rounds": rounds,
-            "first_rung": None if first_rung is None else round(first_rung[0] * pending * judgments_a_pair(ladder[1]))}
+    return {"seed": seed, "expected": None if before_rung is None else sum(before_rung),
+            "sent": len(world.verdicts) - before, "baseline": before / first * pending,
+            "rm_first": None if after_rung is None else sum(after_rung), "rounds": rounds,
+            "first_rung": None if after_rung is None else round(after_rung[0])}
 
 
 def summary(name: str, ratios: list[float]) -> str:

@@ -222,7 +222,8 @@ def print_estimate(run: Any, report: Any, as_json: bool) -> None:
                   f"{r['gpu_hours']['high']:.6g} GPU-hours"
                   + (f" (expected {r['gpu_hours']['expected']:.6g})" if r["gpu_hours"]["expected"] is not None else "")
                   + f" ({r['basis']})", highlight=False, soft_wrap=True)
-    if any(r["judge"] == REWARD_MODEL.name and r["requests"]["high"] for r in found["rungs"]) and len(found["rungs"]) > 1:
+    unscored = any(r["judge"] == REWARD_MODEL.name and r["requests"]["high"] for r in found["rungs"])
+    if unscored and len(found["rungs"]) > 1:
         out.print("  the GenRM's rungs are replayed from earlier pairs until the reward model has scored these: "
                   "`--reward-model-only` first makes its first rung the run's own decision (docs/judge-ladder.md"
                   "#estimate-and-budget)", highlight=False, soft_wrap=True)

@@ -155,6 +155,9 @@ def first_decision(pool: JudgedPool, labels: CertificationLabels, policy: Filter
     shares = [share]
     through = list(ladder[0]) + list(ladder[1])
     before = holds(pool, through)
+    # no earlier pair holds the second rung (a ladder's GenRM never asked): the rounds never ran on such verdicts,
+    # and nothing says how many climb past it. Where they ran and stopped short of a rung, none is expected there.
+    ran = bool(before.any())
     # the second rung's climbers, replayed the same way: the copies sent on to it whose originals hold it, stripped
     # to the first two rungs; the share of them the rule sends on is the third rung's, of the second's
     onward = mine[climbed & before[mine]]
@@ -164,9 +167,6 @@ def first_decision(pool: JudgedPool, labels: CertificationLabels, policy: Filter
         shares.append(share)
         through += list(ladder[2])
         before = holds(pool, through)
-    # no earlier pair holds the second rung (a ladder's GenRM never asked): the rounds never ran on such verdicts,
-    # and nothing says how many climb past it. Where they ran and stopped short of a rung, none is expected there.
-    ran = bool(holds(pool, list(ladder[0]) + list(ladder[1])).any())
     for rung in ladder[len(shares) + 1:]:  # deeper: the earlier pairs' own ratio, rung to rung
         through += list(rung)
         now = holds(pool, through)

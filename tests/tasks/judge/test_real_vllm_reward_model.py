@@ -121,10 +121,8 @@ def test_a_ladder_on_real_vllm_scored_by_the_reward_model_alone_is_estimated_sto
                    if line.startswith("vllm:request_success_total{"))
 
     curate("ingest", "--source", "helpsteer3", "--path", str(rows))
-    judged = {"ingested": None}
     with Warehouse(tmp_path / "w.duckdb", read_only=True) as wh:
-        judged["ingested"] = wh.query("SELECT count(*) FROM candidate_pairs")[0][0]
-    n = judged["ingested"]
+        n = wh.query("SELECT count(*) FROM candidate_pairs")[0][0]
     before = served(genrm)
     alone = last(curate(*ladder, "--reward-model-only"))
     assert "--reward-model-only" in alone["rounds_ended"] and not alone["simulated"]
