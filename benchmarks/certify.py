@@ -49,14 +49,14 @@ from scipy.stats import beta
 
 from common.errors import UserError
 from common.settings import get_settings
-from tasks.curate.certification import decisive_verdict
+from tasks.curate.certification import decisive_verdict, first_is_ba
 from tasks.curate.confidence import pool_confidences
 from tasks.curate.policy import make_policy
 from tasks.ingest.latent import latent_quality
 from tasks.ingest.source_facts import SourceFacts
 from tasks.ingest.sources import known_facts
 from tasks.judge.kinds import NO_ORDER
-from tasks.judge.strategies import parse_strategy
+from tasks.judge.strategies import first_order, oriented, parse_strategy
 from tasks.review.certification import certification_labels, certify_version
 from tasks.review.overrides import PoolReviews
 from tasks.review.rounds import least_round, round_plan
@@ -112,13 +112,15 @@ def policy_of(target: float, risk: float, judge_like: str = "trust") -> dict:
 
 def copy_the_judge(world, share: float) -> None:
     """Move a `share` of the labelled pairs to `COPY_SOURCE`, each labelled with the judge's own first verdict
-    (its "ab" order, which every strategy asks first) as a strong preference: labels that copy the judge."""
+    (in the pair's first order, `first_order`, which the strategies that judge one order first ask first) as a
+    strong preference: labels that copy the judge."""
     rng = random.Random(world.seed * 7919 + 1)
     for i, p in enumerate(world.pairs):
         if p.human_label is None or rng.random() >= share:
             continue
-        judge(world, i, "ab", 0)
-        margin = world.verdicts[(i, "ab", 0)].margin
+        first = first_order(False, False, len(p.response_a) > len(p.response_b))
+        judge(world, i, first, 0)
+        margin = world.verdicts[(i, first, 0)].margin
         world.pairs[i] = replace(p, source=COPY_SOURCE, human_label=3.0 if margin > 0 else -3.0 if margin < 0 else 0.0)
 
 
@@ -146,7 +148,9 @@ def judge_in_rounds(world, ladder, policy, read, among: np.ndarray | None = None
         pool, c = read()
         labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
         rungs = round_plan(pool, c, labels, policy, ladder, among).rungs
-        asked = [(int(i), order, sample) for i in np.flatnonzero(rungs >= 0) for order, sample in ladder[rungs[i]]
+        firsts = np.where(first_is_ba(pool), "ba", "ab")  # each pair's rung in its first order, as a run asks it
+        asked = [(int(i), order, sample) for i in np.flatnonzero(rungs >= 0)
+                 for order, sample in oriented(ladder[rungs[i]], firsts[i])
                  if order != NO_ORDER and (int(i), order, sample) not in world.verdicts]
         if not asked or len(asked) < least:
             break
@@ -167,16 +171,27 @@ def judge_world(world, strategy: str, policy) -> int:
     if strategy == "certify":
         ladder = s.ladder()
         for i in range(n):
-            for order, sample in ladder[0]:
+            for order, sample in initial_of(world, s, i, ladder[0]):
                 judge(world, i, order, sample)
         return 1 + judge_in_rounds(world, ladder, policy, lambda: _read(pool_of(world, one_order_on_purpose=True)))
     for i in range(n):
-        for order, sample in s.initial():
+        initial = initial_of(world, s, i, s.initial())
+        for order, sample in initial:
             judge(world, i, order, sample)
-        known = {(o, smp): world.verdicts[(i, o, smp)] for o, smp in s.initial()}
+        known = {(o, smp): world.verdicts[(i, o, smp)] for o, smp in initial}
         for order, sample in s.follow_ups(known):
             judge(world, i, order, sample)
     return 1
+
+
+def initial_of(world, strategy, i: int, slots) -> list:
+    """`slots` as pair `i` gets them first: in its first order where the strategy judges one order first
+    (`first_order`, as the run's planner decides it: the order it already holds, else the shorter answer first)."""
+    if not strategy.orients_first:
+        return list(slots)
+    p = world.pairs[i]
+    tried = [(i, order, 0) in world.verdicts for order in ("ab", "ba")]
+    return oriented(slots, first_order(*tried, len(p.response_a) > len(p.response_b)))
 
 
 def _phi(x: np.ndarray) -> np.ndarray:

@@ -46,7 +46,7 @@ from tasks.judge.exchange import plan_id as make_plan_id
 from tasks.judge.exchange_checks import KEY_ENV
 from tasks.judge.ladder import REWARD_MODEL_ONLY, SCORED, ladder_summary, rung_spent, score_rung
 from tasks.judge.merge import merge_exchange_into, nothing_merged
-from tasks.judge.run import States, Wanted, as_states, split_pending
+from tasks.judge.run import States, Wanted, as_states, first_round, split_pending
 from tasks.judge.shards import pair_bucket, pairs_of_shard
 from tasks.judge.strategies import Slot, slots_said
 from tasks.judge.targets import checked_targets, judge_config_from, judge_targets
@@ -125,12 +125,16 @@ def _first_plan(warehouse: str, exchange: str, shards: int, run: JudgeRun) -> di
         initial = tuple(run.strategy.initial())
         # a ladder's GenRM is asked nothing up front: the reward model's scores decide which pairs climb to it
         pending = [] if run.rm_targets else work.pending
-        wanted = {p: initial for p in pending} if run.strategy.judges_in_rounds else None
-        pid, files = _write_plan(wh, ex, run, shards, pending, work.states, wanted, reopened=work.reopened > 0)
+        texts, wanted = None, None
+        if run.strategy.judges_in_rounds:  # each pair in its first order (`first_round`), read from its texts
+            texts = {p.pair_id: p for p in wh.judging.pair_texts(pending)}
+            wanted = first_round(run.strategy, list(texts.values()), work.states)
+        pid, files = _write_plan(wh, ex, run, shards, pending, work.states, wanted, texts,
+                                 reopened=work.reopened > 0)
     return {"plan_id": pid, "judge_config_id": run.config.id, "strategy": run.strategy.label, "pairs": len(work.ids),
             "pending": len(pending), "requests_planned": len(pending) * len(initial), "skipped_cached": work.done.skipped_cached,
             "skipped_exhausted": work.done.exhausted, "reopened_exhausted": work.reopened, "work": files,
-            "how": SCORED if run.rm_targets else f"{slots_said(initial)} of every pair without it"}
+            "how": SCORED if run.rm_targets else f"{slots_said(initial, run.strategy)} of every pair without it"}
 
 
 @task(cache_policy=NO_CACHE)
@@ -172,8 +176,7 @@ def _unfinished(wh: Warehouse, run: JudgeRun, work_files: list[str]) -> dict[str
         except (UserError, OSError) as err:
             get_run_logger().warning("the failed shard's work file %s is not asked again: %s", url, err)
             continue
-        initial = tuple(run.strategy.initial())
-        asked.update(work.wanted or {p.pair_id: initial for p in work.pairs})
+        asked.update(work.wanted or first_round(run.strategy, work.pairs, work.states))
     ids = sorted(asked)
     states = as_states(wh.judging.judgment_states(run.config.id, ids))
     pending, _ = split_pending(ids, run.strategy, states, run.max_attempts, asked)

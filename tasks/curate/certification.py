@@ -226,7 +226,8 @@ def _confirmed(pool: JudgedPool, c: Confidences, idx: np.ndarray, slots: list[li
     confirming its verdicts so far: on its side (a tie's: its stronger order's), as strong as its stronger order,
     scores agreeing."""
     pair = np.array([i for i, rung in zip(idx.tolist(), slots) for _ in rung], np.int64)
-    ab = np.array([order == "ab" for rung in slots for order, _ in rung], bool)
+    # a ladder's `ab` is the pair's first order (`first_is_ba`)
+    ab = np.array([order == "ab" for rung in slots for order, _ in rung], bool) != first_is_ba(pool)[pair]
     by_ab, by_ba = np.nan_to_num(c.order_margin_ab), np.nan_to_num(c.order_margin_ba)
     stronger = confirming_margin(pool, c, np.where(np.abs(by_ab) >= np.abs(by_ba), by_ab, by_ba))
     side = np.where(c.direction != 0, c.direction, np.sign(stronger))
@@ -326,12 +327,28 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
     return Escalation(sure, climbs, promising, score, f"p_correct >= {said} (training labels){elsewhere}")
 
 
+def first_is_ba(pool: JudgedPool) -> np.ndarray:
+    """Per pair, whether its first order (`tasks.judge.strategies.first_order`, a ladder's `ab`) is `ba`: the one
+    order it holds a first sample of, if one; else whether answer A is the longer (the shorter shown first)."""
+    first = pool.v_sample == 0
+    ab = np.bincount(pool.v_pair[first & pool.v_ab], minlength=len(pool)) > 0
+    ba = np.bincount(pool.v_pair[first & ~pool.v_ab], minlength=len(pool)) > 0
+    return np.where(ab != ba, ba, pool.len_a > pool.len_b)
+
+
+def in_first_order(pool: JudgedPool) -> np.ndarray:
+    """Per verdict of `pool`: whether it was judged in its pair's first order (`first_is_ba`): a ladder's `ab`."""
+    return pool.v_ab != first_is_ba(pool)[pool.v_pair]
+
+
 def holds(pool: JudgedPool, slots: list[tuple[str, int]]) -> np.ndarray:
-    """Which pairs hold an ok verdict for every one of `slots` (order, sample; a judge ladder's reward-model slot,
-    with no order, is held where the reward model scored the pair)."""
+    """Which pairs hold an ok verdict for every one of `slots` (order, sample; a ladder's, its `ab` a pair's first
+    order, `first_is_ba`; a judge ladder's reward-model slot, with no order, is held where the reward model scored
+    the pair)."""
     scored = any(order == NO_ORDER for order, _ in slots)
     wanted = {(order == "ab", sample) for order, sample in slots if order != NO_ORDER}
-    mine = np.array([(ab, s) in wanted for ab, s in zip(pool.v_ab.tolist(), pool.v_sample.tolist())], bool)
+    mine = np.array([(ab, s) in wanted for ab, s in zip(in_first_order(pool).tolist(), pool.v_sample.tolist())],
+                    bool)
     held = np.bincount(pool.v_pair[mine], minlength=len(pool))  # a pair holds each judgment once (a unique key)
     if scored:
         return (held >= len(wanted)) & (pool.rm_margin is not None and np.isfinite(pool.rm_margin))

@@ -26,7 +26,7 @@ from tasks.judge.estimate import Budget
 from tasks.judge.genrm import SideVerdict, build_messages
 from tasks.judge.kinds import GENRM, JudgeKind, kind_of
 from tasks.judge.kinds.protocol import kind_pair_messages
-from tasks.judge.strategies import Slot, Strategy, slots_said
+from tasks.judge.strategies import ORDERS, Slot, Strategy, first_order, oriented, slots_said
 from warehouse.judging import PairText
 
 _log = logging.getLogger(__name__)
@@ -195,17 +195,38 @@ class Planner:
         self.initial = tuple(strategy.initial())
         self.follows_up = strategy.asks_follow_ups
 
-    def slots(self, pair_id: str, plan: Plan, wanted: Sequence[Slot] | None = None,
+    def initial_of(self, pair_id: str, longer_a: bool) -> tuple[Slot, ...]:
+        """The strategy's initial judgments as the pair gets them (`longer_a`: its answer A is the longer): in its
+        first order where the strategy judges one order first (`protocol.first_order`, from what the cache holds of
+        it), else as written."""
+        if not self.strategy.orients_first:
+            return self.initial
+        tried = [(pair_id, order, 0) in self.states for order in ORDERS]
+        return tuple(oriented(self.initial, first_order(*tried, longer_a)))
+
+    def slots(self, pair_id: str, plan: Plan, wanted: Sequence[Slot] | None = None, longer_a: bool = False,
               ) -> list[tuple[str, int, JudgmentState | None]]:
-        """(order, sample, state so far) the pair still needs first: its initial judgments and the follow-ups
-        its cached verdicts call for, or exactly `wanted` (a round's); cached and exhausted ones are counted in
-        `plan`."""
+        """(order, sample, state so far) the pair still needs first: its initial judgments (`initial_of`) and the
+        follow-ups its cached verdicts call for, or exactly `wanted` (a round's); cached and exhausted ones are
+        counted in `plan`. Without its texts (`longer_a` unknown) a pair the cache holds nothing of gets the first
+        order as written: as many judgments, so whether it has work left is the same either way."""
+        initial = self.initial_of(pair_id, longer_a) if wanted is None else tuple(wanted)
         if wanted is not None or not self.follows_up:
-            return _consider(pair_id, self.initial if wanted is None else tuple(wanted), self.strategy, self.states,
-                             self.max_attempts, plan, None)
+            return _consider(pair_id, initial, self.strategy, self.states, self.max_attempts, plan, None)
         pair = PairProgress()  # its later verdicts may call for more: keep what is known
         plan.progress[pair_id] = pair
-        return _consider(pair_id, self.initial, self.strategy, self.states, self.max_attempts, plan, pair)
+        return _consider(pair_id, initial, self.strategy, self.states, self.max_attempts, plan, pair)
+
+
+def longer_a(pair: PairText) -> bool:
+    """Whether the pair's answer A is the longer (in characters, as the warehouse's `length` counts them)."""
+    return len(pair.response_a) > len(pair.response_b)
+
+
+def first_round(strategy: Strategy, pairs: list[PairText], states: States) -> Wanted:
+    """A run in rounds' first round: the strategy's initial judgments of each pair, in its first order."""
+    planner = Planner(strategy, states, 0)
+    return {p.pair_id: planner.initial_of(p.pair_id, longer_a(p)) for p in pairs}
 
 
 def planned_slots(pair_id: str, strategy: Strategy, states: States, max_attempts: int, plan: Plan) -> list[tuple[str, int, JudgmentState | None]]:
@@ -250,7 +271,8 @@ def plan_requests(pairs: list[PairText], strategy: Strategy, states: States, max
                 verdict = admit(asked)
             if not verdict:
                 return
-        for order, sample, state in planner.slots(pair.pair_id, plan, None if wanted is None else wanted[pair.pair_id]):
+        for order, sample, state in planner.slots(pair.pair_id, plan, None if wanted is None else wanted[pair.pair_id],
+                                                  longer_a(pair)):
             yield _request(pair, order, sample, state, kind)
 
 
@@ -503,8 +525,8 @@ def run_judging(run: JudgeRun, pairs: list[PairText], states: States, done: Plan
         send(pairs, states, wanted)
     else:
         initial = tuple(strategy.initial())
-        first = Round(pairs, {p.pair_id: initial for p in pairs}, states,
-                      f"{slots_said(initial)} of every pair without it")
+        first = Round(pairs, first_round(strategy, pairs, states), states,
+                      f"{slots_said(initial, strategy)} of every pair without it")
         entries, ended = _judge_in_rounds(first, rounds, lambda r: send(r.pairs, r.states, r.wanted), stats,
                                           stopped=lambda: budget is not None and budget.stopped)
     summary = _summary(len(pairs), plan, stats, seconds)

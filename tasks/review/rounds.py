@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -38,7 +38,9 @@ from tasks.curate.certification import (
     Plan,
     calibration_pairs,
     certify_pool,
+    first_is_ba,
     holds,
+    in_first_order,
     next_rungs,
 )
 from tasks.curate.confidence import pool_confidences
@@ -50,7 +52,7 @@ from tasks.curate.select import certifiable
 from tasks.judge.kinds import NO_ORDER
 from tasks.judge.run import Plan as JudgePlan
 from tasks.judge.run import Planner, Round, RoundOutcome, as_states, split_pending
-from tasks.judge.strategies import Slot, slots_said
+from tasks.judge.strategies import Slot, oriented, slots_said
 from tasks.review.certification import certification_labels
 from tasks.review.pool import ReviewedPool
 
@@ -183,7 +185,8 @@ def _replayed(pool: JudgedPool, labels: CertificationLabels, policy: FilterPolic
     never a calibration label): the pool's pairs `ours` and the copies asked. Returns the rungs, the pool's pairs'
     first, then the copies'."""
     slots = {(order == "ab", sample) for r in ladder[:rung + 1] for order, sample in r if order != NO_ORDER}
-    kept = np.array([(ab, sample) in slots for ab, sample in zip(pool.v_ab.tolist(), pool.v_sample.tolist())], bool)
+    kept = np.array([(ab, sample) in slots for ab, sample in zip(in_first_order(pool).tolist(),
+                                                                 pool.v_sample.tolist())], bool)
     stripped = replace(pool, **{name: getattr(pool, name)[kept] for name in pool.__slots__ if name.startswith("v_")})
     copies = _copied(stripped, originals)
     # a copy keeps its pair id: cross-fitting folds pairs by it, so no copy's label scores its own original
@@ -263,6 +266,16 @@ def sent_at_least(shares: list[float | None], ladder: list[list[Slot]], pending:
     return out
 
 
+class Decision(NamedTuple):
+    """One decision of the rounds (`CertifyRounds._decide`)."""
+
+    achieved: dict[str, int]  # what is certified now
+    rungs: dict[str, int]  # pair -> the rung of the ladder it gets next (the run's pairs sent on)
+    firsts: dict[str, str]  # pair -> its first order (`first_is_ba`): the ladder's `ab` for it
+    how: str  # how "not yet sure" was decided
+    stopped: str  # why climbing stopped short ("" nowhere)
+
+
 class CertifyRounds:
     """The rounds of one judge run in rounds (`tasks.judge.run.Rounds`): at most two per rung of its strategy's
     ladder (2(K+1) for `certify:K`), the first (`ab 0` of every pending pair) included. One per rung is not
@@ -281,12 +294,11 @@ class CertifyRounds:
         self.policy: FilterPolicy = run.policy
         self.cap = 2 * len(ladder)
         self.least = least_round(run.settings.judge_min_round, len(self.ids))
-        self._decided: tuple[str, tuple[dict[str, int], dict[str, int], str, str]] | None = None
+        self._decided: tuple[str, Decision] | None = None
 
-    def _decide(self) -> tuple[dict[str, int], dict[str, int], str, str]:
-        """(what is certified now, the rung each of the run's pairs is to get next, how, why climbing stopped short
-        ("" nowhere)), from the warehouse as it stands; decided once per state of the warehouse (the fingerprint a
-        version's inputs are compared by, and the judgments and requests on record: a round whose every judgment
+    def _decide(self) -> Decision:
+        """The next round's decision (`Decision`) from the warehouse as it stands; decided once per state of the
+        warehouse (the fingerprint a version's inputs are compared by, and the judgments and requests on record: a round whose every judgment
         failed changes that too)."""
         config_id = self.run.config.id
         totals = self.wh.judging.judging_totals(config_id)
@@ -306,18 +318,20 @@ class CertifyRounds:
         plan = round_plan(pool, c, labels, p, self.ladder, ours)
         mine = ours & (plan.rungs >= 0)
         nxt = dict(zip(pool.pair_id[mine].tolist(), plan.rungs[mine].tolist()))
-        decided = ({"certified": int(certified.accepted.sum())}, nxt, plan.how, plan.stopped)
+        # each pair's rung in its own first order (the ladder's `ab`, `first_is_ba`)
+        firsts = dict(zip(pool.pair_id[mine].tolist(), np.where(first_is_ba(pool)[mine], "ba", "ab").tolist()))
+        decided = Decision({"certified": int(certified.accepted.sum())}, nxt, firsts, plan.how, plan.stopped)
         self._decided = (state, decided)
         return decided
 
     def after(self, done: int) -> RoundOutcome:
-        achieved, nxt, how, stopped = self._decide()
+        achieved, nxt, firsts, how, stopped = self._decide()
         if not nxt:
             return RoundOutcome(achieved, None, stopped or NOTHING_MORE)
         if done + 1 >= self.cap:
             return RoundOutcome(achieved, None, f"the round cap ({self.cap} rounds for {self.run.strategy.label}): "
                                                 f"{len(nxt):,} pairs would be asked more; a rerun goes on")
-        wanted = {pair: tuple(self.ladder[rung]) for pair, rung in nxt.items()}
+        wanted = {pair: tuple(oriented(self.ladder[rung], firsts[pair])) for pair, rung in nxt.items()}
         ids = sorted(wanted)
         states = as_states(self.wh.judging.judgment_states(self.run.config.id, ids))
         pending, _ = split_pending(ids, self.run.strategy, states, self.run.max_attempts, wanted)
@@ -332,6 +346,6 @@ class CertifyRounds:
                                                 "slowest request with the server's batch emptying; a run with more "
                                                 "pairs asks them")
         rungs = Counter(nxt[pair] for pair in pending)
-        asked = "; ".join(f"{slots_said(self.ladder[r])} of {n:,}" for r, n in sorted(rungs.items()))
+        asked = "; ".join(f"{slots_said(self.ladder[r], self.run.strategy)} of {n:,}" for r, n in sorted(rungs.items()))
         return RoundOutcome(achieved, Round(self.wh.judging.pair_texts(pending), {p: wanted[p] for p in pending},
                                             states, f"not yet sure (sure: {how}): {asked}"))

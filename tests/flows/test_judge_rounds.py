@@ -22,10 +22,11 @@ import pytest
 
 from flows.judge import judge
 from schemas.summaries import JudgeSummary
+from tasks.curate.certification import first_is_ba
 from tasks.curate.confidence import pool_confidences
 from tasks.curate.policy import make_policy
 from tasks.ingest.sources import known_facts
-from tasks.judge.strategies import parse_strategy
+from tasks.judge.strategies import oriented, parse_strategy
 from tasks.review.certification import certification_labels
 from tasks.review.pool import ReviewedPool
 from tasks.review.rounds import NOTHING_MORE, TOO_FEW, round_plan
@@ -61,6 +62,14 @@ def _verdicts(path: Path) -> dict[tuple[str, str, int], tuple]:
     return {(r[0], r[1], r[2]): r[3:] for r in rows}
 
 
+def _first_orders(path: Path) -> dict[str, str]:
+    """Each judged pair's first order by its texts: `ba` (its shorter answer, B, shown first) where A is longer."""
+    with Warehouse(path, read_only=True) as wh:
+        rows = wh.query("SELECT p.pair_id, length(p.response_a) > length(p.response_b) FROM candidate_pairs p "
+                        "WHERE p.pair_id IN (SELECT pair_id FROM judgments)")
+    return {p: "ba" if longer_a else "ab" for p, longer_a in rows}
+
+
 def _holding(verdicts: dict, order: str, sample: int) -> set[str]:
     return {p for (p, o, s), v in verdicts.items() if (o, s) == (order, sample) and v[0] == "ok"}
 
@@ -91,7 +100,9 @@ def _decided(path: Path, known: set[tuple[str, str, int]]) -> set[tuple[str, str
     labels = certification_labels(pool, c, reviews, policy, known_facts())
     ladder = parse_strategy("certify:2").ladder()
     rungs = round_plan(pool, c, labels, policy, ladder, np.ones(len(pool), bool)).rungs
-    return {(p, o, s) for p, r in zip(pool.pair_id.tolist(), rungs.tolist()) if r >= 0 for o, s in ladder[r]} - known
+    firsts = np.where(first_is_ba(pool), "ba", "ab")  # each pair's rung in its first order
+    return {(p, o, s) for i, (p, r) in enumerate(zip(pool.pair_id.tolist(), rungs.tolist())) if r >= 0
+            for o, s in oriented(ladder[r], firsts[i])} - known
 
 
 def test_certify_asks_each_round_only_what_the_last_left_unsure_and_fewer_than_swap(clean, tmp_path):
@@ -110,10 +121,10 @@ def test_certify_asks_each_round_only_what_the_last_left_unsure_and_fewer_than_s
     # round 0 asks every pair once; each later one a subset, each pair its next rung; at most 2(K+1) rounds
     assert [r["round"] for r in rounds] == list(range(len(rounds))) and 3 <= len(rounds) <= 6
     assert (rounds[0]["pairs_asked"], rounds[0]["requests"], rounds[0]["judged"]) == (n, n, n)
-    assert rounds[0]["how"] == "ab 0 of every pair without it"
+    assert rounds[0]["how"] == "first 0 of every pair without it"
     assert all(0 < r["pairs_asked"] < n for r in rounds[1:])
-    assert rounds[1]["how"].endswith(f"ba 0 of {rounds[1]['pairs_asked']:,}") and "sure: p_correct >=" in rounds[1]["how"]
-    assert "ab 1, ba 1 of" in rounds[2]["how"]  # further samples, for pairs whose verdicts contradict each other
+    assert rounds[1]["how"].endswith(f"other 0 of {rounds[1]['pairs_asked']:,}") and "sure: p_correct >=" in rounds[1]["how"]
+    assert "first 1, other 1 of" in rounds[2]["how"]  # further samples, for pairs whose verdicts contradict each other
     assert s["rounds_ended"] == NOTHING_MORE
     # fewer requests than swap on the same pairs, each counted once: what the stand-in saw, the rounds' sum
     assert s["requests"] == sum(r["requests"] for r in rounds) == certify_seen < swap["requests"] == swap_seen == 2 * n
@@ -121,16 +132,19 @@ def test_certify_asks_each_round_only_what_the_last_left_unsure_and_fewer_than_s
 
     # what each round sent is exactly what the core decides from the verdicts of the rounds before it
     verdicts = _verdicts(rounds_at)
-    assert len(verdicts) == s["judged"] and len(_holding(verdicts, "ab", 0)) == n
+    # round 0: each pair in its first order, its shorter answer shown first (`ba` where answer A is the longer)
+    firsts = _first_orders(rounds_at)
+    assert len(verdicts) == s["judged"] and len(firsts) == n and set(firsts.values()) == {"ab", "ba"}
     got = _by_round(rounds_at, rounds)
-    assert got[0] == {(p, "ab", 0) for p in _holding(verdicts, "ab", 0)}
+    assert got[0] == {(p, first, 0) for p, first in firsts.items()}
     for r in range(1, len(rounds)):
         known = set().union(*got[:r])
         assert got[r] == _decided(rounds_at, known), f"round {r}"
         assert len({p for p, _, _ in got[r]}) == rounds[r]["pairs_asked"]
     # ...and after the last round no pair of the run has a rung to climb
     assert _decided(rounds_at, set(verdicts)) == set()
-    assert _holding(verdicts, "ab", 1) <= _holding(verdicts, "ba", 0)  # a pair climbs rung by rung
+    # a pair climbs rung by rung
+    assert _holding(verdicts, "ab", 1) <= _holding(verdicts, "ab", 0) & _holding(verdicts, "ba", 0)
 
     # the certified count after each round is what build-version certifies at that point: more verdicts, more
     # pairs certified (it could fall when a refitted model is stricter: not on these pairs)
@@ -158,13 +172,13 @@ def test_certify_asks_each_round_only_what_the_last_left_unsure_and_fewer_than_s
         assert server.stats()["requests"] == 0
     # the table: one line per round
     assert re.search(rf"\nround 0 +0 pairs asked, 0 requests, 0 judged; {certified[-1]:,} pairs certified after it "
-                     r"\(ab 0 of every pair without it\)\n", table.stdout), table.stdout
+                     r"\(first 0 of every pair without it\)\n", table.stdout), table.stdout
     cli = json.loads(done.stdout)
     for rerun in (again, cli):
         assert_summary(rerun, JudgeSummary)
         assert rerun["requests"] == 0 and rerun["skipped_cached"] == n and rerun["rounds_ended"] == NOTHING_MORE
         assert rerun["rounds"] == [{"round": 0, "requests": 0, "judged": 0, "pairs_asked": 0,
-                                    "certified": certified[-1], "how": "ab 0 of every pair without it"}]
+                                    "certified": certified[-1], "how": "first 0 of every pair without it"}]
     with Warehouse(rounds_at, read_only=True) as wh:
         (runs,) = wh.query("SELECT count(*) FROM judge_runs WHERE status = 'completed'")[0]
     assert runs == 4
@@ -328,8 +342,11 @@ def test_rounds_end_to_end_against_the_real_vllm_serving_the_tiny_genrm(tiny_gen
     assert s["requests"] == sum(r["requests"] for r in rounds) and s["rounds_ended"]
     assert all(r["pairs_asked"] <= 8 for r in rounds[1:])
     with Warehouse(warehouse, read_only=True) as wh:
-        slots = Counter(wh.query('SELECT "order" || sample_index FROM judgments WHERE status = \'ok\''))
-    assert slots[("ab0",)] == rounds[0]["judged"] and slots[("ba0",)] == sum(r["judged"] for r in rounds[1:])
+        held = wh.query('SELECT pair_id, "order", sample_index FROM judgments WHERE status = \'ok\'')
+    # round 0: each pair in its first order (its shorter answer shown first); later rounds: the other order
+    firsts = _first_orders(warehouse)
+    assert len(held) == sum(r["judged"] for r in rounds) and {s for _, _, s in held} == {0}
+    assert sum(o == firsts[p] for p, o, _ in held) == rounds[0]["judged"]
     again = curate("judge", "--endpoint", tiny_genrm_server.url, "--strategy", "certify:1", "--target-agreement", "0.9")
     assert again["requests"] == 0 and again["rounds"][0]["requests"] == 0
     # (a judgment of a later rung at its attempt limit is not asked, and not counted: no round plans it)

@@ -13,7 +13,16 @@ from common.errors import InvalidInputError
 from tasks.judge.strategies.adaptive import Adaptive
 from tasks.judge.strategies.certify import Certify
 from tasks.judge.strategies.ladder import Ladder
-from tasks.judge.strategies.protocol import ORDERS, Slot, Strategy, Verdicts, both_orders, slots_said
+from tasks.judge.strategies.protocol import (
+    ORDERS,
+    Slot,
+    Strategy,
+    Verdicts,
+    both_orders,
+    first_order,
+    oriented,
+    slots_said,
+)
 from tasks.judge.strategies.samples import Samples
 from tasks.judge.strategies.single import Single
 from tasks.judge.strategies.swap import Swap
@@ -21,8 +30,8 @@ from tasks.judge.strategies.swap import Swap
 if TYPE_CHECKING:
     from common.settings import Settings
 
-__all__ = ["ORDERS", "STRATEGIES", "Ladder", "Slot", "Strategy", "Verdicts", "both_orders", "names", "parse_strategy",
-           "slots_said", "usage"]
+__all__ = ["ORDERS", "STRATEGIES", "Ladder", "Slot", "Strategy", "Verdicts", "both_orders", "first_order", "names",
+           "oriented", "parse_strategy", "slots_said", "usage"]
 
 STRATEGIES: dict[str, type[Strategy]] = {
     "single": Single,

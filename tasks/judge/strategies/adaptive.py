@@ -1,4 +1,4 @@
-"""`adaptive[:K]`: `ab` first; the opposite order, and further samples up to K, only where that verdict is
+"""`adaptive[:K]`: one order first (the shorter answer shown first, `protocol.first_order`); the opposite order, and further samples up to K, only where that verdict is
 borderline. On a judge whose GPU time dominates the cost, confident pairs are not paid for twice.
 
 `adaptive` alone is `adaptive:1`: the opposite order only (the cheaper variant); `adaptive:2` also adds a
@@ -26,6 +26,7 @@ class Adaptive(Strategy):
     usage = "adaptive[:K]"
     takes_k = True
     one_order_on_purpose = True
+    orients_first = True
 
     def __post_init__(self) -> None:
         if self.samples < 1:
@@ -50,7 +51,9 @@ class Adaptive(Strategy):
         return abs(side.margin) <= self.borderline_margin or not scores_agree(side)
 
     def follow_ups(self, verdicts: Verdicts) -> list[Slot]:
-        first = verdicts.get(("ab", 0))
+        # the pair's first order's verdict: `ab 0` as this strategy writes it, `ba 0` where the pair was shown the
+        # other way first (`protocol.oriented`)
+        first = verdicts[("ab", 0)] if ("ab", 0) in verdicts else verdicts.get(("ba", 0))
         if first is None or not self.is_borderline(first):  # a failed first verdict is retried, not followed up
             return []
         return [s for s in self.all_slots() if s not in verdicts]

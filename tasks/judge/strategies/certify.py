@@ -1,5 +1,5 @@
 """`certify[:K]`: judging in rounds that escalate only where a certified version needs it: every pair in one order
-first; the other order for the pairs not yet sure; then further samples of both orders, up to K of each, for the
+first (the shorter answer shown first, `protocol.first_order`: the ladder's `ab` is a pair's first order); the other order for the pairs not yet sure; then further samples of both orders, up to K of each, for the
 pairs whose verdicts still contradict each other. Which pairs are "not yet sure" is the curation's call, made
 between rounds from the verdicts and the training labels (`tasks.curate.certification.next_rungs`, run by
 `tasks.review.rounds`): this class only declares the ladder. `certify` alone is `certify:2`.
@@ -23,6 +23,7 @@ class Certify(Strategy):
     usage = "certify[:K]"
     takes_k = True
     one_order_on_purpose = True  # a pair left with one order was sure enough after it
+    orients_first = True
 
     def __post_init__(self) -> None:
         if self.samples < 1:

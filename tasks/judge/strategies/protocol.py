@@ -25,9 +25,30 @@ def both_orders(samples: int) -> list[Slot]:
     return [(order, i) for i in range(samples) for order in ORDERS]
 
 
-def slots_said(slots: list[Slot] | tuple[Slot, ...]) -> str:
-    """Judgments as a person reads them: `ab 0`, `ab 1, ba 1`."""
-    return ", ".join(f"{order} {sample}" for order, sample in slots)
+def first_order(tried_ab: bool, tried_ba: bool, longer_a: bool) -> str:
+    """The order a pair is judged in first by a strategy that judges one order first (`Strategy.orients_first`):
+    the one it was already judged or tried in, if it was in exactly one (a pair judged before keeps its first
+    order, so nothing is asked twice); else the shorter answer shown first and the longer second (`ab` on a tie).
+    A judge's position bias credits the answer shown first and its verbosity bias the longer one: shown this way
+    they pull against each other, so a lone first verdict is less often wrong (docs/judging.md#the-first-order)."""
+    if tried_ab != tried_ba:
+        return "ab" if tried_ab else "ba"
+    return "ba" if longer_a else "ab"
+
+
+def oriented(slots: list[Slot] | tuple[Slot, ...], first: str) -> list[Slot]:
+    """A strategy's `slots` as one pair gets them: its `ab` is the pair's first order (`first_order`), its `ba`
+    the other; a slot with no order (a reward model's) as it is."""
+    if first == "ab":
+        return list(slots)
+    return [({"ab": "ba", "ba": "ab"}.get(order, order), sample) for order, sample in slots]
+
+
+def slots_said(slots: list[Slot] | tuple[Slot, ...], strategy: Strategy | None = None) -> str:
+    """Judgments as a person reads them: `ab 0`, `ab 1, ba 1`; a strategy's that judges one order first as each
+    pair gets them (`orients_first`): `first 0`, `other 0`, `first 1, other 1` (its first order, the other)."""
+    names = {"ab": "first", "ba": "other"} if strategy is not None and strategy.orients_first else {}
+    return ", ".join(f"{names.get(order, order)} {sample}" for order, sample in slots)
 
 
 @runtime_checkable
@@ -40,6 +61,9 @@ class Strategy(Protocol):
     # A pair it judged in one order was judged so on purpose (the first verdict settled it), not because the
     # second order failed or never came: the curation may keep such a pair. Recorded with each judge run.
     one_order_on_purpose: ClassVar[bool]
+    # Its `ab` in `initial()` and `ladder()` means a pair's first order (`first_order`), its `ba` the other; a
+    # strategy that asks both orders of every pair (or `ab` alone, as `single`) asks them as written.
+    orients_first: ClassVar[bool] = False
 
     @classmethod
     def from_spec(cls, k: int | None, settings: Settings | None) -> Strategy:

@@ -12,7 +12,9 @@ from tasks.curate.certification import (
     calibration_pairs,
     certification_report,
     certify_pool,
+    first_is_ba,
     holds,
+    in_first_order,
     next_rungs,
 )
 from tasks.curate.confidence import pool_confidences
@@ -81,6 +83,31 @@ def test_holds_counts_whole_rungs():
     pool = pool_of(world)
     assert holds(pool, [("ab", 0)])[:3].tolist() == [True, True, False]
     assert holds(pool, [("ab", 0), ("ba", 0)])[:3].tolist() == [False, True, False]
+
+
+def test_a_ladders_ab_is_each_pairs_first_order():
+    """`ab` in a ladder is a pair's first order: the one first-sample order it holds, else the shorter answer shown
+    first. A pair whose answer A is the longer holds its first rung with `ba 0`."""
+    world = make_world(4, 40)
+    longer_a = [i for i, p in enumerate(world.pairs) if len(p.response_a) > len(p.response_b)]
+    longer_b = [i for i, p in enumerate(world.pairs) if len(p.response_a) < len(p.response_b)]
+    a, a2, a3, b = longer_a[0], longer_a[1], longer_a[2], longer_b[0]
+    judge(world, a, "ba", 0)  # its first order
+    judge(world, a2, "ab", 0)  # judged before in the other order (say, by `single`): that one is its first
+    judge(world, b, "ab", 0)
+    judge(world, a3, "ba", 0)
+    judge(world, a3, "ab", 0)
+    pool = pool_of(world)
+    assert first_is_ba(pool)[[a, a2, a3, b]].tolist() == [True, False, True, False]
+    assert holds(pool, [("ab", 0)])[[a, a2, a3, b]].tolist() == [True, True, True, True]
+    assert holds(pool, [("ab", 0), ("ba", 0)])[[a, a2, a3, b]].tolist() == [False, False, True, False]
+    assert not holds(pool, [("ab", 0)])[longer_a[3]]  # nothing judged
+    assert in_first_order(pool).tolist() == [v_pair != a3 or not ab for v_pair, ab in
+                                             zip(pool.v_pair.tolist(), pool.v_ab.tolist())]
+    # the next rung of a pair that holds its first order is the other one, in the order it was not shown
+    plan = next_rungs(pool, confidences(pool), source_labels(pool), 0.9, 0.05, np.ones(len(pool), bool),
+                      parse_strategy("certify").ladder())
+    assert set(plan.rungs[[a, a2, b]].tolist()) <= {-1, 1} and plan.rungs[a3] in (-1, 2)
 
 
 def test_a_certified_version_reports_its_guarantee_and_coverage():

@@ -10,7 +10,7 @@ import pytest
 from tasks.ingest.synth_rows import TextMaker
 from tasks.judge.client import ClientOptions
 from tasks.judge.config import JudgeConfig
-from tasks.judge.run import JudgmentState, Plan, judge_pairs, planned_slots, split_pending
+from tasks.judge.run import JudgmentState, Plan, first_round, judge_pairs, plan_requests, planned_slots, split_pending
 from tasks.judge.strategies import Strategy, both_orders, parse_strategy
 from testing.genrm_standin import StandinConfig, StandinProcess
 from warehouse.judging import PairText
@@ -355,6 +355,32 @@ def test_the_planner_follows_cached_verdicts_through_any_strategy():
     assert planned_slots("p", UntilOrdersAgree(), states, 3, plan) == [("ba", 2, None)]
     assert planned_slots("q", UntilOrdersAgree(), states, 3, plan) == []
     assert (plan.skipped_cached, plan.exhausted) == (6, 1)
+
+
+def test_a_strategy_that_judges_one_order_first_shows_each_pair_its_shorter_answer_first():
+    """`certify` and `adaptive` ask a pair's first order (`first_order`): `ba 0` where answer A is the longer,
+    `ab 0` otherwise, and the order a pair was already tried in where it was tried in one; `swap` and `single` ask
+    as written. What the planner sends is what the first round asks."""
+    tm = TextMaker(3)
+    longer_a = PairText("a-longer", [{"role": "user", "content": "q"}], tm.text(300), tm.text(100))
+    longer_b = PairText("b-longer", [{"role": "user", "content": "q"}], tm.text(100), tm.text(300))
+    tried = PairText("tried-ab", [{"role": "user", "content": "q"}], tm.text(300), tm.text(100))
+    pairs = [longer_a, longer_b, tried]
+    states = {("tried-ab", "ab", 0): JudgmentState("failed", 1, None, None, None)}  # a retry owed, in its order
+    for name, firsts in (("certify", ["ba", "ab", "ab"]), ("adaptive", ["ba", "ab", "ab"]),
+                         ("single", ["ab", "ab", "ab"]), ("swap", None)):
+        strategy = parse_strategy(name)
+        sent = [(r.pair_id, r.order, r.sample) for r in plan_requests(pairs, strategy, states, 3, Plan())]
+        if firsts is None:
+            assert sent == [(p.pair_id, o, 0) for p in pairs for o in ("ab", "ba")], name
+            continue
+        assert sent == [(p.pair_id, o, 0) for p, o in zip(pairs, firsts)], name
+        assert first_round(strategy, pairs, states) == {p.pair_id: ((o, 0),) for p, o in zip(pairs, firsts)}, name
+    # the request shows the shorter answer (here B) first, as response_1
+    (request,) = plan_requests([longer_a], parse_strategy("certify"), {}, 3, Plan())
+    assert [m["role"] for m in request.messages[-2:]] == ["response_1", "response_2"]
+    assert (request.messages[-2]["content"], request.messages[-1]["content"]) == (longer_a.response_b,
+                                                                                  longer_a.response_a)
 
 
 def test_splitting_the_queue_counts_the_cache_of_finished_pairs_only():

@@ -27,3 +27,12 @@ def test_adaptive_follows_up_only_borderline_verdicts():
     assert s.follow_ups({}) == []
     # what is already known is not asked again
     assert s.follow_ups({("ab", 0): slight, ("ba", 0): confident}) == [("ab", 1), ("ba", 1)]
+
+
+def test_adaptive_follows_up_a_first_verdict_in_either_order():
+    """A pair whose longer answer is A is shown B first (`ba 0`): its verdict is followed up as `ab 0`'s would be."""
+    s = Adaptive(1, borderline_margin=1.0)
+    slight = to_a_side(Verdict(4, 3, 3), "ba")
+    assert s.follow_ups({("ba", 0): slight}) == [("ab", 0)]
+    assert s.follow_ups({("ba", 0): to_a_side(Verdict(5, 1, 1), "ba")}) == []
+    assert s.follow_ups({("ba", 0): None}) == []  # failed: retried, not followed up
