@@ -2,6 +2,7 @@
 (SIMULATED: the GenRM stand-in's verdict law, the reward-model stand-in's scoring law and synthetic raters).
 
     python benchmarks/estimate_worlds.py [--worlds 40] [--first 500] [--pairs 1000] [--setting 0] [--target 0.9]
+        [--labelled-share 1.0] [--other-share 0.0]
 
 `benchmarks/estimate.py` times a few runs through the CLI; this one counts requests in process, over enough worlds
 for a share with its interval. Each world (`benchmarks/ladder.py`'s setting, `--first` + `--pairs` pairs):
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -46,9 +48,9 @@ from tasks.review.rounds import judgments_a_pair, least_round, pending_shares
 WITHIN = 0.25
 
 
-def one_world(job: tuple[int, int, int, int, float]) -> dict:
-    seed, setting, first, pending, target = job
-    s = SETTINGS[setting]
+def one_world(job: tuple[int, int, int, int, float, float, float]) -> dict:
+    seed, setting, first, pending, target, labelled, other = job
+    s = replace(SETTINGS[setting], labelled=labelled, other=other)
     n = first + pending
     world = world_of(seed, n, s)
     margins = rm_margins(world, s.rm)
@@ -98,10 +100,18 @@ def main() -> None:
     ap.add_argument("--target", type=float, default=0.9)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=500, help="the first world's seed")
+    ap.add_argument("--labelled-share", type=float, default=1.0,
+                    help="the share of the setting's pairs with a label (the rest unlabelled)")
+    ap.add_argument("--other-share", type=float, default=0.0,
+                    help="the share of pairs from an unlabelled source of another kind (wide length gaps)")
     args = ap.parse_args()
-    print(f"SIMULATED worlds ({SETTINGS[args.setting].name}): {args.first} pairs judged first, then {args.pairs}; "
-          f"target {args.target:.0%}; the GenRM's judgments the estimate expects against those the run sends")
-    jobs = [(args.seed + k, args.setting, args.first, args.pairs, args.target) for k in range(args.worlds)]
+    mixed = (f"; {args.labelled_share:.0%} of pairs labelled" if args.labelled_share < 1 else "") + (
+        f"; {args.other_share:.0%} from an unlabelled source of another kind" if args.other_share else "")
+    print(f"SIMULATED worlds ({SETTINGS[args.setting].name}{mixed}): {args.first} pairs judged first, then "
+          f"{args.pairs}; target {args.target:.0%}; the GenRM's judgments the estimate expects against those the run "
+          "sends")
+    jobs = [(args.seed + k, args.setting, args.first, args.pairs, args.target, args.labelled_share, args.other_share)
+            for k in range(args.worlds)]
     with ProcessPoolExecutor(args.workers) as pool:
         results = list(pool.map(one_world, jobs))
     replayed, baseline, rm_first, missing = [], [], [], 0

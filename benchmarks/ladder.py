@@ -83,6 +83,8 @@ class Setting:
     position: float = 0.0  # the GenRM's position bias
     length: float = 0.0  # the GenRM's length bias
     noise: float = 1.2  # the raters' noise
+    labelled: float = 1.0  # the share of pairs with a label (the rest unlabelled, of the same source)
+    other: float = 0.0  # the share from an unlabelled source of another kind (`simulated_worlds.OTHER_SOURCE`)
 
     @property
     def rm(self) -> RewardStandinConfig:
@@ -100,7 +102,7 @@ SETTINGS = [
 
 def world_of(seed: int, pairs: int, s: Setting, natural: bool = False):
     world = make_world(seed, pairs, human_noise=s.noise, position_bias=s.position, length_bias=s.length,
-                       natural=natural)
+                       labelled_share=s.labelled, other_share=s.other, natural=natural)
     if s.named:  # the reward model's weak prompts as a domain of their own, as a source's domain column names it
         for i, p in enumerate(world.pairs):
             if weak(p.history[-1]["content"], s.rm):
