@@ -298,8 +298,8 @@ class CertifyRounds:
 
     def _decide(self) -> Decision:
         """The next round's decision (`Decision`) from the warehouse as it stands; decided once per state of the
-        warehouse (the fingerprint a version's inputs are compared by, and the judgments and requests on record: a round whose every judgment
-        failed changes that too)."""
+        warehouse (the fingerprint a version's inputs are compared by, and the judgments and requests on record: a
+        round whose every judgment failed changes that too)."""
         config_id = self.run.config.id
         totals = self.wh.judging.judging_totals(config_id)
         state = f"{self.wh.versions.version_inputs(config_id)}/{totals['judgments']}/{totals['requests']}"

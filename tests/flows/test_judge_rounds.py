@@ -123,7 +123,8 @@ def test_certify_asks_each_round_only_what_the_last_left_unsure_and_fewer_than_s
     assert (rounds[0]["pairs_asked"], rounds[0]["requests"], rounds[0]["judged"]) == (n, n, n)
     assert rounds[0]["how"] == "first 0 of every pair without it"
     assert all(0 < r["pairs_asked"] < n for r in rounds[1:])
-    assert rounds[1]["how"].endswith(f"other 0 of {rounds[1]['pairs_asked']:,}") and "sure: p_correct >=" in rounds[1]["how"]
+    assert rounds[1]["how"].endswith(f"other 0 of {rounds[1]['pairs_asked']:,}")
+    assert "sure: p_correct >=" in rounds[1]["how"]
     assert "first 1, other 1 of" in rounds[2]["how"]  # further samples, for pairs whose verdicts contradict each other
     assert s["rounds_ended"] == NOTHING_MORE
     # fewer requests than swap on the same pairs, each counted once: what the stand-in saw, the rounds' sum

@@ -1,5 +1,6 @@
-"""`adaptive[:K]`: one order first (the shorter answer shown first, `protocol.first_order`); the opposite order, and further samples up to K, only where that verdict is
-borderline. On a judge whose GPU time dominates the cost, confident pairs are not paid for twice.
+"""`adaptive[:K]`: one order first (the shorter answer shown first, `protocol.first_order`); the opposite order,
+and further samples up to K, only where that verdict is borderline. On a judge whose GPU time dominates the cost,
+confident pairs are not paid for twice.
 
 `adaptive` alone is `adaptive:1`: the opposite order only (the cheaper variant); `adaptive:2` also adds a
 second sample of each order on borderline pairs. A pair left with one order was judged so on purpose, and

@@ -1,6 +1,7 @@
 """`certify[:K]`: judging in rounds that escalate only where a certified version needs it: every pair in one order
-first (the shorter answer shown first, `protocol.first_order`: the ladder's `ab` is a pair's first order); the other order for the pairs not yet sure; then further samples of both orders, up to K of each, for the
-pairs whose verdicts still contradict each other. Which pairs are "not yet sure" is the curation's call, made
+first (the shorter answer shown first, `protocol.first_order`: the ladder's `ab` is a pair's first order); the
+other order for the pairs not yet sure; then further samples of both orders, up to K of each, for the pairs whose
+verdicts still contradict each other. Which pairs are "not yet sure" is the curation's call, made
 between rounds from the verdicts and the training labels (`tasks.curate.certification.next_rungs`, run by
 `tasks.review.rounds`): this class only declares the ladder. `certify` alone is `certify:2`.
 """
