@@ -49,14 +49,14 @@ from scipy.stats import beta
 
 from common.errors import UserError
 from common.settings import get_settings
-from tasks.curate.certification import decisive_verdict, first_is_ba
+from tasks.curate.certification import decisive_verdict, first_orders
 from tasks.curate.confidence import pool_confidences
 from tasks.curate.policy import make_policy
 from tasks.ingest.latent import latent_quality
 from tasks.ingest.source_facts import SourceFacts
 from tasks.ingest.sources import known_facts
 from tasks.judge.kinds import NO_ORDER
-from tasks.judge.strategies import first_order, oriented, parse_strategy
+from tasks.judge.strategies import ORDERS, as_shown, first_order, oriented, parse_strategy
 from tasks.review.certification import certification_labels, certify_version
 from tasks.review.overrides import PoolReviews
 from tasks.review.rounds import least_round, round_plan
@@ -148,7 +148,7 @@ def judge_in_rounds(world, ladder, policy, read, among: np.ndarray | None = None
         pool, c = read()
         labels = certification_labels(pool, c, PoolReviews.none(n), policy, FACTS)
         rungs = round_plan(pool, c, labels, policy, ladder, among).rungs
-        firsts = np.where(first_is_ba(pool), "ba", "ab")  # each pair's rung in its first order, as a run asks it
+        firsts = first_orders(pool)  # each pair's rung in its first order, as a run asks it
         asked = [(int(i), order, sample) for i in np.flatnonzero(rungs >= 0)
                  for order, sample in oriented(ladder[rungs[i]], firsts[i])
                  if order != NO_ORDER and (int(i), order, sample) not in world.verdicts]
@@ -187,11 +187,9 @@ def judge_world(world, strategy: str, policy) -> int:
 def initial_of(world, strategy, i: int, slots) -> list:
     """`slots` as pair `i` gets them first: in its first order where the strategy judges one order first
     (`first_order`, as the run's planner decides it: the order it already holds, else the shorter answer first)."""
-    if not strategy.orients_first:
-        return list(slots)
+    tried = [(i, order, 0) in world.verdicts for order in ORDERS]
     p = world.pairs[i]
-    tried = [(i, order, 0) in world.verdicts for order in ("ab", "ba")]
-    return oriented(slots, first_order(*tried, len(p.response_a) > len(p.response_b)))
+    return as_shown(strategy, slots, *tried, len(p.response_a) > len(p.response_b))
 
 
 def _phi(x: np.ndarray) -> np.ndarray:

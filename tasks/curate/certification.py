@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -341,18 +342,28 @@ def in_first_order(pool: JudgedPool) -> np.ndarray:
     return pool.v_ab != first_is_ba(pool)[pool.v_pair]
 
 
-def holds(pool: JudgedPool, slots: list[tuple[str, int]]) -> np.ndarray:
-    """Which pairs hold an ok verdict for every one of `slots` (order, sample; a ladder's, its `ab` a pair's first
-    order, `first_is_ba`; a judge ladder's reward-model slot, with no order, is held where the reward model scored
-    the pair)."""
-    scored = any(order == NO_ORDER for order, _ in slots)
+def first_orders(pool: JudgedPool) -> np.ndarray:
+    """Per pair, its first order as a word (`first_is_ba`): the ladder's `ab` for it, as `strategies.oriented` reads."""
+    return np.where(first_is_ba(pool), "ba", "ab")
+
+
+def slot_verdicts(pool: JudgedPool, slots: Iterable[tuple[str, int]]) -> np.ndarray:
+    """Per verdict of `pool`: whether it answers one of a ladder's `slots` (its `ab` a pair's first order,
+    `first_is_ba`; a slot with no order, a reward model's, has no verdict here)."""
     wanted = {(order == "ab", sample) for order, sample in slots if order != NO_ORDER}
-    mine = np.array([(ab, s) in wanted for ab, s in zip(in_first_order(pool).tolist(), pool.v_sample.tolist())],
+    return np.array([(ab, s) in wanted for ab, s in zip(in_first_order(pool).tolist(), pool.v_sample.tolist())],
                     bool)
-    held = np.bincount(pool.v_pair[mine], minlength=len(pool))  # a pair holds each judgment once (a unique key)
+
+
+def holds(pool: JudgedPool, slots: list[tuple[str, int]]) -> np.ndarray:
+    """Which pairs hold an ok verdict for every one of `slots` (order, sample; a ladder's, `slot_verdicts`; a judge
+    ladder's reward-model slot, with no order, is held where the reward model scored the pair)."""
+    scored = any(order == NO_ORDER for order, _ in slots)
+    ordered = {slot for slot in slots if slot[0] != NO_ORDER}
+    held = np.bincount(pool.v_pair[slot_verdicts(pool, ordered)], minlength=len(pool))  # each judgment once (a key)
     if scored:
-        return (held >= len(wanted)) & (pool.rm_margin is not None and np.isfinite(pool.rm_margin))
-    return held >= len(wanted)
+        return (held >= len(ordered)) & (pool.rm_margin is not None and np.isfinite(pool.rm_margin))
+    return held >= len(ordered)
 
 
 class Plan(NamedTuple):

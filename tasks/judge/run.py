@@ -26,7 +26,7 @@ from tasks.judge.estimate import Budget
 from tasks.judge.genrm import SideVerdict, build_messages
 from tasks.judge.kinds import GENRM, JudgeKind, kind_of
 from tasks.judge.kinds.protocol import kind_pair_messages
-from tasks.judge.strategies import ORDERS, Slot, Strategy, first_order, oriented, slots_said
+from tasks.judge.strategies import ORDERS, Slot, Strategy, as_shown, slots_said
 from warehouse.judging import PairText
 
 _log = logging.getLogger(__name__)
@@ -199,10 +199,8 @@ class Planner:
         """The strategy's initial judgments as the pair gets them (`longer_a`: its answer A is the longer): in its
         first order where the strategy judges one order first (`protocol.first_order`, from what the cache holds of
         it), else as written."""
-        if not self.strategy.orients_first:
-            return self.initial
         tried = [(pair_id, order, 0) in self.states for order in ORDERS]
-        return tuple(oriented(self.initial, first_order(*tried, longer_a)))
+        return tuple(as_shown(self.strategy, self.initial, *tried, longer_a))
 
     def slots(self, pair_id: str, plan: Plan, wanted: Sequence[Slot] | None = None, longer_a: bool = False,
               ) -> list[tuple[str, int, JudgmentState | None]]:

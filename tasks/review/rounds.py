@@ -38,10 +38,10 @@ from tasks.curate.certification import (
     Plan,
     calibration_pairs,
     certify_pool,
-    first_is_ba,
+    first_orders,
     holds,
-    in_first_order,
     next_rungs,
+    slot_verdicts,
 )
 from tasks.curate.confidence import pool_confidences
 from tasks.curate.label_roles import trained_by_rounds
@@ -184,9 +184,7 @@ def _replayed(pool: JudgedPool, labels: CertificationLabels, policy: FilterPolic
     each stripped to its verdicts of the ladder's rungs up to `rung` and brought as a new pair (its training label,
     never a calibration label): the pool's pairs `ours` and the copies asked. Returns the rungs, the pool's pairs'
     first, then the copies'."""
-    slots = {(order == "ab", sample) for r in ladder[:rung + 1] for order, sample in r if order != NO_ORDER}
-    kept = np.array([(ab, sample) in slots for ab, sample in zip(in_first_order(pool).tolist(),
-                                                                 pool.v_sample.tolist())], bool)
+    kept = slot_verdicts(pool, [slot for r in ladder[:rung + 1] for slot in r])
     stripped = replace(pool, **{name: getattr(pool, name)[kept] for name in pool.__slots__ if name.startswith("v_")})
     copies = _copied(stripped, originals)
     # a copy keeps its pair id: cross-fitting folds pairs by it, so no copy's label scores its own original
@@ -319,7 +317,7 @@ class CertifyRounds:
         mine = ours & (plan.rungs >= 0)
         nxt = dict(zip(pool.pair_id[mine].tolist(), plan.rungs[mine].tolist()))
         # each pair's rung in its own first order (the ladder's `ab`, `first_is_ba`)
-        firsts = dict(zip(pool.pair_id[mine].tolist(), np.where(first_is_ba(pool)[mine], "ba", "ab").tolist()))
+        firsts = dict(zip(pool.pair_id[mine].tolist(), first_orders(pool)[mine].tolist()))
         decided = Decision({"certified": int(certified.accepted.sum())}, nxt, firsts, plan.how, plan.stopped)
         self._decided = (state, decided)
         return decided

@@ -18,6 +18,7 @@ from tasks.judge.strategies.protocol import (
     Slot,
     Strategy,
     Verdicts,
+    as_shown,
     both_orders,
     first_order,
     oriented,
@@ -30,7 +31,7 @@ from tasks.judge.strategies.swap import Swap
 if TYPE_CHECKING:
     from common.settings import Settings
 
-__all__ = ["ORDERS", "STRATEGIES", "Ladder", "Slot", "Strategy", "Verdicts", "both_orders", "first_order", "names",
+__all__ = ["ORDERS", "STRATEGIES", "Ladder", "Slot", "Strategy", "Verdicts", "as_shown", "both_orders", "first_order", "names",
            "oriented", "parse_strategy", "slots_said", "usage"]
 
 STRATEGIES: dict[str, type[Strategy]] = {

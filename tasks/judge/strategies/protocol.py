@@ -44,6 +44,15 @@ def oriented(slots: list[Slot] | tuple[Slot, ...], first: str) -> list[Slot]:
     return [({"ab": "ba", "ba": "ab"}.get(order, order), sample) for order, sample in slots]
 
 
+def as_shown(strategy: Strategy, slots: list[Slot] | tuple[Slot, ...], tried_ab: bool, tried_ba: bool,
+             longer_a: bool) -> list[Slot]:
+    """A strategy's `slots` as a pair is shown them: in its first order (`first_order`, from the first-sample orders
+    it was tried in and its answers' lengths) where the strategy judges one order first, else as written."""
+    if not strategy.orients_first:
+        return list(slots)
+    return oriented(slots, first_order(tried_ab, tried_ba, longer_a))
+
+
 def slots_said(slots: list[Slot] | tuple[Slot, ...], strategy: Strategy | None = None) -> str:
     """Judgments as a person reads them: `ab 0`, `ab 1, ba 1`; a strategy's that judges one order first as each
     pair gets them (`orients_first`): `first 0`, `other 0`, `first 1, other 1` (its first order, the other)."""
