@@ -43,6 +43,7 @@ from tasks.curate.ladder import (
     with_reward_model,
 )
 from tasks.curate.pool import JudgedPool
+from tasks.judge.genrm import MAX_MARGIN
 from tasks.judge.kinds import NO_ORDER
 
 LABEL_KINDS = ("audit", "source", "mixed")  # mixed: some sources by their audit, the others by their labels
@@ -216,10 +217,30 @@ def _said(threshold: float) -> str:
     return f"{threshold:.4f}" if np.isfinite(threshold) else "any score"
 
 
-def decisive_verdict(c: Confidences, keepable: np.ndarray) -> np.ndarray:
+MIN_SHIFT_PAIRS = 30  # pairs judged in both orders below which the judge's position shift is taken as 0
+
+
+def position_shift(c: Confidences) -> float:
+    """The judge's position shift: the mean margin it adds toward the answer shown first, half the mean gap between
+    a pair's two orders (ab's margin for A less ba's), over the pairs judged in both whose margins are inside the
+    scale (a ranking at its end cannot move further, so it hides the shift; 0 where too few pairs are left)."""
+    ab, ba = c.order_margin_ab, c.order_margin_ba
+    both = ~np.isnan(ab) & ~np.isnan(ba)
+    both &= np.maximum(np.abs(np.nan_to_num(ab)), np.abs(np.nan_to_num(ba))) < MAX_MARGIN
+    if both.sum() < MIN_SHIFT_PAIRS:
+        return 0.0
+    return float(np.mean(ab[both] - ba[both]) / 2.0)
+
+
+def decisive_verdict(c: Confidences, keepable: np.ndarray, shift: float = 0.0) -> np.ndarray:
     """Adaptive's decisive verdict (|margin| > 1 with scores agreeing), on a pair the label-free filters keep: the
-    rounds stop such a pair at the verdicts it holds."""
-    return keepable & (np.abs(c.margin) > 1.0) & c.scores_agree & (c.direction != 0)
+    rounds stop such a pair at the verdicts it holds. `shift`: the judge's position shift (`position_shift`), taken
+    off a pair judged in one order only before its margin is read (a verdict for the answer shown first is worth
+    less by it, one against it more)."""
+    only_ab = ~np.isnan(c.order_margin_ab) & np.isnan(c.order_margin_ba)
+    only_ba = np.isnan(c.order_margin_ab) & ~np.isnan(c.order_margin_ba)
+    margin = c.margin - shift * only_ab + shift * only_ba
+    return keepable & (np.abs(margin) > 1.0) & (np.sign(margin) == c.direction) & c.scores_agree & (c.direction != 0)
 
 
 def _confirmed(pool: JudgedPool, c: Confidences, idx: np.ndarray, slots: list[list[tuple[str, int]]]) -> Confidences:
@@ -260,7 +281,10 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
     verdict, and more verdicts cannot make them certified."""
     keepable = eligible if keepable is None else keepable & eligible
     none = np.zeros(len(pool), bool)
-    adaptive = decisive_verdict(c, keepable)
+    shift = position_shift(c)
+    adaptive = decisive_verdict(c, keepable, shift)
+    # the judge's position shift, where one was measured: a run's `how` says it (which side the real judge favours)
+    shifted = f"; the judge's position shift {shift:+.2f} taken off one-order verdicts" if shift else ""
     calibrating = calibration_pairs(pool.pair_id, labels)
     idx = np.flatnonzero(eligible & (c.verdicts > 0) & (c.direction != 0))
     train = idx[~calibrating[idx] & (labels.training[idx] != 0)]
@@ -277,7 +301,7 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
 
     def by_adaptive(why: str) -> Escalation:
         why = f"{why}: {NO_CLIMB}"
-        return Escalation(adaptive, none, none, nan, f"decisive verdict ({why})", why)
+        return Escalation(adaptive, none, none, nan, f"decisive verdict ({why}){shifted}", why)
 
     if np.isnan(out_of_fold).any() or not len(train):
         return by_adaptive("too few training labels for a model")
@@ -325,7 +349,7 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
     said = (_said(next(iter(found.values()))) if len(found) == 1 else
             ", ".join(f"{_said(t)} in {n}" for n, t in sorted(found.items())))
     elsewhere = "; elsewhere a decisive verdict" if (eligible & ~climbs).any() else ""
-    return Escalation(sure, climbs, promising, score, f"p_correct >= {said} (training labels){elsewhere}")
+    return Escalation(sure, climbs, promising, score, f"p_correct >= {said} (training labels){elsewhere}{shifted}")
 
 
 def first_is_ba(pool: JudgedPool) -> np.ndarray:

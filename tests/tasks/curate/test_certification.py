@@ -8,17 +8,21 @@ import pytest
 
 from tasks.curate.calibration import clear_human_directions
 from tasks.curate.certification import (
+    MIN_SHIFT_PAIRS,
     CertificationLabels,
     calibration_pairs,
     certification_report,
     certify_pool,
+    decisive_verdict,
     first_is_ba,
     holds,
     in_first_order,
     next_rungs,
+    position_shift,
 )
 from tasks.curate.confidence import pool_confidences
 from tasks.ingest.sources import known_facts
+from tasks.judge.genrm import MAX_MARGIN
 from tasks.judge.strategies import parse_strategy
 from testing.simulated_worlds import clear_agreement, judge, make_world, pool_of
 
@@ -108,6 +112,49 @@ def test_a_ladders_ab_is_each_pairs_first_order():
     plan = next_rungs(pool, confidences(pool), source_labels(pool), 0.9, 0.05, np.ones(len(pool), bool),
                       parse_strategy("certify").ladder())
     assert set(plan.rungs[[a, a2, b]].tolist()) <= {-1, 1} and plan.rungs[a3] in (-1, 2)
+
+
+@pytest.mark.parametrize("bias", [0.0, 0.3, 0.6])
+def test_the_judges_position_shift_is_read_from_the_pairs_judged_both_ways(bias):
+    """Half the mean gap between a pair's two orders is the margin the stand-in's position bias adds toward the
+    answer shown first (to its rounding to a ranking); with none, the orders mirror each other exactly."""
+    pool = pool_of(swapped_world(seed=3, n=600, position_bias=bias))
+    shift = position_shift(confidences(pool))
+    assert shift == pytest.approx(bias, abs=0.08)
+    assert shift == 0.0 if bias == 0.0 else shift > 0.0
+
+
+def test_too_few_pairs_judged_both_ways_say_no_shift():
+    """The shift is read over at least MIN_SHIFT_PAIRS pairs judged both ways inside the scale: a pair with an order
+    at the scale's end (MAX_MARGIN) cannot show it."""
+
+    def judged_both_ways(gaps: list[tuple[float, float]]):
+        n = len(gaps)
+        return pool_confidences(n, np.repeat(np.arange(n), 2), np.tile([True, False], n),
+                                np.array(gaps, float).ravel(), np.ones(2 * n, bool), np.full(n, np.nan))
+
+    inside, at_end = (1.5, -0.5), (MAX_MARGIN, MAX_MARGIN)
+    assert position_shift(judged_both_ways([inside] * (MIN_SHIFT_PAIRS - 1))) == 0.0
+    assert position_shift(judged_both_ways([inside] * MIN_SHIFT_PAIRS)) == 1.0
+    assert position_shift(judged_both_ways([inside] * MIN_SHIFT_PAIRS + [at_end] * 50)) == 1.0
+    assert position_shift(judged_both_ways([inside] * (MIN_SHIFT_PAIRS - 1) + [at_end] * 50)) == 0.0
+
+
+def test_a_one_order_verdict_is_decisive_once_the_position_shift_is_taken_off():
+    """Shift 0.6 toward the answer shown first: a one-order verdict of margin 1.5 for the answer shown first is
+    worth 0.9 (not decisive), one for the answer shown second 2.1; a pair judged both ways is read as it stands."""
+    # A shown first and chosen; A shown second and chosen; B shown first and chosen; B shown second and chosen;
+    # both orders for A; a decisive verdict at 2.5 for the answer shown first
+    v_pair = np.array([0, 1, 2, 3, 4, 4, 5])
+    v_ab = np.array([True, False, False, True, True, False, True])
+    v_margin = np.array([1.5, 1.5, -1.5, -1.5, 2.1, 0.9, 2.5])
+    c = pool_confidences(6, v_pair, v_ab, v_margin, np.ones(7, bool), np.full(6, np.nan))
+    keep = np.ones(6, bool)
+    assert decisive_verdict(c, keep).tolist() == [True] * 6  # no shift: |margin| > 1 everywhere
+    assert decisive_verdict(c, keep, 0.6).tolist() == [False, True, False, True, True, True]
+    # a judge found to credit the answer shown second discounts the other verdicts instead
+    assert decisive_verdict(c, keep, -0.6).tolist() == [True, False, True, False, True, True]
+    assert not decisive_verdict(c, ~keep, 0.6).any()
 
 
 def test_a_certified_version_reports_its_guarantee_and_coverage():
@@ -230,5 +277,18 @@ def test_with_no_certifiable_threshold_nothing_climbs_past_adaptives_rule():
     for i in np.flatnonzero(plan.rungs == 1):
         judge(world, i, "ba", 0)
     pool = pool_of(world, one_order_on_purpose=True)
-    again = next_rungs(pool, confidences(pool), source_labels(pool), 0.995, 0.05, np.ones(n, bool), ladder)
-    assert not (again.rungs >= 0).any() and again.stopped  # no further samples, even for contradicting verdicts
+    c = confidences(pool)
+    again = next_rungs(pool, c, source_labels(pool), 0.995, 0.05, np.ones(n, bool), ladder)
+    # no further samples, even for contradicting verdicts; the other order only where a one-order verdict is not
+    # decisive once the judge's position shift, now measured on the pairs judged both ways, is taken off it
+    shift = position_shift(c)
+    assert shift > 0.5 and f"position shift {shift:+.2f}" in again.how and again.stopped
+    one_order = np.isnan(c.order_margin_ba)
+    assert set(again.rungs.tolist()) <= {-1, 1}
+    assert ((again.rungs == 1) == (one_order & ~decisive_verdict(c, np.ones(n, bool), shift))).all()
+    assert (again.rungs == 1).any()
+    for i in np.flatnonzero(again.rungs == 1):
+        judge(world, i, "ba", 0)
+    pool = pool_of(world, one_order_on_purpose=True)
+    last = next_rungs(pool, confidences(pool), source_labels(pool), 0.995, 0.05, np.ones(n, bool), ladder)
+    assert not (last.rungs >= 0).any() and last.stopped
