@@ -273,12 +273,13 @@ def escalation_cutoff(pool: JudgedPool, c: Confidences, labels: CertificationLab
     threshold tested on its own (`loosest_passing`: a few errors among the surest pairs do not throw it out, as
     they would a fixed sequence's, which sent every pair of a ladder to the GenRM in a round where that happened).
     In a population with one, a pair is sure when its score (by the model of every training label) reaches it or
-    its verdict is decisive (adaptive's rule: |margin| > 1 with scores agreeing); a pair a judge ladder's reward
-    model alone scored is sure only at the threshold found at `REWARD_MODEL_STOP` of that risk (a stricter bar for
-    the cheaper judge: a pair that stops too early is lost to the version, one that climbs costs one request). A
-    pair is promising when it would reach the threshold were its next rung to confirm its verdicts (`_confirmed`). Pairs in a population without one (its training labels certify no threshold, no
-    labels cover it, or too few training labels for any model) follow adaptive's rule alone: sure on a decisive
-    verdict, and more verdicts cannot make them certified."""
+    its verdict is decisive (adaptive's rule: |margin| > 1 with scores agreeing, a one-order margin read less the
+    judge's `position_shift`); a pair a judge ladder's reward model alone scored is sure only at the threshold found
+    at `REWARD_MODEL_STOP` of that risk (a stricter bar for the cheaper judge: a pair that stops too early is lost to
+    the version, one that climbs costs one request). A pair is promising when it would reach the threshold were its
+    next rung to confirm its verdicts (`_confirmed`). Pairs in a population without one (its training labels certify
+    no threshold, no labels cover it, or too few training labels for any model) follow adaptive's rule alone: sure
+    on a decisive verdict, and more verdicts cannot make them certified."""
     keepable = eligible if keepable is None else keepable & eligible
     none = np.zeros(len(pool), bool)
     shift = position_shift(c)
