@@ -278,7 +278,10 @@ def test_capacity_bounds_concurrency_and_stats_measure_busy_time():
         assert (stats["requests"], stats["completed"], stats["by_status"]) == (6, 6, {"200": 6})
         assert (stats["in_flight"], stats["queued"], stats["capacity"]) == (0, 0, 2)
         assert stats["busy_seconds"] == pytest.approx(1.2, abs=0.05)
-        assert stats["busy_fraction"] > 0.8
+        # slot-busy seconds over capacity x window: about 1.2 / (2 x 0.6) with no overhead; a loaded client's
+        # overhead widens the window, not the busy time
+        assert stats["busy_fraction"] == pytest.approx(stats["busy_seconds"] / (2 * (t1 - t0)), rel=1e-3)
+        assert stats["busy_fraction"] > 0.5
         assert t0 <= stats["first_request_at"] <= stats["last_request_at"] <= t1
 
         time.sleep(0.3)
