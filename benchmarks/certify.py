@@ -49,7 +49,7 @@ from scipy.stats import beta
 
 from common.errors import UserError
 from common.settings import get_settings
-from tasks.curate.certification import decisive_verdict, first_orders
+from tasks.curate.certification import decisive_verdict, first_orders, position_shift
 from tasks.curate.confidence import pool_confidences
 from tasks.curate.policy import make_policy
 from tasks.ingest.latent import latent_quality
@@ -256,7 +256,8 @@ def _without_second_order(pool, drop: np.ndarray):
 
 def coverage_gap(job: tuple[int, int, float, float, int]) -> dict:
     """One world judged by `certify` and by `swap`; what `swap`'s pool keeps with the second order removed where
-    `certify` held one, from the decisive one-order pairs alone (|margin| > 1, scores agreeing), and from the rest."""
+    `certify` held one, from the decisive one-order pairs alone (|margin| > 1 less the judge's position shift, scores
+    agreeing, as the rounds read it), and from the rest."""
     seed, setting, target, risk, pairs = job
     policy = make_policy(policy_of(target, risk, SETTINGS[setting].judge_like))
     _, mine = judged_pool(seed, setting, "certify", pairs, policy)
@@ -267,7 +268,7 @@ def coverage_gap(job: tuple[int, int, float, float, int]) -> dict:
 
     c = confidences(mine)
     one = c.verdicts == 1
-    decisive = decisive_verdict(c, one)  # where the rounds stop a pair at its one order
+    decisive = decisive_verdict(c, one, position_shift(c))  # where the rounds stop a pair at its one order
     return {"setting": setting, "certify": kept(mine), "swap": kept(swap),
             "one": kept(_without_second_order(swap, one)), "decisive": kept(_without_second_order(swap, decisive)),
             "rest": kept(_without_second_order(swap, one & ~decisive))}

@@ -31,8 +31,8 @@ from tasks.judge.strategies.swap import Swap
 if TYPE_CHECKING:
     from common.settings import Settings
 
-__all__ = ["ORDERS", "STRATEGIES", "Ladder", "Slot", "Strategy", "Verdicts", "as_shown", "both_orders", "first_order", "names",
-           "oriented", "parse_strategy", "slots_said", "usage"]
+__all__ = ["ORDERS", "STRATEGIES", "Ladder", "Slot", "Strategy", "Verdicts", "as_shown", "both_orders", "first_order",
+           "names", "oriented", "parse_strategy", "slots_said", "usage"]
 
 STRATEGIES: dict[str, type[Strategy]] = {
     "single": Single,
